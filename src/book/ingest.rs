@@ -1,0 +1,484 @@
+//! PGN -> validated games.
+//!
+//! Reading is split in two stages so that the expensive part runs on every
+//! core: a `pgn-reader` visitor collects each game's tags and SAN tokens on
+//! one thread (the reader is streaming and cheap), then [`RawGame::validate`]
+//! replays the moves with shakmaty and hashes every position, in parallel.
+//! A game that fails is never fatal: it becomes a [`SkipReason`] and the
+//! games around it are still used.
+
+use std::{
+    fmt,
+    io::{self, BufRead, BufReader, Read},
+    ops::ControlFlow,
+    path::Path,
+};
+
+use anyhow::{Context, Result};
+use pgn_reader::{KnownOutcome, Outcome, RawComment, RawTag, Reader, SanPlus, Skip, Visitor};
+use shakmaty::{
+    fen::Fen, san::SanError, uci::UciMove, CastlingMode, Chess, Color, EnPassantMode, Position,
+};
+
+use super::keys::{polyglot_key, MoveCode};
+
+/// How a game ended, as far as the book is concerned. `*` counts as a draw,
+/// as in `polyglot make-book`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum GameResult {
+    WhiteWins,
+    Draw,
+    BlackWins,
+    /// `*`: counted as a draw in the statistics, kept apart in the games table.
+    Unknown,
+}
+
+impl GameResult {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GameResult::WhiteWins => "1-0",
+            GameResult::Draw => "1/2-1/2",
+            GameResult::BlackWins => "0-1",
+            GameResult::Unknown => "*",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<GameResult> {
+        match s.trim() {
+            "1-0" => Some(GameResult::WhiteWins),
+            "0-1" => Some(GameResult::BlackWins),
+            "1/2-1/2" | "1/2" | "½-½" => Some(GameResult::Draw),
+            "*" => Some(GameResult::Unknown),
+            _ => None,
+        }
+    }
+
+    /// (white wins, draws, black wins) contributed by one occurrence.
+    pub fn counts(self) -> Counts {
+        match self {
+            GameResult::WhiteWins => Counts { white: 1, draws: 0, black: 0 },
+            GameResult::BlackWins => Counts { white: 0, draws: 0, black: 1 },
+            GameResult::Draw | GameResult::Unknown => Counts { white: 0, draws: 1, black: 0 },
+        }
+    }
+}
+
+/// Game counts from White's point of view: white wins, draws, black wins.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub white: u32,
+    pub draws: u32,
+    pub black: u32,
+}
+
+impl Counts {
+    pub fn total(self) -> u32 {
+        self.white + self.draws + self.black
+    }
+    pub fn add(&mut self, other: Counts) {
+        self.white += other.white;
+        self.draws += other.draws;
+        self.black += other.black;
+    }
+}
+
+/// Why a game was not used. The summary counts games per reason.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SkipReason {
+    IllegalMove { ply: u32, san: String },
+    BadFen(String),
+    UnknownVariant(String),
+    Chess960,
+    MissingResult,
+    NoMoves,
+    BelowMinElo,
+    Duplicate,
+    /// The reader gave up on the input (I/O or decompression error).
+    Unreadable(String),
+}
+
+impl SkipReason {
+    /// A short stable name, used as the key in the summary.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            SkipReason::IllegalMove { .. } => "illegal move",
+            SkipReason::BadFen(_) => "bad FEN",
+            SkipReason::UnknownVariant(_) => "unsupported variant",
+            SkipReason::Chess960 => "Chess960",
+            SkipReason::MissingResult => "missing result",
+            SkipReason::NoMoves => "no moves",
+            SkipReason::BelowMinElo => "below --min-elo",
+            SkipReason::Duplicate => "duplicate game",
+            SkipReason::Unreadable(_) => "unreadable input",
+        }
+    }
+}
+
+impl fmt::Display for SkipReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SkipReason::IllegalMove { ply, san } => write!(f, "illegal move {san:?} at ply {ply}"),
+            SkipReason::BadFen(e) => write!(f, "bad FEN: {e}"),
+            SkipReason::UnknownVariant(v) => write!(f, "unsupported variant {v:?}"),
+            SkipReason::Chess960 => write!(f, "Chess960 game"),
+            SkipReason::MissingResult => write!(f, "no result (neither a Result tag nor a termination marker)"),
+            SkipReason::NoMoves => write!(f, "game has no moves"),
+            SkipReason::BelowMinElo => write!(f, "a player is below --min-elo or has no Elo"),
+            SkipReason::Duplicate => write!(f, "the same game is already in the book"),
+            SkipReason::Unreadable(e) => write!(f, "unreadable input: {e}"),
+        }
+    }
+}
+
+/// A game as the reader saw it: tags and SAN tokens, not yet validated.
+#[derive(Clone, Debug, Default)]
+pub struct RawGame {
+    /// Index of the game in its input, from 1, for error messages.
+    pub number: u64,
+    pub white: String,
+    pub black: String,
+    pub white_elo: Option<u32>,
+    pub black_elo: Option<u32>,
+    pub result_tag: Option<String>,
+    pub fen: Option<String>,
+    pub variant: Option<String>,
+    pub sans: Vec<SanPlus>,
+    pub outcome: Option<Outcome>,
+}
+
+/// One move of a validated game, with the keys on both sides of it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Ply {
+    pub parent: u64,
+    pub mv: MoveCode,
+    pub child: u64,
+    pub castle: bool,
+}
+
+impl Ply {
+    /// Standard UCI text of the move (castling as e1g1).
+    pub fn uci(&self) -> String {
+        self.mv.uci(self.castle)
+    }
+}
+
+/// A validated game, cut at the book's maximum ply.
+#[derive(Clone, Debug)]
+pub struct Game {
+    pub white: String,
+    pub black: String,
+    pub result: GameResult,
+    /// Hash of start position, all moves (not only the stored ones) and result.
+    pub hash: u64,
+    /// Key of the start position.
+    pub start: u64,
+    /// Ply number of the start position (0 for the standard start).
+    pub start_ply: u32,
+    /// The stored moves (at most max-ply of them).
+    pub plies: Vec<Ply>,
+    /// Number of moves in the whole game.
+    pub total_plies: u32,
+    /// Exact value of the last stored position, from its side to move:
+    /// -1 if checkmated, 0 if stalemate. Only when the game ended there.
+    pub terminal: Option<f64>,
+}
+
+impl Game {
+    /// Keys of every stored position, start first.
+    pub fn keys(&self) -> impl Iterator<Item = u64> + '_ {
+        std::iter::once(self.start).chain(self.plies.iter().map(|p| p.child))
+    }
+}
+
+/// Filters applied while validating.
+#[derive(Clone, Debug)]
+pub struct Filter {
+    pub max_ply: u32,
+    pub min_elo: Option<u32>,
+}
+
+impl RawGame {
+    /// Replays the game with shakmaty. Never panics on any input.
+    pub fn validate(&self, filter: &Filter) -> Result<Game, SkipReason> {
+        if let Some(v) = &self.variant {
+            let v = v.trim().to_ascii_lowercase();
+            match v.as_str() {
+                "" | "standard" | "chess" | "normal" | "from position" | "fromposition" => {}
+                "chess960" | "chess 960" | "fischerandom" | "fischer random" | "fischerrandom" | "freestyle" => {
+                    return Err(SkipReason::Chess960)
+                }
+                _ => return Err(SkipReason::UnknownVariant(v)),
+            }
+        }
+        if let Some(min) = filter.min_elo {
+            match (self.white_elo, self.black_elo) {
+                (Some(w), Some(b)) if w >= min && b >= min => {}
+                _ => return Err(SkipReason::BelowMinElo),
+            }
+        }
+        let tag_result = self.result_tag.as_deref().and_then(GameResult::parse);
+        let text_result = self.outcome.map(|o| match o {
+            Outcome::Known(KnownOutcome::Decisive { winner: Color::White }) => GameResult::WhiteWins,
+            Outcome::Known(KnownOutcome::Decisive { winner: Color::Black }) => GameResult::BlackWins,
+            Outcome::Known(KnownOutcome::Draw) => GameResult::Draw,
+            Outcome::Unknown => GameResult::Unknown,
+        });
+        // The termination marker in the movetext is what the game says; the
+        // tag is the fallback (some exporters omit the marker).
+        let mut result = text_result.or(tag_result).ok_or(SkipReason::MissingResult)?;
+        if self.sans.is_empty() {
+            return Err(SkipReason::NoMoves);
+        }
+
+        let mut pos = match &self.fen {
+            None => Chess::default(),
+            Some(fen) => {
+                let parsed: Fen = fen.trim().parse().map_err(|e| SkipReason::BadFen(format!("{e}")))?;
+                let has_castling = parsed.as_setup().castling_rights.any();
+                // Castling rights on non-standard rook files mean Chess960.
+                match parsed.clone().into_position::<Chess>(CastlingMode::Standard) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        if parsed.into_position::<Chess>(CastlingMode::Chess960).is_ok()
+                            && has_castling
+                        {
+                            return Err(SkipReason::Chess960);
+                        }
+                        return Err(SkipReason::BadFen(format!("{e}")));
+                    }
+                }
+            }
+        };
+        let start_ply = (pos.fullmoves().get().saturating_sub(1)) * 2 + u32::from(pos.turn() == Color::Black);
+        let start = polyglot_key(&pos);
+        let mut hasher = Fnv64::new();
+        hasher.write(self.fen.as_deref().unwrap_or("startpos").trim().as_bytes());
+
+        let mut plies = Vec::with_capacity(filter.max_ply.min(self.sans.len() as u32) as usize);
+        let mut parent = start;
+        for (i, san_plus) in self.sans.iter().enumerate() {
+            let mv = san_plus.san.to_move(&pos).map_err(|e: SanError| {
+                let _ = e;
+                SkipReason::IllegalMove { ply: i as u32 + 1, san: san_plus.to_string() }
+            })?;
+            let code = MoveCode::from_move(&mv);
+            let castle = mv.is_castle();
+            hasher.write(&code.0.to_le_bytes());
+            pos.play_unchecked(mv);
+            if (i as u32) < filter.max_ply {
+                let child = polyglot_key(&pos);
+                plies.push(Ply { parent, mv: code, child, castle });
+                parent = child;
+            }
+        }
+        let total_plies = self.sans.len() as u32;
+        // The board decides when the game ended on the board.
+        let mut terminal = None;
+        if pos.is_checkmate() {
+            result = if pos.turn() == Color::White { GameResult::BlackWins } else { GameResult::WhiteWins };
+            if total_plies <= filter.max_ply {
+                terminal = Some(-1.0);
+            }
+        } else if pos.is_stalemate() {
+            result = GameResult::Draw;
+            if total_plies <= filter.max_ply {
+                terminal = Some(0.0);
+            }
+        }
+        hasher.write(result.as_str().as_bytes());
+        Ok(Game {
+            white: self.white.clone(),
+            black: self.black.clone(),
+            result,
+            hash: hasher.finish(),
+            start,
+            start_ply,
+            plies,
+            total_plies,
+            terminal,
+        })
+    }
+}
+
+/// FNV-1a, 64 bit: stable across Rust versions, unlike `DefaultHasher`,
+/// because the hash is stored in the book.
+struct Fnv64(u64);
+
+impl Fnv64 {
+    fn new() -> Self {
+        Fnv64(0xcbf2_9ce4_8422_2325)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 ^= u64::from(*b);
+            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        // Separator, so that "ab"+"c" and "a"+"bc" differ.
+        self.0 ^= 0xff;
+        self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// Collects tags and mainline SAN tokens; variations are skipped.
+struct Collector {
+    number: u64,
+}
+
+impl Visitor for Collector {
+    type Tags = RawGame;
+    type Movetext = RawGame;
+    type Output = RawGame;
+
+    fn begin_tags(&mut self) -> ControlFlow<RawGame, RawGame> {
+        self.number += 1;
+        ControlFlow::Continue(RawGame { number: self.number, ..RawGame::default() })
+    }
+
+    fn tag(&mut self, game: &mut RawGame, name: &[u8], value: RawTag<'_>) -> ControlFlow<RawGame> {
+        // Names may be in any encoding: decode lossily rather than reject.
+        let text = || String::from_utf8_lossy(&value.decode()).into_owned();
+        match name {
+            b"White" => game.white = text(),
+            b"Black" => game.black = text(),
+            b"WhiteElo" => game.white_elo = text().trim().parse().ok(),
+            b"BlackElo" => game.black_elo = text().trim().parse().ok(),
+            b"Result" => game.result_tag = Some(text()),
+            b"FEN" => game.fen = Some(text()),
+            b"Variant" => game.variant = Some(text()),
+            _ => {}
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn begin_movetext(&mut self, tags: RawGame) -> ControlFlow<RawGame, RawGame> {
+        ControlFlow::Continue(tags)
+    }
+
+    fn san(&mut self, game: &mut RawGame, san_plus: SanPlus) -> ControlFlow<RawGame> {
+        game.sans.push(san_plus);
+        ControlFlow::Continue(())
+    }
+
+    fn comment(&mut self, _game: &mut RawGame, _c: RawComment<'_>) -> ControlFlow<RawGame> {
+        ControlFlow::Continue(())
+    }
+
+    fn begin_variation(&mut self, _game: &mut RawGame) -> ControlFlow<RawGame, Skip> {
+        ControlFlow::Continue(Skip(true))
+    }
+
+    fn outcome(&mut self, game: &mut RawGame, outcome: Outcome) -> ControlFlow<RawGame> {
+        game.outcome = Some(outcome);
+        ControlFlow::Continue(())
+    }
+
+    fn end_game(&mut self, game: RawGame) -> RawGame {
+        game
+    }
+}
+
+/// Opens a PGN input: a path ending in `.gz` or `.zst`, a plain file, or `-`
+/// for standard input (compression detected from the magic bytes there).
+pub fn open_input(path: &Path) -> Result<Box<dyn Read + Send>> {
+    let raw: Box<dyn Read + Send> = if path.as_os_str() == "-" {
+        Box::new(io::stdin())
+    } else {
+        Box::new(std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?)
+    };
+    let mut buffered = BufReader::with_capacity(1 << 20, raw);
+    let magic = buffered.fill_buf().with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(if magic.starts_with(&[0x1f, 0x8b]) {
+        Box::new(flate2::read::MultiGzDecoder::new(buffered))
+    } else if magic.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        Box::new(zstd::stream::read::Decoder::with_buffer(buffered).context("cannot start zstd decoder")?)
+    } else {
+        Box::new(buffered)
+    })
+}
+
+/// Streams raw games from one input. An I/O or decompression error ends the
+/// stream; the games read before it are kept and the error is reported once.
+pub struct GameStream {
+    reader: Reader<Box<dyn Read + Send>>,
+    collector: Collector,
+    pub error: Option<String>,
+}
+
+impl GameStream {
+    pub fn new(input: Box<dyn Read + Send>) -> GameStream {
+        // Long comments are read in chunks, so a huge comment costs nothing.
+        let reader = Reader::new(input);
+        GameStream { reader, collector: Collector { number: 0 }, error: None }
+    }
+
+    /// Up to `n` games; an empty vector means the input is exhausted.
+    pub fn next_batch(&mut self, n: usize) -> Vec<RawGame> {
+        let mut batch = Vec::with_capacity(n);
+        if self.error.is_some() {
+            return batch;
+        }
+        while batch.len() < n {
+            match self.reader.read_game(&mut self.collector) {
+                Ok(Some(game)) => batch.push(game),
+                Ok(None) => break,
+                Err(e) => {
+                    self.error = Some(e.to_string());
+                    break;
+                }
+            }
+        }
+        batch
+    }
+}
+
+/// Parse a UCI move string against a position (for `show --moves`).
+pub fn parse_uci(pos: &Chess, text: &str) -> Result<shakmaty::Move> {
+    let uci: UciMove = text.parse().with_context(|| format!("{text:?} is not a UCI move"))?;
+    uci.to_move(pos).with_context(|| format!("{text} is not legal in {}", Fen::from_position(pos, EnPassantMode::Legal)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read_all(pgn: &str) -> Vec<RawGame> {
+        let mut s = GameStream::new(Box::new(io::Cursor::new(pgn.as_bytes().to_vec())));
+        s.next_batch(1000)
+    }
+
+    fn filter() -> Filter {
+        Filter { max_ply: 40, min_elo: None }
+    }
+
+    #[test]
+    fn scholar_mate_is_terminal_and_decides_result() {
+        let games = read_all("[Result \"*\"]\n\n1. e4 e5 2. Qh5 Nc6 3. Bc4 Nf6 4. Qxf7# *\n");
+        let g = games[0].validate(&filter()).expect("valid");
+        assert_eq!(g.result, GameResult::WhiteWins);
+        assert_eq!(g.terminal, Some(-1.0));
+        assert_eq!(g.plies.len(), 7);
+        assert_eq!(g.start, 0x463b96181691fc9c);
+    }
+
+    #[test]
+    fn illegal_move_names_ply() {
+        let games = read_all("1. e4 e5 2. Ke3 *\n");
+        assert_eq!(
+            games[0].validate(&filter()).unwrap_err(),
+            SkipReason::IllegalMove { ply: 3, san: "Ke3".into() }
+        );
+    }
+
+    #[test]
+    fn hash_differs_by_result_and_moves() {
+        let a = read_all("1. e4 e5 1-0\n")[0].validate(&filter()).expect("valid");
+        let b = read_all("1. e4 e5 0-1\n")[0].validate(&filter()).expect("valid");
+        let c = read_all("1. e4 c5 1-0\n")[0].validate(&filter()).expect("valid");
+        assert_ne!(a.hash, b.hash);
+        assert_ne!(a.hash, c.hash);
+        assert_eq!(a.hash, read_all("1.e4 e5 1-0")[0].validate(&filter()).expect("valid").hash);
+    }
+}

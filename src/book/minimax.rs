@@ -1,0 +1,335 @@
+//! Node values: the formula, full evaluation, and incremental re-evaluation.
+//!
+//! Values are from the side to move's point of view, in [-1, 1]
+//! (1 = win, 0 = draw). The formula (also in the README):
+//!
+//! * `s(n) = (W - L) / (N + K)`: game statistics of node `n` for its side to
+//!   move, with `K` virtual draws as the prior.
+//! * edge value `q(n -> c)`:
+//!   * `-exact(c)` if `c` is checkmate (-1) or stalemate (0);
+//!   * `-(N_c * v(c) + K * s(c)) / (N_c + K)` if `depth(c) > depth(n)`:
+//!     the child's minimax value, trusted in proportion to its evidence;
+//!   * `-s(c)` otherwise (an edge back to an earlier ply: statistics only,
+//!     which is what makes repetition cycles terminate).
+//! * `v(n) = exact(n)` if terminal; `s(n)` if `n` has no book moves;
+//!   otherwise `max(D, max_c q(n -> c))`, where `D` is the value of leaving
+//!   the book (Buro's "best deviation", here a constant).
+//!
+//! Because forward edges strictly increase depth, the value dependencies form
+//! a DAG: evaluating nodes by decreasing depth is exact, and the incremental
+//! pass processes dirty nodes in the same order, so both give bit-identical
+//! results.
+
+use std::collections::{BinaryHeap, HashMap, HashSet};
+
+use anyhow::{bail, Result};
+
+use super::ingest::Counts;
+use super::keys::MoveCode;
+
+/// The value formula's parameters. Stored in the book's meta table so every
+/// evaluation of one book uses the same numbers.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct ValueParams {
+    /// `K`: virtual draws added to every node's statistics.
+    pub prior_games: f64,
+    /// `D`: value of leaving the book, the floor of every interior node.
+    pub deviation: f64,
+    /// `Z`: the `best` choice ranks moves by `q - Z / sqrt(N + 1)`.
+    pub evidence_penalty: f64,
+}
+
+impl Default for ValueParams {
+    fn default() -> Self {
+        ValueParams { prior_games: 4.0, deviation: -0.3, evidence_penalty: 0.5 }
+    }
+}
+
+impl ValueParams {
+    pub fn validate(&self) -> Result<()> {
+        if !(self.prior_games > 0.0 && self.prior_games.is_finite()) {
+            bail!("prior_games must be a positive number, got {}", self.prior_games);
+        }
+        if !(-1.0..=1.0).contains(&self.deviation) {
+            bail!("deviation must be within [-1, 1], got {}", self.deviation);
+        }
+        if !(self.evidence_penalty >= 0.0 && self.evidence_penalty.is_finite()) {
+            bail!("evidence_penalty must be >= 0, got {}", self.evidence_penalty);
+        }
+        Ok(())
+    }
+}
+
+/// What the formula needs to know about a node.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct NodeInfo {
+    pub key: u64,
+    /// Smallest ply at which a game reached it; `None` for imported positions
+    /// not reachable from a known start (they carry no value).
+    pub depth: Option<u32>,
+    pub counts: Counts,
+    pub exact: Option<f64>,
+    pub value: f64,
+}
+
+impl NodeInfo {
+    pub fn white_to_move(&self) -> Option<bool> {
+        self.depth.map(|d| d % 2 == 0)
+    }
+
+    /// `s(n)`.
+    pub fn stats_value(&self, p: &ValueParams) -> f64 {
+        let (w, l) = match self.white_to_move() {
+            Some(true) => (self.counts.white, self.counts.black),
+            Some(false) => (self.counts.black, self.counts.white),
+            None => return 0.0,
+        };
+        (f64::from(w) - f64::from(l)) / (f64::from(self.counts.total()) + p.prior_games)
+    }
+}
+
+/// `q(parent -> child)`, from the parent's side to move; `None` when the
+/// edge carries no value (unknown depth).
+pub fn edge_value(parent_depth: Option<u32>, child: &NodeInfo, p: &ValueParams) -> Option<f64> {
+    let pd = parent_depth?;
+    let cd = child.depth?;
+    if let Some(e) = child.exact {
+        return Some(-e);
+    }
+    let s = child.stats_value(p);
+    if cd > pd {
+        let n = f64::from(child.counts.total());
+        Some(-(n * child.value + p.prior_games * s) / (n + p.prior_games))
+    } else {
+        Some(-s)
+    }
+}
+
+/// A child as the `best` choice sees it.
+#[derive(Copy, Clone, Debug)]
+pub struct Choice {
+    pub mv: MoveCode,
+    pub q: f64,
+    pub games: u32,
+}
+
+/// `best`: the move with the highest `q - Z / sqrt(N + 1)` among moves with
+/// games, if its `q` beats leaving the book. Ties go to the lower move code
+/// so the choice does not depend on row order.
+pub fn best_choice(choices: &[Choice], p: &ValueParams) -> Option<MoveCode> {
+    let mut best: Option<(f64, MoveCode, f64)> = None;
+    for c in choices.iter().filter(|c| c.games > 0) {
+        let score = c.q - p.evidence_penalty / (f64::from(c.games) + 1.0).sqrt();
+        let better = match best {
+            None => true,
+            Some((s, mv, _)) => score > s || (score == s && c.mv < mv),
+        };
+        if better {
+            best = Some((score, c.mv, c.q));
+        }
+    }
+    best.filter(|&(_, _, q)| q >= p.deviation).map(|(_, mv, _)| mv)
+}
+
+/// `v(n)` and the `best` move from the node and its children `(move, child)`.
+pub fn node_value<'a>(
+    node: &NodeInfo,
+    children: impl IntoIterator<Item = (MoveCode, &'a NodeInfo)>,
+    p: &ValueParams,
+) -> (f64, Option<MoveCode>) {
+    let mut max: Option<f64> = None;
+    let mut choices = Vec::new();
+    for (mv, child) in children {
+        if let Some(q) = edge_value(node.depth, child, p) {
+            max = Some(max.map_or(q, |m: f64| m.max(q)));
+            choices.push(Choice { mv, q, games: child.counts.total() });
+        }
+    }
+    let best = best_choice(&choices, p);
+    if node.depth.is_none() {
+        return (0.0, None);
+    }
+    if let Some(e) = node.exact {
+        return (e, None);
+    }
+    match max {
+        None => (node.stats_value(p), None),
+        Some(m) => (m.max(p.deviation), best),
+    }
+}
+
+/// The whole book in memory, for full evaluation and `check`.
+pub struct Graph {
+    pub nodes: Vec<NodeInfo>,
+    pub best: Vec<Option<MoveCode>>,
+    pub index: HashMap<u64, u32>,
+    /// Children of node `i`: `edges[offsets[i]..offsets[i + 1]]`.
+    pub offsets: Vec<u32>,
+    pub edges: Vec<(MoveCode, u32)>,
+}
+
+impl Graph {
+    /// Builds the graph from nodes and `(parent, move, child)` edges; edges
+    /// whose ends are unknown are ignored.
+    pub fn new(nodes: Vec<NodeInfo>, mut edge_list: Vec<(u64, MoveCode, u64)>) -> Graph {
+        let index: HashMap<u64, u32> = nodes.iter().enumerate().map(|(i, n)| (n.key, i as u32)).collect();
+        edge_list.sort_unstable();
+        let mut offsets = vec![0u32; nodes.len() + 1];
+        let mut edges = Vec::with_capacity(edge_list.len());
+        let mut resolved: Vec<(u32, MoveCode, u32)> = edge_list
+            .into_iter()
+            .filter_map(|(p, mv, c)| Some((*index.get(&p)?, mv, *index.get(&c)?)))
+            .collect();
+        resolved.sort_unstable_by_key(|&(p, mv, _)| (p, mv));
+        for &(p, _, _) in &resolved {
+            offsets[p as usize + 1] += 1;
+        }
+        for i in 0..nodes.len() {
+            offsets[i + 1] += offsets[i];
+        }
+        edges.extend(resolved.into_iter().map(|(_, mv, c)| (mv, c)));
+        let best = vec![None; nodes.len()];
+        Graph { nodes, best, index, offsets, edges }
+    }
+
+    pub fn children(&self, i: usize) -> &[(MoveCode, u32)] {
+        &self.edges[self.offsets[i] as usize..self.offsets[i + 1] as usize]
+    }
+
+    /// Full evaluation: every node, by decreasing depth.
+    pub fn evaluate(&mut self, p: &ValueParams) {
+        let mut order: Vec<u32> = (0..self.nodes.len() as u32).collect();
+        // Unknown depth sorts last; its value does not depend on children.
+        order.sort_unstable_by_key(|&i| std::cmp::Reverse(self.nodes[i as usize].depth.map_or(-1, i64::from)));
+        for i in order {
+            let i = i as usize;
+            let (v, best) = {
+                let node = &self.nodes[i];
+                let kids = self.children(i).iter().map(|&(mv, c)| (mv, &self.nodes[c as usize]));
+                node_value(node, kids, p)
+            };
+            self.nodes[i].value = v;
+            self.best[i] = best;
+        }
+    }
+}
+
+/// Storage as the incremental pass needs it.
+pub trait Tree {
+    fn node(&mut self, key: u64) -> Result<Option<NodeInfo>>;
+    /// `(move, child)` for every book move of `key` with a known child.
+    fn children(&mut self, key: u64) -> Result<Vec<(MoveCode, NodeInfo)>>;
+    /// Keys of every position with a book move into `key`.
+    fn parents(&mut self, key: u64) -> Result<Vec<u64>>;
+    /// The stored `best` move of `key`.
+    fn best(&mut self, key: u64) -> Result<Option<MoveCode>>;
+    fn set_value(&mut self, key: u64, value: f64, best: Option<MoveCode>) -> Result<()>;
+}
+
+/// A node whose `best` move changed during re-evaluation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChoiceChange {
+    pub key: u64,
+    pub depth: u32,
+    pub before: Option<MoveCode>,
+    pub after: Option<MoveCode>,
+}
+
+/// What one incremental pass did.
+#[derive(Clone, Debug, Default)]
+pub struct Reevaluation {
+    pub recomputed: usize,
+    pub changed_values: usize,
+    pub choices: Vec<ChoiceChange>,
+}
+
+/// Re-evaluates `dirty` (nodes whose own inputs changed: the new game's path
+/// and every parent of it) and then, through parents, every node whose value
+/// depends on a changed value, stopping where values no longer change.
+pub fn reevaluate_from<T: Tree>(
+    tree: &mut T,
+    dirty: impl IntoIterator<Item = u64>,
+    p: &ValueParams,
+) -> Result<Reevaluation> {
+    let mut heap = BinaryHeap::new();
+    let mut queued = HashSet::new();
+    for key in dirty {
+        if queued.insert(key) {
+            if let Some(n) = tree.node(key)? {
+                if let Some(d) = n.depth {
+                    heap.push((d, key));
+                }
+            }
+        }
+    }
+    let mut out = Reevaluation::default();
+    while let Some((depth, key)) = heap.pop() {
+        let Some(node) = tree.node(key)? else { continue };
+        let kids = tree.children(key)?;
+        let (v, best) = node_value(&node, kids.iter().map(|(mv, c)| (*mv, c)), p);
+        out.recomputed += 1;
+        let old_best = tree.best(key)?;
+        if old_best != best {
+            out.choices.push(ChoiceChange { key, depth, before: old_best, after: best });
+        }
+        let value_changed = v.to_bits() != node.value.to_bits();
+        if value_changed || old_best != best {
+            tree.set_value(key, v, best)?;
+        }
+        if value_changed {
+            out.changed_values += 1;
+            for parent in tree.parents(key)? {
+                if queued.insert(parent) {
+                    if let Some(pn) = tree.node(parent)? {
+                        // Only forward edges carry v(child); back edges use s only.
+                        if let Some(pd) = pn.depth.filter(|&pd| pd < depth) {
+                            heap.push((pd, parent));
+                        } else {
+                            queued.remove(&parent);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out.choices.sort_by_key(|c| (c.depth, c.key));
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(key: u64, depth: u32, w: u32, d: u32, b: u32) -> NodeInfo {
+        NodeInfo { key, depth: Some(depth), counts: Counts { white: w, draws: d, black: b }, exact: None, value: 0.0 }
+    }
+
+    #[test]
+    fn cycle_terminates_and_leaf_uses_stats() {
+        // 1 -> 2 -> 3 -> 1 (a repetition): the back edge uses statistics.
+        let nodes = vec![node(1, 0, 2, 0, 0), node(2, 1, 2, 0, 0), node(3, 2, 2, 0, 0)];
+        let edges = vec![(1, MoveCode(1), 2), (2, MoveCode(2), 3), (3, MoveCode(3), 1)];
+        let mut g = Graph::new(nodes, edges);
+        let p = ValueParams::default();
+        g.evaluate(&p);
+        let s1 = g.nodes[0].stats_value(&p);
+        assert!((s1 - 2.0 / 6.0).abs() < 1e-12);
+        // Node 3 (white to move? depth 2 -> white) has only a back edge to 1.
+        assert_eq!(g.nodes[2].value, (-s1).max(p.deviation));
+    }
+
+    #[test]
+    fn lucky_single_game_loses_to_solid_line() {
+        let p = ValueParams::default();
+        let solid = Choice { mv: MoveCode(10), q: 0.19, games: 100 };
+        let lucky = Choice { mv: MoveCode(20), q: 0.2, games: 1 };
+        assert_eq!(best_choice(&[lucky, solid], &p), Some(MoveCode(10)));
+    }
+
+    #[test]
+    fn no_book_move_when_all_lose() {
+        let p = ValueParams::default();
+        let bad = Choice { mv: MoveCode(10), q: -0.6, games: 50 };
+        assert_eq!(best_choice(&[bad], &p), None);
+    }
+}

@@ -1,0 +1,13 @@
+//! The opening book: PGN -> positions/moves -> SQLite -> values -> choices/exports.
+
+pub mod build;
+pub mod check;
+pub mod ingest;
+pub mod keys;
+pub mod minimax;
+pub mod polyglot;
+pub mod report;
+pub mod select;
+pub mod store;
+
+pub use store::{Book, BookSettings};

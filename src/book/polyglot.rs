@@ -1,0 +1,261 @@
+//! Polyglot `.bin` export and import.
+//!
+//! A Polyglot book is a sequence of 16-byte big-endian entries
+//! `(key u64, move u16, weight u16, learn u32)` sorted by key. The book
+//! stores keys and moves in exactly this encoding (see [`super::keys`]), so
+//! export is a copy plus a weight.
+
+use std::{
+    collections::{HashMap, HashSet, VecDeque},
+    fs,
+    io::{BufWriter, Write},
+    path::Path,
+};
+
+use anyhow::{bail, Context, Result};
+use rusqlite::params;
+use shakmaty::{Chess, Position};
+
+use super::keys::{from_sql, polyglot_key, to_sql, uci_of, MoveCode};
+use super::minimax::edge_value;
+use super::select::value_weight;
+use super::store::Book;
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Entry {
+    pub key: u64,
+    pub mv: u16,
+    pub weight: u16,
+    pub learn: u32,
+}
+
+/// Where export weights come from.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum WeightMode {
+    /// From the move's minimax value ([`value_weight`]).
+    Value,
+    /// The number of games (occurrences) with the move, capped at 65535.
+    Games,
+    /// As `polyglot make-book`: 2 per win and 1 per draw of the side that
+    /// moved, `*` as a draw.
+    Polyglot,
+    /// The weights of an imported Polyglot book.
+    Imported,
+}
+
+impl std::str::FromStr for WeightMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<WeightMode, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "value" => Ok(WeightMode::Value),
+            "games" => Ok(WeightMode::Games),
+            "polyglot" => Ok(WeightMode::Polyglot),
+            "imported" => Ok(WeightMode::Imported),
+            _ => Err(format!("unknown weight mode {s:?} (expected value, games, polyglot or imported)")),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct ExportOptions {
+    pub weights: WeightMode,
+    /// Keep moves played in at least this many games (occurrences).
+    pub min_games: u32,
+    /// Keep moves from positions at most this deep (ply from the start).
+    pub max_ply: Option<u32>,
+}
+
+pub fn read_bin(path: &Path) -> Result<Vec<Entry>> {
+    let bytes = fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    if bytes.len() % 16 != 0 {
+        bail!("{} is not a Polyglot book: size {} is not a multiple of 16", path.display(), bytes.len());
+    }
+    let be = |b: &[u8]| b.iter().fold(0u64, |a, &x| (a << 8) | u64::from(x));
+    Ok(bytes
+        .chunks_exact(16)
+        .map(|c| Entry {
+            key: be(&c[0..8]),
+            mv: be(&c[8..10]) as u16,
+            weight: be(&c[10..12]) as u16,
+            learn: be(&c[12..16]) as u32,
+        })
+        .collect())
+}
+
+/// Writes entries sorted by key, then by weight (highest first), then move.
+pub fn write_bin(path: &Path, entries: &mut [Entry]) -> Result<()> {
+    entries.sort_by(|a, b| a.key.cmp(&b.key).then(b.weight.cmp(&a.weight)).then(a.mv.cmp(&b.mv)));
+    let tmp = path.with_extension("bin.tmp");
+    {
+        let f = fs::File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
+        let mut w = BufWriter::new(f);
+        for e in entries.iter() {
+            w.write_all(&e.key.to_be_bytes())?;
+            w.write_all(&e.mv.to_be_bytes())?;
+            w.write_all(&e.weight.to_be_bytes())?;
+            w.write_all(&e.learn.to_be_bytes())?;
+        }
+        w.flush()?;
+    }
+    fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
+
+/// The entries an export would write.
+pub fn export_entries(book: &Book, opts: &ExportOptions) -> Result<Vec<Entry>> {
+    let params = book.settings.params;
+    let mut stmt = book.conn.prepare(
+        "SELECT m.parent, m.move, m.white, m.draws, m.black, m.weight, pp.depth,
+                c.key, c.depth, c.white, c.draws, c.black, c.exact, c.value
+         FROM moves m LEFT JOIN positions pp ON pp.key = m.parent LEFT JOIN positions c ON c.key = m.child",
+    )?;
+    let mut rows = stmt.query([])?;
+    let mut out = Vec::new();
+    while let Some(r) = rows.next()? {
+        let key = from_sql(r.get(0)?);
+        let mv: u16 = r.get(1)?;
+        let (w, d, b): (u32, u32, u32) = (r.get(2)?, r.get(3)?, r.get(4)?);
+        let imported: Option<u32> = r.get(5)?;
+        let depth: Option<u32> = r.get::<_, Option<i64>>(6)?.map(|d| d as u32);
+        let games = w + d + b;
+        if let (Some(max), Some(dp)) = (opts.max_ply, depth) {
+            if dp >= max {
+                continue;
+            }
+        }
+        let weight: u32 = match opts.weights {
+            WeightMode::Imported => imported.unwrap_or(0),
+            WeightMode::Games => games.min(65535),
+            WeightMode::Polyglot => {
+                let wins = match depth {
+                    Some(dp) if dp % 2 == 1 => b,
+                    _ => w,
+                };
+                (2 * wins + d).min(65535)
+            }
+            WeightMode::Value => {
+                let child = match r.get::<_, Option<i64>>(7)? {
+                    Some(ck) => Some(super::minimax::NodeInfo {
+                        key: from_sql(ck),
+                        depth: r.get::<_, Option<i64>>(8)?.map(|d| d as u32),
+                        counts: super::ingest::Counts { white: r.get(9)?, draws: r.get(10)?, black: r.get(11)? },
+                        exact: r.get(12)?,
+                        value: r.get(13)?,
+                    }),
+                    None => None,
+                };
+                match child.and_then(|c| edge_value(depth, &c, &params)) {
+                    Some(q) => u32::from(value_weight(q, params.deviation)),
+                    None => 0,
+                }
+            }
+        };
+        let enough = match opts.weights {
+            WeightMode::Imported => true,
+            _ => games >= opts.min_games,
+        };
+        if enough && weight > 0 {
+            out.push(Entry { key, mv, weight: weight as u16, learn: 0 });
+        }
+    }
+    Ok(out)
+}
+
+/// `export --polyglot`: returns the number of entries written.
+pub fn export(book: &Book, path: &Path, opts: &ExportOptions) -> Result<usize> {
+    let mut entries = export_entries(book, opts)?;
+    write_bin(path, &mut entries)?;
+    Ok(entries.len())
+}
+
+/// What `import` did.
+#[derive(Clone, Debug, Default)]
+pub struct ImportSummary {
+    pub entries: usize,
+    /// Entries whose position was reached from the start position through
+    /// book moves: their child positions are known.
+    pub reached: usize,
+    /// Entries whose move is not legal in the position reached for its key.
+    pub illegal: usize,
+}
+
+/// `import --polyglot`: every entry becomes a move with its weight. Positions
+/// reachable from the start position through book moves get their depth and
+/// child keys; the rest are kept with unknown children (export still writes
+/// them, minimax ignores them).
+pub fn import(book: &mut Book, path: &Path) -> Result<ImportSummary> {
+    let entries = read_bin(path)?;
+    let mut by_key: HashMap<u64, Vec<Entry>> = HashMap::new();
+    for e in &entries {
+        by_key.entry(e.key).or_default().push(*e);
+    }
+    let mut summary = ImportSummary { entries: entries.len(), ..Default::default() };
+    // Breadth-first from the start position: smallest depth first.
+    let mut depth: HashMap<u64, u32> = HashMap::new();
+    let mut children: HashMap<(u64, u16), (u64, String)> = HashMap::new();
+    let mut illegal: HashSet<(u64, u16)> = HashSet::new();
+    let start = Chess::default();
+    let mut queue = VecDeque::from([(start.clone(), 0u32)]);
+    depth.insert(polyglot_key(&start), 0);
+    while let Some((pos, d)) = queue.pop_front() {
+        let key = polyglot_key(&pos);
+        let Some(list) = by_key.get(&key) else { continue };
+        for e in list {
+            let code = MoveCode(e.mv);
+            match code.to_move(&pos) {
+                Some(m) => {
+                    let uci = uci_of(&m);
+                    let mut next = pos.clone();
+                    next.play_unchecked(m);
+                    let ck = polyglot_key(&next);
+                    children.insert((key, e.mv), (ck, uci));
+                    if !depth.contains_key(&ck) {
+                        depth.insert(ck, d + 1);
+                        queue.push_back((next, d + 1));
+                    }
+                }
+                None => {
+                    illegal.insert((key, e.mv));
+                }
+            }
+        }
+    }
+    let tx = book.conn.transaction()?;
+    {
+        let mut pos_stmt = tx.prepare(
+            "INSERT INTO positions(key, depth) VALUES (?1, ?2)
+             ON CONFLICT(key) DO UPDATE SET depth = CASE WHEN depth IS NULL OR
+               (excluded.depth IS NOT NULL AND excluded.depth < depth) THEN coalesce(excluded.depth, depth) ELSE depth END",
+        )?;
+        let mut keys: Vec<u64> = by_key.keys().copied().collect();
+        for (_, (ck, _)) in children.iter() {
+            keys.push(*ck);
+        }
+        keys.sort_unstable();
+        keys.dedup();
+        for k in keys {
+            pos_stmt.execute(params![to_sql(k), depth.get(&k)])?;
+        }
+        let mut mv_stmt = tx.prepare(
+            "INSERT INTO moves(parent, move, uci, child, weight) VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT(parent, move) DO UPDATE SET weight = coalesce(weight, 0) + excluded.weight,
+               child = coalesce(child, excluded.child)",
+        )?;
+        for e in &entries {
+            let (child, uci) = match children.get(&(e.key, e.mv)) {
+                Some((ck, uci)) => {
+                    summary.reached += 1;
+                    (Some(to_sql(*ck)), uci.clone())
+                }
+                None => (None, MoveCode(e.mv).to_string()),
+            };
+            if illegal.contains(&(e.key, e.mv)) {
+                summary.illegal += 1;
+            }
+            mv_stmt.execute(params![to_sql(e.key), e.mv, uci, child, e.weight])?;
+        }
+    }
+    tx.commit()?;
+    book.reevaluate_all()?;
+    Ok(summary)
+}

@@ -1,0 +1,103 @@
+//! Text for `show`, `stats` and `learn`'s per-game lines.
+
+use std::fmt::Write;
+
+use anyhow::{Context, Result};
+use shakmaty::{fen::Fen, CastlingMode, Chess, EnPassantMode, Position};
+
+use super::build::Learned;
+use super::ingest::parse_uci;
+use super::keys::polyglot_key;
+use super::select::{best_of, move_weight};
+use super::store::Book;
+
+/// The position given by `--fen` or `--moves` (from the start), or the start.
+pub fn position_from(fen: Option<&str>, moves: Option<&str>) -> Result<Chess> {
+    let mut pos = match fen {
+        Some(f) => {
+            let fen: Fen = f.trim().parse().with_context(|| format!("bad FEN {f:?}"))?;
+            fen.into_position(CastlingMode::Standard).with_context(|| format!("illegal position {f:?}"))?
+        }
+        None => Chess::default(),
+    };
+    for m in moves.unwrap_or("").split_whitespace() {
+        let mv = parse_uci(&pos, m)?;
+        pos.play_unchecked(mv);
+    }
+    Ok(pos)
+}
+
+pub fn show(book: &Book, pos: &Chess) -> Result<String> {
+    let key = polyglot_key(pos);
+    let mut s = String::new();
+    writeln!(s, "{}", Fen::from_position(pos, EnPassantMode::Legal))?;
+    let Some(node) = book.position(key)? else {
+        writeln!(s, "key {key:016x}: not in the book")?;
+        return Ok(s);
+    };
+    let c = node.counts;
+    writeln!(
+        s,
+        "key {key:016x}  depth {}  games {} (+{} ={} -{} for White)  value {:+.4}",
+        node.depth.map_or("?".to_string(), |d| d.to_string()),
+        c.total(),
+        c.white,
+        c.draws,
+        c.black,
+        node.value
+    )?;
+    let moves = book.moves(key)?;
+    let best = best_of(&moves, book);
+    let d = book.settings.params.deviation;
+    writeln!(s, "  {:<7} {:>7} {:>7} {:>7} {:>7} {:>8} {:>7}", "move", "games", "white", "draws", "black", "value", "weight")?;
+    let mut rows: Vec<_> = moves.iter().collect();
+    rows.sort_by(|a, b| b.q.unwrap_or(-2.0).total_cmp(&a.q.unwrap_or(-2.0)).then(b.counts.total().cmp(&a.counts.total())));
+    for m in rows {
+        let mark = if Some(m.mv) == best { "*" } else { " " };
+        let san = m.mv.to_move(pos).map(|mv| shakmaty::san::San::from_move(pos, mv).to_string()).unwrap_or_else(|| m.uci.clone());
+        writeln!(
+            s,
+            "{mark} {:<7} {:>7} {:>7} {:>7} {:>7} {:>8} {:>7}",
+            san,
+            m.counts.total(),
+            m.counts.white,
+            m.counts.draws,
+            m.counts.black,
+            m.q.map_or("-".to_string(), |q| format!("{q:+.4}")),
+            move_weight(m, d)
+        )?;
+    }
+    if best.is_none() && !moves.is_empty() {
+        writeln!(s, "  (best: leave the book; no move beats the deviation value {d:+.2})")?;
+    }
+    Ok(s)
+}
+
+pub fn stats(book: &Book) -> Result<String> {
+    let t = book.totals()?;
+    let p = book.settings.params;
+    let mut s = String::new();
+    writeln!(s, "book          {}", book.path.display())?;
+    writeln!(s, "games         {} (1-0 {}, 1/2 {}, 0-1 {}, * {})", t.games, t.white_wins, t.draws, t.black_wins, t.unknown)?;
+    writeln!(s, "positions     {}", t.positions)?;
+    writeln!(s, "moves         {} ({} seen in a single game)", t.moves, t.single_game_moves)?;
+    writeln!(s, "max ply       {} (deepest stored position: {})", book.settings.max_ply, t.max_depth)?;
+    writeln!(s, "value params  prior_games K={} deviation D={} evidence_penalty Z={}", p.prior_games, p.deviation, p.evidence_penalty)?;
+    if let Some(root) = book.position(polyglot_key(&Chess::default()))? {
+        writeln!(s, "root value    {:+.4} (White's view)", root.value)?;
+    }
+    Ok(s)
+}
+
+/// One line per learned game, with the choices that changed.
+pub fn learned_line(l: &Learned) -> String {
+    let mut s = format!("{} - {} {}: {} positions re-evaluated", l.white, l.black, l.result, l.recomputed);
+    if l.choices.is_empty() {
+        s.push_str(", no book choice changed");
+    }
+    for c in &l.choices {
+        let f = |m: Option<super::keys::MoveCode>| m.map_or("(leave book)".to_string(), |m| m.to_string());
+        let _ = write!(s, "\n  ply {} {:016x}: {} -> {}", c.depth, c.key, f(c.before), f(c.after));
+    }
+    s
+}

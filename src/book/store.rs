@@ -1,0 +1,616 @@
+//! The SQLite book: schema, batched writes, queries.
+//!
+//! One file is one book. Schema (also in the README):
+//!
+//! ```sql
+//! meta(key TEXT PRIMARY KEY, value TEXT)
+//! positions(key INTEGER PRIMARY KEY, depth INTEGER, white, draws, black INTEGER,
+//!           exact REAL, value REAL, best INTEGER)
+//! moves(parent INTEGER, move INTEGER, uci TEXT, child INTEGER,
+//!       white, draws, black INTEGER, weight INTEGER, PRIMARY KEY(parent, move)) WITHOUT ROWID
+//! games(id INTEGER PRIMARY KEY, hash INTEGER UNIQUE, source TEXT, white TEXT, black TEXT,
+//!       result TEXT, plies INTEGER, start INTEGER)
+//! ```
+
+use std::{
+    collections::{HashMap, HashSet},
+    path::{Path, PathBuf},
+};
+
+use anyhow::{anyhow, bail, Context, Result};
+use rusqlite::{params, Connection, OptionalExtension, Transaction};
+
+use super::ingest::{Counts, Game};
+use super::keys::{from_sql, to_sql, MoveCode};
+use super::minimax::{self, Graph, NodeInfo, Reevaluation, Tree, ValueParams};
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS positions(
+    key INTEGER PRIMARY KEY,
+    depth INTEGER,
+    white INTEGER NOT NULL DEFAULT 0,
+    draws INTEGER NOT NULL DEFAULT 0,
+    black INTEGER NOT NULL DEFAULT 0,
+    exact REAL,
+    value REAL NOT NULL DEFAULT 0,
+    best INTEGER
+);
+CREATE TABLE IF NOT EXISTS moves(
+    parent INTEGER NOT NULL,
+    move INTEGER NOT NULL,
+    uci TEXT NOT NULL,
+    child INTEGER,
+    white INTEGER NOT NULL DEFAULT 0,
+    draws INTEGER NOT NULL DEFAULT 0,
+    black INTEGER NOT NULL DEFAULT 0,
+    weight INTEGER,
+    PRIMARY KEY(parent, move)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS games(
+    id INTEGER PRIMARY KEY,
+    hash INTEGER NOT NULL UNIQUE,
+    source TEXT,
+    white TEXT,
+    black TEXT,
+    result TEXT NOT NULL,
+    plies INTEGER NOT NULL,
+    start INTEGER NOT NULL
+);
+";
+
+const INDEXES: &str = "CREATE INDEX IF NOT EXISTS moves_child ON moves(child);";
+
+/// Settings fixed when a book is created.
+#[derive(Copy, Clone, Debug)]
+pub struct BookSettings {
+    pub max_ply: u32,
+    pub params: ValueParams,
+}
+
+impl Default for BookSettings {
+    fn default() -> Self {
+        BookSettings { max_ply: 40, params: ValueParams::default() }
+    }
+}
+
+/// An open book.
+pub struct Book {
+    pub conn: Connection,
+    pub path: PathBuf,
+    pub settings: BookSettings,
+}
+
+/// A book move as `show` and the move choice see it.
+#[derive(Clone, Debug)]
+pub struct BookMove {
+    pub mv: MoveCode,
+    pub uci: String,
+    pub child: Option<u64>,
+    /// Counts of the move itself (occurrences), White's point of view.
+    pub counts: Counts,
+    /// Weight read from an imported Polyglot book.
+    pub weight: Option<u32>,
+    /// `q`: the move's value for the side to move (None: no value).
+    pub q: Option<f64>,
+    /// Games through the child position (the evidence behind `q`).
+    pub child_games: u32,
+}
+
+/// One stored position.
+pub type Position = NodeInfo;
+
+fn open_conn(path: &Path) -> Result<Connection> {
+    let conn = Connection::open(path).with_context(|| format!("cannot open book {}", path.display()))?;
+    conn.busy_timeout(std::time::Duration::from_secs(30))?;
+    conn.pragma_update(None, "journal_mode", "WAL").context("cannot enable WAL")?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.pragma_update(None, "cache_size", -262_144i64)?;
+    Ok(conn)
+}
+
+fn read_meta(conn: &Connection, key: &str) -> Result<Option<String>> {
+    Ok(conn
+        .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get::<_, String>(0))
+        .optional()?)
+}
+
+fn write_meta(conn: &Connection, settings: &BookSettings) -> Result<()> {
+    let rows = [
+        ("schema_version", SCHEMA_VERSION.to_string()),
+        ("max_ply", settings.max_ply.to_string()),
+        ("prior_games", settings.params.prior_games.to_string()),
+        ("deviation", settings.params.deviation.to_string()),
+        ("evidence_penalty", settings.params.evidence_penalty.to_string()),
+    ];
+    for (k, v) in rows {
+        conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)", params![k, v])?;
+    }
+    Ok(())
+}
+
+fn node_from_row(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<NodeInfo> {
+    Ok(NodeInfo {
+        key: from_sql(r.get(at)?),
+        depth: r.get::<_, Option<i64>>(at + 1)?.map(|d| d as u32),
+        counts: Counts { white: r.get(at + 2)?, draws: r.get(at + 3)?, black: r.get(at + 4)? },
+        exact: r.get(at + 5)?,
+        value: r.get(at + 6)?,
+    })
+}
+
+const NODE_COLS: &str = "p.key, p.depth, p.white, p.draws, p.black, p.exact, p.value";
+
+impl Book {
+    /// Opens an existing book, or creates an empty one with `settings`.
+    /// An existing book keeps its own settings.
+    pub fn open_or_create(path: &Path, settings: BookSettings) -> Result<Book> {
+        settings.params.validate()?;
+        let conn = open_conn(path)?;
+        conn.execute_batch(SCHEMA).with_context(|| format!("{} is not a learnbook book", path.display()))?;
+        conn.execute_batch(INDEXES)?;
+        let settings = match read_meta(&conn, "schema_version")? {
+            None => {
+                write_meta(&conn, &settings)?;
+                settings
+            }
+            Some(_) => Self::read_settings(&conn, path)?,
+        };
+        Ok(Book { conn, path: path.to_path_buf(), settings })
+    }
+
+    /// Opens an existing book; fails if there is none.
+    pub fn open(path: &Path) -> Result<Book> {
+        if !path.exists() {
+            bail!("no book at {} (create one with `learnbook build`)", path.display());
+        }
+        let conn = open_conn(path)?;
+        let settings = Self::read_settings(&conn, path)?;
+        Ok(Book { conn, path: path.to_path_buf(), settings })
+    }
+
+    fn read_settings(conn: &Connection, path: &Path) -> Result<BookSettings> {
+        let version: u32 = read_meta(conn, "schema_version")
+            .ok()
+            .flatten()
+            .ok_or_else(|| anyhow!("{} is not a learnbook book (no schema_version)", path.display()))?
+            .parse()
+            .context("bad schema_version")?;
+        if version != SCHEMA_VERSION {
+            bail!("{} has schema version {version}, this learnbook reads {SCHEMA_VERSION}", path.display());
+        }
+        let num = |k: &str| -> Result<f64> {
+            read_meta(conn, k)?.ok_or_else(|| anyhow!("meta {k} missing"))?.parse::<f64>().with_context(|| format!("meta {k}"))
+        };
+        let settings = BookSettings {
+            max_ply: num("max_ply")? as u32,
+            params: ValueParams {
+                prior_games: num("prior_games")?,
+                deviation: num("deviation")?,
+                evidence_penalty: num("evidence_penalty")?,
+            },
+        };
+        settings.params.validate()?;
+        Ok(settings)
+    }
+
+    pub fn is_empty(&self) -> Result<bool> {
+        Ok(self.conn.query_row("SELECT NOT EXISTS(SELECT 1 FROM positions)", [], |r| r.get(0))?)
+    }
+
+    pub fn game_hashes(&self) -> Result<HashSet<u64>> {
+        let mut stmt = self.conn.prepare("SELECT hash FROM games")?;
+        let rows = stmt.query_map([], |r| r.get::<_, i64>(0))?;
+        let mut set = HashSet::new();
+        for h in rows {
+            set.insert(from_sql(h?));
+        }
+        Ok(set)
+    }
+
+    /// Adds one game and re-evaluates the affected nodes, in one transaction.
+    /// Returns `None` if the game is already in the book.
+    pub fn add_game(&mut self, game: &Game, source: &str) -> Result<Option<Reevaluation>> {
+        let params = self.settings.params;
+        let tx = self.conn.transaction()?;
+        let inserted = insert_game_row(&tx, game, source)?;
+        if !inserted {
+            return Ok(None);
+        }
+        let mut dirty = Vec::with_capacity(game.plies.len() * 2 + 1);
+        {
+            let mut upsert_pos = tx.prepare_cached(
+                "INSERT INTO positions(key, depth, white, draws, black) VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT(key) DO UPDATE SET
+                   depth = CASE WHEN depth IS NULL OR excluded.depth < depth THEN excluded.depth ELSE depth END,
+                   white = white + excluded.white, draws = draws + excluded.draws, black = black + excluded.black",
+            )?;
+            let mut upsert_move = tx.prepare_cached(
+                "INSERT INTO moves(parent, move, uci, child, white, draws, black) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                 ON CONFLICT(parent, move) DO UPDATE SET
+                   child = excluded.child,
+                   white = white + excluded.white, draws = draws + excluded.draws, black = black + excluded.black",
+            )?;
+            let c = game.result.counts();
+            for (ply, key) in game.keys().enumerate() {
+                upsert_pos.execute(params![to_sql(key), game.start_ply + ply as u32, c.white, c.draws, c.black])?;
+                dirty.push(key);
+            }
+            for p in &game.plies {
+                upsert_move.execute(params![
+                    to_sql(p.parent),
+                    p.mv.0,
+                    p.uci(),
+                    to_sql(p.child),
+                    c.white,
+                    c.draws,
+                    c.black
+                ])?;
+            }
+            if let Some(e) = game.terminal {
+                let last = game.plies.last().map_or(game.start, |p| p.child);
+                tx.execute("UPDATE positions SET exact = ?2 WHERE key = ?1", params![to_sql(last), e])?;
+            }
+        }
+        let mut tree = SqlTree { tx: &tx };
+        let mut all_dirty = dirty.clone();
+        for key in &dirty {
+            all_dirty.extend(tree.parents(*key)?);
+        }
+        let re = minimax::reevaluate_from(&mut tree, all_dirty, &params)?;
+        tx.commit()?;
+        Ok(Some(re))
+    }
+
+    /// Loads every position and move into memory.
+    pub fn load_graph(&self) -> Result<Graph> {
+        let mut nodes = Vec::new();
+        let mut best_stored = Vec::new();
+        {
+            let mut stmt = self.conn.prepare(&format!("SELECT {NODE_COLS}, p.best FROM positions p"))?;
+            let mut rows = stmt.query([])?;
+            while let Some(r) = rows.next()? {
+                nodes.push(node_from_row(r, 0)?);
+                best_stored.push(r.get::<_, Option<u16>>(7)?.map(MoveCode));
+            }
+        }
+        let mut edges = Vec::new();
+        {
+            let mut stmt = self.conn.prepare("SELECT parent, move, child FROM moves WHERE child IS NOT NULL")?;
+            let mut rows = stmt.query([])?;
+            while let Some(r) = rows.next()? {
+                edges.push((from_sql(r.get(0)?), MoveCode(r.get(1)?), from_sql(r.get(2)?)));
+            }
+        }
+        let mut g = Graph::new(nodes, edges);
+        g.best = best_stored;
+        Ok(g)
+    }
+
+    /// Full re-evaluation of every node; writes the values that changed.
+    /// Returns the number of positions whose value or choice changed.
+    pub fn reevaluate_all(&mut self) -> Result<usize> {
+        let mut g = self.load_graph()?;
+        let before: Vec<(u64, f64, Option<MoveCode>)> =
+            g.nodes.iter().zip(&g.best).map(|(n, b)| (n.key, n.value, *b)).collect();
+        g.evaluate(&self.settings.params);
+        let tx = self.conn.transaction()?;
+        let mut changed = 0;
+        {
+            let mut stmt = tx.prepare_cached("UPDATE positions SET value = ?2, best = ?3 WHERE key = ?1")?;
+            for (i, (key, v, b)) in before.into_iter().enumerate() {
+                let (nv, nb) = (g.nodes[i].value, g.best[i]);
+                if nv.to_bits() != v.to_bits() || nb != b {
+                    stmt.execute(params![to_sql(key), nv, nb.map(|m| m.0)])?;
+                    changed += 1;
+                }
+            }
+        }
+        tx.commit()?;
+        Ok(changed)
+    }
+
+    pub fn position(&self, key: u64) -> Result<Option<NodeInfo>> {
+        Ok(self
+            .conn
+            .query_row(&format!("SELECT {NODE_COLS} FROM positions p WHERE p.key = ?1"), [to_sql(key)], |r| {
+                node_from_row(r, 0)
+            })
+            .optional()?)
+    }
+
+    pub fn stored_best(&self, key: u64) -> Result<Option<MoveCode>> {
+        Ok(self
+            .conn
+            .query_row("SELECT best FROM positions WHERE key = ?1", [to_sql(key)], |r| r.get::<_, Option<u16>>(0))
+            .optional()?
+            .flatten()
+            .map(MoveCode))
+    }
+
+    /// The book moves of a position, with their values.
+    pub fn moves(&self, key: u64) -> Result<Vec<BookMove>> {
+        let parent = self.position(key)?;
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT m.move, m.uci, m.child, m.white, m.draws, m.black, m.weight, {NODE_COLS}
+             FROM moves m LEFT JOIN positions p ON p.key = m.child WHERE m.parent = ?1 ORDER BY m.move"
+        ))?;
+        let mut rows = stmt.query([to_sql(key)])?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next()? {
+            let child: Option<NodeInfo> = match r.get::<_, Option<i64>>(7)? {
+                Some(_) => Some(node_from_row(r, 7)?),
+                None => None,
+            };
+            let q = match (&parent, &child) {
+                (Some(p), Some(c)) => minimax::edge_value(p.depth, c, &self.settings.params),
+                _ => None,
+            };
+            out.push(BookMove {
+                mv: MoveCode(r.get(0)?),
+                uci: r.get(1)?,
+                child: r.get::<_, Option<i64>>(2)?.map(from_sql),
+                counts: Counts { white: r.get(3)?, draws: r.get(4)?, black: r.get(5)? },
+                weight: r.get(6)?,
+                q,
+                child_games: child.map_or(0, |c| c.counts.total()),
+            });
+        }
+        Ok(out)
+    }
+
+    /// Counts for `stats`.
+    pub fn totals(&self) -> Result<BookTotals> {
+        let q = |sql: &str| -> Result<i64> { Ok(self.conn.query_row(sql, [], |r| r.get(0))?) };
+        Ok(BookTotals {
+            positions: q("SELECT count(*) FROM positions")?,
+            moves: q("SELECT count(*) FROM moves")?,
+            games: q("SELECT count(*) FROM games")?,
+            white_wins: q("SELECT count(*) FROM games WHERE result = '1-0'")?,
+            draws: q("SELECT count(*) FROM games WHERE result = '1/2-1/2'")?,
+            black_wins: q("SELECT count(*) FROM games WHERE result = '0-1'")?,
+            unknown: q("SELECT count(*) FROM games WHERE result = '*'")?,
+            single_game_moves: q("SELECT count(*) FROM moves WHERE white + draws + black = 1")?,
+            max_depth: q("SELECT coalesce(max(depth), 0) FROM positions")?,
+        })
+    }
+
+    /// Writes aggregated games into an empty book in key order, with values.
+    pub fn bulk_load(&mut self, agg: Aggregate) -> Result<()> {
+        let Aggregate { nodes, edges, games } = agg;
+        let mut node_list: Vec<NodeInfo> = nodes
+            .into_iter()
+            .map(|(key, n)| NodeInfo { key, depth: Some(n.depth), counts: n.counts, exact: n.exact, value: 0.0 })
+            .collect();
+        node_list.sort_unstable_by_key(|n| to_sql(n.key));
+        let edge_list: Vec<(u64, MoveCode, u64)> = edges.iter().map(|(&(p, mv), e)| (p, MoveCode(mv), e.child)).collect();
+        let mut g = Graph::new(node_list, edge_list);
+        g.evaluate(&self.settings.params);
+
+        let mut edge_rows: Vec<((i64, u16), EdgeAgg)> = edges.into_iter().map(|((p, mv), e)| ((to_sql(p), mv), e)).collect();
+        edge_rows.sort_unstable_by_key(|&(k, _)| k);
+
+        self.conn.execute_batch("DROP INDEX IF EXISTS moves_child")?;
+        let tx = self.conn.transaction()?;
+        {
+            let mut stmt = tx.prepare(
+                "INSERT INTO positions(key, depth, white, draws, black, exact, value, best) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )?;
+            for (n, best) in g.nodes.iter().zip(&g.best) {
+                stmt.execute(params![
+                    to_sql(n.key),
+                    n.depth,
+                    n.counts.white,
+                    n.counts.draws,
+                    n.counts.black,
+                    n.exact,
+                    n.value,
+                    best.map(|m| m.0)
+                ])?;
+            }
+            let mut stmt = tx.prepare(
+                "INSERT INTO moves(parent, move, uci, child, white, draws, black) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?;
+            for ((parent, mv), e) in &edge_rows {
+                stmt.execute(params![
+                    parent,
+                    mv,
+                    MoveCode(*mv).uci(e.castle),
+                    to_sql(e.child),
+                    e.counts.white,
+                    e.counts.draws,
+                    e.counts.black
+                ])?;
+            }
+            let mut stmt = tx.prepare(
+                "INSERT INTO games(hash, source, white, black, result, plies, start) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?;
+            for g in &games {
+                stmt.execute(params![to_sql(g.hash), g.source, g.white, g.black, g.result, g.plies, to_sql(g.start)])?;
+            }
+            tx.execute_batch(INDEXES)?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Adds aggregated games to a non-empty book, then re-evaluates fully.
+    pub fn merge(&mut self, agg: Aggregate) -> Result<()> {
+        let Aggregate { nodes, edges, games } = agg;
+        let tx = self.conn.transaction()?;
+        {
+            let mut stmt = tx.prepare(
+                "INSERT INTO positions(key, depth, white, draws, black, exact) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                 ON CONFLICT(key) DO UPDATE SET
+                   depth = CASE WHEN depth IS NULL OR excluded.depth < depth THEN excluded.depth ELSE depth END,
+                   white = white + excluded.white, draws = draws + excluded.draws, black = black + excluded.black,
+                   exact = coalesce(excluded.exact, exact)",
+            )?;
+            for (key, n) in &nodes {
+                stmt.execute(params![to_sql(*key), n.depth, n.counts.white, n.counts.draws, n.counts.black, n.exact])?;
+            }
+            let mut stmt = tx.prepare(
+                "INSERT INTO moves(parent, move, uci, child, white, draws, black) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                 ON CONFLICT(parent, move) DO UPDATE SET
+                   child = excluded.child,
+                   white = white + excluded.white, draws = draws + excluded.draws, black = black + excluded.black",
+            )?;
+            for (&(parent, mv), e) in &edges {
+                stmt.execute(params![
+                    to_sql(parent),
+                    mv,
+                    MoveCode(mv).uci(e.castle),
+                    to_sql(e.child),
+                    e.counts.white,
+                    e.counts.draws,
+                    e.counts.black
+                ])?;
+            }
+            let mut stmt = tx.prepare(
+                "INSERT INTO games(hash, source, white, black, result, plies, start) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?;
+            for g in &games {
+                stmt.execute(params![to_sql(g.hash), g.source, g.white, g.black, g.result, g.plies, to_sql(g.start)])?;
+            }
+        }
+        tx.commit()?;
+        self.reevaluate_all()?;
+        Ok(())
+    }
+}
+
+/// Whole-book counts.
+#[derive(Clone, Debug)]
+pub struct BookTotals {
+    pub positions: i64,
+    pub moves: i64,
+    pub games: i64,
+    pub white_wins: i64,
+    pub draws: i64,
+    pub black_wins: i64,
+    pub unknown: i64,
+    pub single_game_moves: i64,
+    pub max_depth: i64,
+}
+
+fn insert_game_row(tx: &Transaction<'_>, game: &Game, source: &str) -> Result<bool> {
+    let n = tx.execute(
+        "INSERT OR IGNORE INTO games(hash, source, white, black, result, plies, start) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        params![to_sql(game.hash), source, game.white, game.black, game.result.as_str(), game.total_plies, to_sql(game.start)],
+    )?;
+    Ok(n == 1)
+}
+
+/// The incremental pass's view of the book inside one transaction.
+struct SqlTree<'a> {
+    tx: &'a Transaction<'a>,
+}
+
+impl Tree for SqlTree<'_> {
+    fn node(&mut self, key: u64) -> Result<Option<NodeInfo>> {
+        let mut stmt = self.tx.prepare_cached(&format!("SELECT {NODE_COLS} FROM positions p WHERE p.key = ?1"))?;
+        Ok(stmt.query_row([to_sql(key)], |r| node_from_row(r, 0)).optional()?)
+    }
+
+    fn children(&mut self, key: u64) -> Result<Vec<(MoveCode, NodeInfo)>> {
+        let mut stmt = self.tx.prepare_cached(&format!(
+            "SELECT m.move, {NODE_COLS} FROM moves m JOIN positions p ON p.key = m.child WHERE m.parent = ?1"
+        ))?;
+        let mut rows = stmt.query([to_sql(key)])?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next()? {
+            out.push((MoveCode(r.get(0)?), node_from_row(r, 1)?));
+        }
+        Ok(out)
+    }
+
+    fn parents(&mut self, key: u64) -> Result<Vec<u64>> {
+        let mut stmt = self.tx.prepare_cached("SELECT DISTINCT parent FROM moves WHERE child = ?1")?;
+        let rows = stmt.query_map([to_sql(key)], |r| r.get::<_, i64>(0))?;
+        let mut out = Vec::new();
+        for k in rows {
+            out.push(from_sql(k?));
+        }
+        Ok(out)
+    }
+
+    fn best(&mut self, key: u64) -> Result<Option<MoveCode>> {
+        let mut stmt = self.tx.prepare_cached("SELECT best FROM positions WHERE key = ?1")?;
+        Ok(stmt.query_row([to_sql(key)], |r| r.get::<_, Option<u16>>(0)).optional()?.flatten().map(MoveCode))
+    }
+
+    fn set_value(&mut self, key: u64, value: f64, best: Option<MoveCode>) -> Result<()> {
+        let mut stmt = self.tx.prepare_cached("UPDATE positions SET value = ?2, best = ?3 WHERE key = ?1")?;
+        stmt.execute(params![to_sql(key), value, best.map(|m| m.0)])?;
+        Ok(())
+    }
+}
+
+/// In-memory aggregate of many games, for `build`.
+#[derive(Default)]
+pub struct Aggregate {
+    pub nodes: HashMap<u64, NodeAgg>,
+    pub edges: HashMap<(u64, u16), EdgeAgg>,
+    pub games: Vec<GameRow>,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NodeAgg {
+    pub depth: u32,
+    pub counts: Counts,
+    pub exact: Option<f64>,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct EdgeAgg {
+    pub child: u64,
+    pub castle: bool,
+    pub counts: Counts,
+}
+
+#[derive(Clone, Debug)]
+pub struct GameRow {
+    pub hash: u64,
+    pub source: String,
+    pub white: String,
+    pub black: String,
+    pub result: &'static str,
+    pub plies: u32,
+    pub start: u64,
+}
+
+impl Aggregate {
+    pub fn add(&mut self, game: &Game, source: &str) {
+        let c = game.result.counts();
+        for (ply, key) in game.keys().enumerate() {
+            let depth = game.start_ply + ply as u32;
+            let n = self.nodes.entry(key).or_insert(NodeAgg { depth, counts: Counts::default(), exact: None });
+            n.depth = n.depth.min(depth);
+            n.counts.add(c);
+        }
+        if let Some(e) = game.terminal {
+            let last = game.plies.last().map_or(game.start, |p| p.child);
+            if let Some(n) = self.nodes.get_mut(&last) {
+                n.exact = Some(e);
+            }
+        }
+        for p in &game.plies {
+            let e = self
+                .edges
+                .entry((p.parent, p.mv.0))
+                .or_insert(EdgeAgg { child: p.child, castle: p.castle, counts: Counts::default() });
+            e.counts.add(c);
+        }
+        self.games.push(GameRow {
+            hash: game.hash,
+            source: source.to_string(),
+            white: game.white.clone(),
+            black: game.black.clone(),
+            result: game.result.as_str(),
+            plies: game.total_plies,
+            start: game.start,
+        });
+    }
+}

@@ -1,0 +1,7 @@
+//! learnbook: opening books that learn.
+//!
+//! The book pipeline lives in [`book`]: `ingest -> store -> minimax ->
+//! select/export`. See `README.md` for the value formula and the schema.
+
+pub mod book;
+pub mod bench;
