@@ -7,6 +7,7 @@ use clap::{Args, Parser, Subcommand};
 use learnbook::book::{
     self,
     build::{self, Learned},
+    ingest::Filter,
     minimax::ValueParams,
     polyglot::{ExportOptions, WeightMode},
     select::Mode,
@@ -42,6 +43,10 @@ enum Command {
         /// Threads for parsing (default: all cores).
         #[arg(long)]
         threads: Option<usize>,
+        /// Count a game again if it is already in the book, as polyglot make-book does
+        /// (default: a game with the same players, event, site, date, round, moves and result is skipped).
+        #[arg(long)]
+        allow_duplicates: bool,
         /// Virtual draws added to every position's statistics (new book only).
         #[arg(long, default_value_t = ValueParams::default().prior_games)]
         prior_games: f64,
@@ -145,13 +150,13 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
-        Command::Build { book, max_ply, min_elo, threads, prior_games, deviation, evidence_penalty, files } => {
+        Command::Build { book, max_ply, min_elo, threads, allow_duplicates, prior_games, deviation, evidence_penalty, files } => {
             if let Some(n) = threads {
                 rayon::ThreadPoolBuilder::new().num_threads(n).build_global().context("cannot set --threads")?;
             }
             let settings =
                 BookSettings { max_ply, params: ValueParams { prior_games, deviation, evidence_penalty } };
-            let summary = build::build_book(&book.book, settings, files, min_elo)?;
+            let summary = build::build_book(&book.book, settings, files, Filter { max_ply, min_elo, allow_duplicates })?;
             eprint!("{}", summary.report());
         }
         Command::Learn { book, quiet, files } => {

@@ -120,7 +120,7 @@ fn progress(label: &str) -> ProgressBar {
 fn for_each_game(
     inputs: Vec<PathBuf>,
     filter: &Filter,
-    mut seen: HashSet<u64>,
+    mut seen: Option<HashSet<u64>>,
     summary: &mut Summary,
     mut sink: impl FnMut(&Game, &str) -> Result<bool>,
 ) -> Result<()> {
@@ -140,7 +140,7 @@ fn for_each_game(
             summary.read += 1;
             match r {
                 Ok(game) => {
-                    if !seen.insert(game.hash) {
+                    if seen.as_mut().is_some_and(|seen| !seen.insert(game.hash)) {
                         summary.skip(&source, number, &SkipReason::Duplicate);
                         continue;
                     }
@@ -164,7 +164,7 @@ fn for_each_game(
 pub fn build(book: &mut Book, inputs: Vec<PathBuf>, filter: &Filter) -> Result<Summary> {
     let start = Instant::now();
     let mut summary = Summary::default();
-    let seen = book.game_hashes()?;
+    let seen = if filter.allow_duplicates { None } else { Some(book.game_hashes()?) };
     let mut agg = Aggregate::default();
     for_each_game(inputs, filter, seen, &mut summary, |game, source| {
         agg.add(game, source);
@@ -199,10 +199,10 @@ pub fn learn(
 ) -> Result<Summary> {
     let start = Instant::now();
     let mut summary = Summary::default();
-    let filter = Filter { max_ply: book.settings.max_ply, min_elo: None };
+    let filter = Filter { max_ply: book.settings.max_ply, min_elo: None, allow_duplicates: false };
     // Duplicates are detected by the games table inside each transaction,
     // so a learn run that was killed can simply be repeated.
-    for_each_game(inputs, &filter, HashSet::new(), &mut summary, |game, source| {
+    for_each_game(inputs, &filter, None, &mut summary, |game, source| {
         let Some(re) = book.add_game(game, source)? else { return Ok(false) };
         on_game(&Learned {
             source: source.to_string(),
@@ -222,10 +222,10 @@ pub fn learn(
 /// journal (fast) and renamed into place when complete, so a killed build
 /// leaves no book rather than a broken one; an existing book is added to in
 /// one transaction.
-pub fn build_book(path: &std::path::Path, settings: BookSettings, inputs: Vec<PathBuf>, min_elo: Option<u32>) -> Result<Summary> {
+pub fn build_book(path: &std::path::Path, settings: BookSettings, inputs: Vec<PathBuf>, filter: Filter) -> Result<Summary> {
     if path.exists() {
         let mut book = Book::open(path)?;
-        let filter = Filter { max_ply: book.settings.max_ply, min_elo };
+        let filter = Filter { max_ply: book.settings.max_ply, ..filter };
         return build(&mut book, inputs, &filter);
     }
     let mut tmp = path.as_os_str().to_owned();
@@ -240,7 +240,7 @@ pub fn build_book(path: &std::path::Path, settings: BookSettings, inputs: Vec<Pa
         let mut book = Book::open_or_create(&tmp, settings)?;
         book.conn.pragma_update(None, "journal_mode", "OFF")?;
         book.conn.pragma_update(None, "synchronous", "OFF")?;
-        let filter = Filter { max_ply: settings.max_ply, min_elo };
+        let filter = Filter { max_ply: settings.max_ply, ..filter };
         let summary = build(&mut book, inputs, &filter)?;
         book.conn.pragma_update(None, "journal_mode", "WAL")?;
         book.conn.pragma_update(None, "synchronous", "FULL")?;

@@ -140,6 +140,9 @@ pub struct RawGame {
     pub white_elo: Option<u32>,
     pub black_elo: Option<u32>,
     pub result_tag: Option<String>,
+    /// Event, Site, Date and Round: with the players they tell two games
+    /// with the same moves apart (quick draws repeat in master databases).
+    pub identity: Vec<String>,
     pub fen: Option<String>,
     pub variant: Option<String>,
     pub sans: Vec<SanPlus>,
@@ -168,7 +171,8 @@ pub struct Game {
     pub white: String,
     pub black: String,
     pub result: GameResult,
-    /// Hash of start position, all moves (not only the stored ones) and result.
+    /// Hash of players, Event/Site/Date/Round, start position, all moves (not
+    /// only the stored ones) and result: the same game is never counted twice.
     pub hash: u64,
     /// Key of the start position.
     pub start: u64,
@@ -195,6 +199,9 @@ impl Game {
 pub struct Filter {
     pub max_ply: u32,
     pub min_elo: Option<u32>,
+    /// Count a game again when it is already in the book (`build` only; as
+    /// `polyglot make-book` does). Copies are recorded in `games.copies`.
+    pub allow_duplicates: bool,
 }
 
 impl RawGame {
@@ -223,9 +230,9 @@ impl RawGame {
             Outcome::Known(KnownOutcome::Draw) => GameResult::Draw,
             Outcome::Unknown => GameResult::Unknown,
         });
-        // The termination marker in the movetext is what the game says; the
-        // tag is the fallback (some exporters omit the marker).
-        let mut result = text_result.or(tag_result).ok_or(SkipReason::MissingResult)?;
+        // The Result tag is authoritative (as for polyglot make-book); the
+        // movetext marker is the fallback for games without a usable tag.
+        let result = tag_result.or(text_result).ok_or(SkipReason::MissingResult)?;
         if self.sans.is_empty() {
             return Err(SkipReason::NoMoves);
         }
@@ -252,6 +259,13 @@ impl RawGame {
         let start_ply = (pos.fullmoves().get().saturating_sub(1)) * 2 + u32::from(pos.turn() == Color::Black);
         let start = polyglot_key(&pos);
         let mut hasher = Fnv64::new();
+        hasher.write(self.white.as_bytes());
+        hasher.write(self.black.as_bytes());
+        let mut identity = self.identity.clone();
+        identity.sort();
+        for tag in &identity {
+            hasher.write(tag.as_bytes());
+        }
         hasher.write(self.fen.as_deref().unwrap_or("startpos").trim().as_bytes());
 
         let mut plies = Vec::with_capacity(filter.max_ply.min(self.sans.len() as u32) as usize);
@@ -272,16 +286,14 @@ impl RawGame {
             }
         }
         let total_plies = self.sans.len() as u32;
-        // The board decides when the game ended on the board.
+        // Statistics follow the recorded result (as every book tool does, and
+        // a stalemate recorded as 1-0 is usually a loss on time); the exact
+        // value of a final checkmate or stalemate follows the rules.
         let mut terminal = None;
-        if pos.is_checkmate() {
-            result = if pos.turn() == Color::White { GameResult::BlackWins } else { GameResult::WhiteWins };
-            if total_plies <= filter.max_ply {
+        if total_plies <= filter.max_ply {
+            if pos.is_checkmate() {
                 terminal = Some(-1.0);
-            }
-        } else if pos.is_stalemate() {
-            result = GameResult::Draw;
-            if total_plies <= filter.max_ply {
+            } else if pos.is_stalemate() {
                 terminal = Some(0.0);
             }
         }
@@ -348,6 +360,9 @@ impl Visitor for Collector {
             b"Result" => game.result_tag = Some(text()),
             b"FEN" => game.fen = Some(text()),
             b"Variant" => game.variant = Some(text()),
+            b"Event" | b"Site" | b"Date" | b"Round" => {
+                game.identity.push(format!("{}={}", String::from_utf8_lossy(name), text()))
+            }
             _ => {}
         }
         ControlFlow::Continue(())
@@ -450,12 +465,12 @@ mod tests {
     }
 
     fn filter() -> Filter {
-        Filter { max_ply: 40, min_elo: None }
+        Filter { max_ply: 40, min_elo: None, allow_duplicates: false }
     }
 
     #[test]
-    fn scholar_mate_is_terminal_and_decides_result() {
-        let games = read_all("[Result \"*\"]\n\n1. e4 e5 2. Qh5 Nc6 3. Bc4 Nf6 4. Qxf7# *\n");
+    fn scholar_mate_is_terminal() {
+        let games = read_all("[Result \"1-0\"]\n\n1. e4 e5 2. Qh5 Nc6 3. Bc4 Nf6 4. Qxf7# 1-0\n");
         let g = games[0].validate(&filter()).expect("valid");
         assert_eq!(g.result, GameResult::WhiteWins);
         assert_eq!(g.terminal, Some(-1.0));

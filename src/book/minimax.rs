@@ -146,16 +146,18 @@ pub fn node_value<'a>(
         }
     }
     let best = best_choice(&choices, p);
-    if node.depth.is_none() {
-        return (0.0, None);
-    }
-    if let Some(e) = node.exact {
-        return (e, None);
-    }
-    match max {
-        None => (node.stats_value(p), None),
-        Some(m) => (m.max(p.deviation), best),
-    }
+    let (v, best) = if node.depth.is_none() {
+        (0.0, None)
+    } else if let Some(e) = node.exact {
+        (e, None)
+    } else {
+        match max {
+            None => (node.stats_value(p), None),
+            Some(m) => (m.max(p.deviation), best),
+        }
+    };
+    // SQLite stores -0.0 as 0.0; normalize so stored and computed agree bitwise.
+    (v + 0.0, best)
 }
 
 /// The whole book in memory, for full evaluation and `check`.

@@ -79,6 +79,9 @@ pub fn stats(book: &Book) -> Result<String> {
     let mut s = String::new();
     writeln!(s, "book          {}", book.path.display())?;
     writeln!(s, "games         {} (1-0 {}, 1/2 {}, 0-1 {}, * {})", t.games, t.white_wins, t.draws, t.black_wins, t.unknown)?;
+    if t.copies != t.games {
+        writeln!(s, "              {} counted, with duplicates", t.copies)?;
+    }
     writeln!(s, "positions     {}", t.positions)?;
     writeln!(s, "moves         {} ({} seen in a single game)", t.moves, t.single_game_moves)?;
     writeln!(s, "max ply       {} (deepest stored position: {})", book.settings.max_ply, t.max_depth)?;

@@ -57,7 +57,8 @@ CREATE TABLE IF NOT EXISTS games(
     black TEXT,
     result TEXT NOT NULL,
     plies INTEGER NOT NULL,
-    start INTEGER NOT NULL
+    start INTEGER NOT NULL,
+    copies INTEGER NOT NULL DEFAULT 1
 );
 ";
 
@@ -368,10 +369,11 @@ impl Book {
             positions: q("SELECT count(*) FROM positions")?,
             moves: q("SELECT count(*) FROM moves")?,
             games: q("SELECT count(*) FROM games")?,
-            white_wins: q("SELECT count(*) FROM games WHERE result = '1-0'")?,
-            draws: q("SELECT count(*) FROM games WHERE result = '1/2-1/2'")?,
-            black_wins: q("SELECT count(*) FROM games WHERE result = '0-1'")?,
-            unknown: q("SELECT count(*) FROM games WHERE result = '*'")?,
+            copies: q("SELECT coalesce(sum(copies), 0) FROM games")?,
+            white_wins: q("SELECT coalesce(sum(copies), 0) FROM games WHERE result = '1-0'")?,
+            draws: q("SELECT coalesce(sum(copies), 0) FROM games WHERE result = '1/2-1/2'")?,
+            black_wins: q("SELECT coalesce(sum(copies), 0) FROM games WHERE result = '0-1'")?,
+            unknown: q("SELECT coalesce(sum(copies), 0) FROM games WHERE result = '*'")?,
             single_game_moves: q("SELECT count(*) FROM moves WHERE white + draws + black = 1")?,
             max_depth: q("SELECT coalesce(max(depth), 0) FROM positions")?,
         })
@@ -425,10 +427,13 @@ impl Book {
                 ])?;
             }
             let mut stmt = tx.prepare(
-                "INSERT INTO games(hash, source, white, black, result, plies, start) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                "INSERT INTO games(hash, source, white, black, result, plies, start, copies) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                 ON CONFLICT(hash) DO UPDATE SET copies = copies + excluded.copies",
             )?;
-            for g in &games {
-                stmt.execute(params![to_sql(g.hash), g.source, g.white, g.black, g.result, g.plies, to_sql(g.start)])?;
+            let mut rows: Vec<&GameRow> = games.values().collect();
+            rows.sort_unstable_by_key(|g| (&g.source, g.hash));
+            for g in rows {
+                stmt.execute(params![to_sql(g.hash), g.source, g.white, g.black, g.result, g.plies, to_sql(g.start), g.copies])?;
             }
             tx.execute_batch(INDEXES)?;
         }
@@ -469,10 +474,13 @@ impl Book {
                 ])?;
             }
             let mut stmt = tx.prepare(
-                "INSERT INTO games(hash, source, white, black, result, plies, start) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                "INSERT INTO games(hash, source, white, black, result, plies, start, copies) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                 ON CONFLICT(hash) DO UPDATE SET copies = copies + excluded.copies",
             )?;
-            for g in &games {
-                stmt.execute(params![to_sql(g.hash), g.source, g.white, g.black, g.result, g.plies, to_sql(g.start)])?;
+            let mut rows: Vec<&GameRow> = games.values().collect();
+            rows.sort_unstable_by_key(|g| (&g.source, g.hash));
+            for g in rows {
+                stmt.execute(params![to_sql(g.hash), g.source, g.white, g.black, g.result, g.plies, to_sql(g.start), g.copies])?;
             }
         }
         tx.commit()?;
@@ -487,6 +495,8 @@ pub struct BookTotals {
     pub positions: i64,
     pub moves: i64,
     pub games: i64,
+    /// Games counted, with copies of duplicates (`build --allow-duplicates`).
+    pub copies: i64,
     pub white_wins: i64,
     pub draws: i64,
     pub black_wins: i64,
@@ -553,7 +563,7 @@ impl Tree for SqlTree<'_> {
 pub struct Aggregate {
     pub nodes: HashMap<u64, NodeAgg>,
     pub edges: HashMap<(u64, u16), EdgeAgg>,
-    pub games: Vec<GameRow>,
+    pub games: HashMap<u64, GameRow>,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -579,6 +589,7 @@ pub struct GameRow {
     pub result: &'static str,
     pub plies: u32,
     pub start: u64,
+    pub copies: u32,
 }
 
 impl Aggregate {
@@ -603,7 +614,12 @@ impl Aggregate {
                 .or_insert(EdgeAgg { child: p.child, castle: p.castle, counts: Counts::default() });
             e.counts.add(c);
         }
-        self.games.push(GameRow {
+        if let Some(row) = self.games.get_mut(&game.hash) {
+            row.copies += 1;
+            return;
+        }
+        self.games.insert(game.hash, GameRow {
+            copies: 1,
             hash: game.hash,
             source: source.to_string(),
             white: game.white.clone(),
