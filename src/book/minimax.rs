@@ -99,9 +99,9 @@ pub fn edge_value(parent_depth: Option<u32>, child: &NodeInfo, p: &ValueParams) 
     let s = child.stats_value(p);
     if cd > pd {
         let n = f64::from(child.counts.total());
-        Some(-(n * child.value + p.prior_games * s) / (n + p.prior_games))
+        Some(0.0 - (n * child.value + p.prior_games * s) / (n + p.prior_games))
     } else {
-        Some(-s)
+        Some(0.0 - s)
     }
 }
 

@@ -47,7 +47,12 @@ pub fn show(book: &Book, pos: &Chess) -> Result<String> {
         node.value
     )?;
     let moves = book.moves(key)?;
-    let best = best_of(&moves, book);
+    let best = if moves.iter().any(|m| m.child_games > 0) {
+        best_of(&moves, book)
+    } else {
+        // An imported book has no games: the choice is the highest weight.
+        moves.iter().filter(|m| m.weight.unwrap_or(0) > 0).max_by_key(|m| m.weight).map(|m| m.mv)
+    };
     let d = book.settings.params.deviation;
     writeln!(s, "  {:<7} {:>7} {:>7} {:>7} {:>7} {:>8} {:>7}", "move", "games", "white", "draws", "black", "value", "weight")?;
     let mut rows: Vec<_> = moves.iter().collect();
@@ -67,7 +72,7 @@ pub fn show(book: &Book, pos: &Chess) -> Result<String> {
             move_weight(m, d)
         )?;
     }
-    if best.is_none() && !moves.is_empty() {
+    if best.is_none() && moves.iter().any(|m| m.child_games > 0) {
         writeln!(s, "  (best: leave the book; no move beats the deviation value {d:+.2})")?;
     }
     Ok(s)
