@@ -11,9 +11,12 @@
 //!     the child's minimax value, trusted in proportion to its evidence;
 //!   * `-s(c)` otherwise (an edge back to an earlier ply: statistics only,
 //!     which is what makes repetition cycles terminate).
-//! * `v(n) = exact(n)` if terminal; `s(n)` if `n` has no book moves;
-//!   otherwise `max(D, max_c q(n -> c))`, where `D` is the value of leaving
-//!   the book (Buro's "best deviation", here a constant).
+//! * `v(n) = exact(n)` if terminal; `s(n)` if `n` has no book moves with
+//!   games; otherwise `max(D, max_c q(n -> c))`, where `D` is the value of
+//!   leaving the book (Buro's "best deviation", here a constant);
+//! * the book's choice at `n` (`best`) is, among moves with games and
+//!   `q >= D`, the one maximising `q - Z / sqrt(N_c + 1)` (a lower confidence
+//!   bound; exact children need no evidence). None: leave the book.
 //!
 //! Because forward edges strictly increase depth, the value dependencies form
 //! a DAG: evaluating nodes by decreasing depth is exact, and the incremental
@@ -41,7 +44,7 @@ pub struct ValueParams {
 
 impl Default for ValueParams {
     fn default() -> Self {
-        ValueParams { prior_games: 4.0, deviation: -0.3, evidence_penalty: 0.5 }
+        ValueParams { prior_games: 20.0, deviation: -0.3, evidence_penalty: 0.2 }
     }
 }
 
@@ -111,24 +114,37 @@ pub struct Choice {
     pub mv: MoveCode,
     pub q: f64,
     pub games: u32,
+    /// Checkmate or stalemate: `q` is exact and needs no evidence.
+    pub exact: bool,
 }
 
-/// `best`: the move with the highest `q - Z / sqrt(N + 1)` among moves with
-/// games, if its `q` beats leaving the book. Ties go to the lower move code
-/// so the choice does not depend on row order.
-pub fn best_choice(choices: &[Choice], p: &ValueParams) -> Option<MoveCode> {
-    let mut best: Option<(f64, MoveCode, f64)> = None;
-    for c in choices.iter().filter(|c| c.games > 0) {
-        let score = c.q - p.evidence_penalty / (f64::from(c.games) + 1.0).sqrt();
-        let better = match best {
-            None => true,
-            Some((s, mv, _)) => score > s || (score == s && c.mv < mv),
-        };
-        if better {
-            best = Some((score, c.mv, c.q));
+impl Choice {
+    /// `q - Z / sqrt(N + 1)`: the lower-confidence score `best` ranks by.
+    pub fn score(&self, p: &ValueParams) -> f64 {
+        if self.exact {
+            self.q
+        } else {
+            self.q - p.evidence_penalty / (f64::from(self.games) + 1.0).sqrt()
         }
     }
-    best.filter(|&(_, _, q)| q >= p.deviation).map(|(_, mv, _)| mv)
+}
+
+/// `best`: among moves with games whose `q` beats leaving the book, the one
+/// with the highest [`Choice::score`]; ties go to the lower move code so the
+/// choice does not depend on row order.
+pub fn best_choice(choices: &[Choice], p: &ValueParams) -> Option<MoveCode> {
+    let mut best: Option<(f64, MoveCode)> = None;
+    for c in choices.iter().filter(|c| c.games > 0 && c.q >= p.deviation) {
+        let score = c.score(p);
+        let better = match best {
+            None => true,
+            Some((s, mv)) => score > s || (score == s && c.mv < mv),
+        };
+        if better {
+            best = Some((score, c.mv));
+        }
+    }
+    best.map(|(_, mv)| mv)
 }
 
 /// `v(n)` and the `best` move from the node and its children `(move, child)`.
@@ -137,23 +153,22 @@ pub fn node_value<'a>(
     children: impl IntoIterator<Item = (MoveCode, &'a NodeInfo)>,
     p: &ValueParams,
 ) -> (f64, Option<MoveCode>) {
-    let mut max: Option<f64> = None;
     let mut choices = Vec::new();
     for (mv, child) in children {
         if let Some(q) = edge_value(node.depth, child, p) {
-            max = Some(max.map_or(q, |m: f64| m.max(q)));
-            choices.push(Choice { mv, q, games: child.counts.total() });
+            choices.push(Choice { mv, q, games: child.counts.total(), exact: child.exact.is_some() });
         }
     }
     let best = best_choice(&choices, p);
+    let max = choices.iter().filter(|c| c.games > 0).map(|c| c.q).reduce(f64::max);
     let (v, best) = if node.depth.is_none() {
         (0.0, None)
     } else if let Some(e) = node.exact {
         (e, None)
     } else {
         match max {
-            None => (node.stats_value(p), None),
             Some(m) => (m.max(p.deviation), best),
+            None => (node.stats_value(p), None),
         }
     };
     // SQLite stores -0.0 as 0.0; normalize so stored and computed agree bitwise.
@@ -323,15 +338,15 @@ mod tests {
     #[test]
     fn lucky_single_game_loses_to_solid_line() {
         let p = ValueParams::default();
-        let solid = Choice { mv: MoveCode(10), q: 0.19, games: 100 };
-        let lucky = Choice { mv: MoveCode(20), q: 0.2, games: 1 };
+        let solid = Choice { mv: MoveCode(10), q: 0.19, games: 100, exact: false };
+        let lucky = Choice { mv: MoveCode(20), q: 0.2, games: 1, exact: false };
         assert_eq!(best_choice(&[lucky, solid], &p), Some(MoveCode(10)));
     }
 
     #[test]
     fn no_book_move_when_all_lose() {
         let p = ValueParams::default();
-        let bad = Choice { mv: MoveCode(10), q: -0.6, games: 50 };
+        let bad = Choice { mv: MoveCode(10), q: -0.6, games: 50, exact: false };
         assert_eq!(best_choice(&[bad], &p), None);
     }
 }

@@ -94,7 +94,7 @@ pub fn choose<R: Rng>(book: &Book, pos: &Chess, mode: Mode, rng: &mut R) -> Resu
 pub fn best_of(moves: &[BookMove], book: &Book) -> Option<MoveCode> {
     let choices: Vec<minimax::Choice> = moves
         .iter()
-        .filter_map(|m| m.q.map(|q| minimax::Choice { mv: m.mv, q, games: m.child_games }))
+        .filter_map(|m| m.q.map(|q| minimax::Choice { mv: m.mv, q, games: m.child_games, exact: m.child_exact }))
         .collect();
     minimax::best_choice(&choices, &book.settings.params)
 }

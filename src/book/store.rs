@@ -98,6 +98,8 @@ pub struct BookMove {
     pub q: Option<f64>,
     /// Games through the child position (the evidence behind `q`).
     pub child_games: u32,
+    /// The child is checkmate or stalemate.
+    pub child_exact: bool,
 }
 
 /// One stored position.
@@ -357,6 +359,7 @@ impl Book {
                 weight: r.get(6)?,
                 q,
                 child_games: child.map_or(0, |c| c.counts.total()),
+                child_exact: child.is_some_and(|c| c.exact.is_some()),
             });
         }
         Ok(out)
