@@ -330,7 +330,7 @@ mod tests {
         let p = ValueParams::default();
         g.evaluate(&p);
         let s1 = g.nodes[0].stats_value(&p);
-        assert!((s1 - 2.0 / 6.0).abs() < 1e-12);
+        assert!((s1 - 2.0 / (2.0 + p.prior_games)).abs() < 1e-12);
         // Node 3 (white to move? depth 2 -> white) has only a back edge to 1.
         assert_eq!(g.nodes[2].value, (-s1).max(p.deviation));
     }
