@@ -1,0 +1,145 @@
+//! A `learn` killed with SIGKILL leaves a book that opens and is consistent,
+//! and re-running it counts every game exactly once.
+
+use std::{
+    io::Read,
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+    thread,
+    time::{Duration, Instant},
+};
+
+use rusqlite::{Connection, OpenFlags};
+use tempfile::TempDir;
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_learnbook")
+}
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn run(args: &[&str]) -> std::process::Output {
+    let out = Command::new(bin()).args(args).output().expect("run learnbook");
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("panicked"),
+        "learnbook panicked: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn games_in(book: &Path) -> i64 {
+    let c = Connection::open_with_flags(book, OpenFlags::SQLITE_OPEN_READ_ONLY).expect("open");
+    c.busy_timeout(Duration::from_secs(10)).expect("timeout");
+    c.query_row("SELECT count(*) FROM games", [], |r| r.get(0)).expect("count")
+}
+
+/// `n` master games (not in the repo's sample) as a PGN file.
+fn learn_input(dir: &Path, n: usize) -> PathBuf {
+    let mut bytes = Vec::new();
+    flate2::read::MultiGzDecoder::new(
+        std::fs::File::open(repo().join("../shared/data/games/master-games.pgn.gz")).expect("master games"),
+    )
+    .take(40_000_000)
+    .read_to_end(&mut bytes)
+    .expect("read");
+    // Game starts; the names may be Latin-1, so this works on bytes.
+    let starts: Vec<usize> = bytes.windows(8).enumerate().filter(|(_, w)| w == b"\n[Event ").map(|(i, _)| i + 1).collect();
+    let (from, to) = (starts[30_000], starts[30_000 + n]);
+    let path = dir.join("learn.pgn");
+    std::fs::write(&path, &bytes[from..to]).expect("write");
+    path
+}
+
+fn build_sample(book: &Path) {
+    let out = run(&["build", "--book", book.to_str().expect("utf8"), repo().join("data/master-sample.pgn.gz").to_str().expect("utf8")]);
+    assert!(out.status.success(), "build failed: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+fn check(book: &Path) {
+    let out = run(&["check", "--book", book.to_str().expect("utf8")]);
+    assert!(
+        out.status.success(),
+        "check failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Every position's counts, value and choice, for comparing two books.
+fn dump(book: &Path) -> Vec<(i64, Option<i64>, i64, i64, i64, f64, Option<i64>)> {
+    let c = Connection::open(book).expect("open");
+    let mut s = c.prepare("SELECT key, depth, white, draws, black, value, best FROM positions ORDER BY key").expect("prep");
+    let rows = s
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?)))
+        .expect("query");
+    rows.map(|r| r.expect("row")).collect()
+}
+
+/// The "skipped N  duplicate game" count of a summary.
+fn duplicates(summary: &str) -> u64 {
+    summary
+        .lines()
+        .find(|l| l.trim_start().starts_with("skipped") && l.contains("duplicate game"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .map_or(0, |n| n.parse().expect("number"))
+}
+
+#[test]
+fn sigkill_during_learn_loses_nothing() {
+    let dir = TempDir::new().expect("tmp");
+    let input = learn_input(dir.path(), 3000);
+    let book = dir.path().join("book.sqlite");
+    let reference = dir.path().join("reference.sqlite");
+    build_sample(&book);
+    build_sample(&reference);
+    let base = games_in(&book);
+
+    // The reference learns everything without interruption.
+    let out = run(&["learn", "--quiet", "--book", reference.to_str().expect("utf8"), input.to_str().expect("utf8")]);
+    assert!(out.status.success());
+    let internal_dups = duplicates(&String::from_utf8_lossy(&out.stderr));
+    let all = games_in(&reference);
+    assert!(all - base >= 2900, "expected ~3000 new games, got {}", all - base);
+
+    // Kill the learner part-way.
+    let mut child = Command::new(bin())
+        .args(["learn", "--quiet", "--book", book.to_str().expect("utf8"), input.to_str().expect("utf8")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let start = Instant::now();
+    loop {
+        let n = games_in(&book) - base;
+        if n >= 200 {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(120), "learn made no progress");
+        assert!(child.try_wait().expect("wait").is_none(), "learn finished before it could be killed");
+        thread::sleep(Duration::from_millis(2));
+    }
+    assert!(child.try_wait().expect("wait").is_none(), "learn finished before it could be killed");
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reap");
+    let partial = games_in(&book);
+    assert!(partial > base && partial < all, "killed run added {} of {} games", partial - base, all - base);
+
+    // The book opens, and its counts and values are consistent.
+    check(&book);
+
+    // Running learn again finishes the job, counting every game once.
+    let out = run(&["learn", "--quiet", "--book", book.to_str().expect("utf8"), input.to_str().expect("utf8")]);
+    assert!(out.status.success());
+    let summary = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        duplicates(&summary),
+        (partial - base) as u64 + internal_dups,
+        "the re-run should skip exactly the games already learned: {summary}"
+    );
+    assert_eq!(games_in(&book), all);
+    check(&book);
+    assert!(dump(&book) == dump(&reference), "interrupted + resumed book differs from the uninterrupted one");
+}
