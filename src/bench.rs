@@ -1,27 +1,239 @@
-//! `learnbook bench ...`: measured, side by side with the named peer.
+//! `learnbook bench ...`: measured side by side with the named peer, in one
+//! run, reported as ratios.
 
-use anyhow::Result;
+use std::{
+    io::{Read, Write},
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+    time::Instant,
+};
+
+use anyhow::{bail, Context, Result};
 use clap::Subcommand;
+
+use crate::book::{
+    ingest::{open_input, Filter, GameStream},
+    Book,
+};
 
 #[derive(Subcommand, Debug)]
 pub enum BenchCommand {
-    /// Full build against `polyglot make-book` on the same decompressed PGN.
+    /// Full build (parse, SQLite, values) against `polyglot make-book` on the same decompressed PGN.
     Build {
-        /// The PGN (any compression); it is decompressed once for both tools.
+        /// The PGN (any compression); it is decompressed once, for both tools.
         #[arg(default_value = "../shared/data/games/master-games.pgn.gz")]
-        pgn: std::path::PathBuf,
+        pgn: PathBuf,
         #[arg(long, default_value_t = 40)]
         max_ply: u32,
+        /// polyglot's -min-game.
         #[arg(long, default_value_t = 3)]
         min_game: u32,
-        /// Work directory (default: a temporary one).
+        /// Runs of each tool; the median is reported.
+        #[arg(long, default_value_t = 1)]
+        runs: usize,
+        /// The polyglot binary.
+        #[arg(long, default_value = "polyglot")]
+        polyglot: String,
+        /// Work directory (default: a new temporary directory).
         #[arg(long)]
-        dir: Option<std::path::PathBuf>,
+        dir: Option<PathBuf>,
+    },
+    /// Adding one game and re-evaluating, against a full re-evaluation, on a copy of BOOK.
+    Learn {
+        /// The book to copy (it is not changed).
+        #[arg(long)]
+        book: PathBuf,
+        /// Games to add one by one (they should not be in the book).
+        #[arg(long)]
+        games: PathBuf,
+        /// Skip this many games of --games first.
+        #[arg(long, default_value_t = 0)]
+        skip: usize,
+        /// Number of games to add.
+        #[arg(long, default_value_t = 1000)]
+        n: usize,
+        /// Full re-evaluations to time.
+        #[arg(long, default_value_t = 3)]
+        full_runs: usize,
     },
 }
 
 pub fn run(cmd: BenchCommand) -> Result<()> {
     match cmd {
-        BenchCommand::Build { .. } => anyhow::bail!("not yet"),
+        BenchCommand::Build { pgn, max_ply, min_game, runs, polyglot, dir } => {
+            bench_build(&pgn, max_ply, min_game, runs, &polyglot, dir)
+        }
+        BenchCommand::Learn { book, games, skip, n, full_runs } => bench_learn(&book, &games, skip, n, full_runs),
     }
+}
+
+/// Wall time and peak resident memory of a child process.
+struct Measured {
+    seconds: f64,
+    max_rss_mb: f64,
+}
+
+fn measure(cmd: &mut Command) -> Result<Measured> {
+    let start = Instant::now();
+    let child = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().with_context(|| format!("cannot run {cmd:?}"))?;
+    let pid = child.id() as libc::pid_t;
+    let mut stderr = child.stderr.context("no stderr")?;
+    let mut err = String::new();
+    // Drain stderr so the child never blocks on a full pipe.
+    let _ = stderr.read_to_string(&mut err);
+    let mut status = 0;
+    // SAFETY: plain wait4 on our own child; rusage is a POD out-parameter.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    let seconds = start.elapsed().as_secs_f64();
+    if r < 0 {
+        bail!("wait4 failed for {cmd:?}");
+    }
+    if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
+        bail!("{cmd:?} failed: {}", err.trim());
+    }
+    Ok(Measured { seconds, max_rss_mb: usage.ru_maxrss as f64 / 1024.0 })
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn bench_build(pgn: &Path, max_ply: u32, min_game: u32, runs: usize, polyglot: &str, dir: Option<PathBuf>) -> Result<()> {
+    let tmp;
+    let dir = match dir {
+        Some(d) => {
+            std::fs::create_dir_all(&d)?;
+            d
+        }
+        None => {
+            tmp = tempfile_dir()?;
+            tmp.clone()
+        }
+    };
+    let plain = dir.join("input.pgn");
+    {
+        let mut input = open_input(pgn)?;
+        let mut out = std::io::BufWriter::new(std::fs::File::create(&plain)?);
+        std::io::copy(&mut input, &mut out).context("decompressing")?;
+        out.flush()?;
+    }
+    let size = std::fs::metadata(&plain)?.len();
+    println!("input: {} ({:.1} MB decompressed), max ply {max_ply}, 2-core machine: {} cores here", pgn.display(), size as f64 / 1e6, std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let exe = std::env::current_exe()?;
+    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    let mut rss = (0.0f64, 0.0f64);
+    for run in 0..runs.max(1) {
+        let bin = dir.join("polyglot.bin");
+        let p = measure(Command::new(polyglot).args([
+            "make-book",
+            "-pgn",
+            plain.to_str().context("path")?,
+            "-bin",
+            bin.to_str().context("path")?,
+            "-max-ply",
+            &max_ply.to_string(),
+            "-min-game",
+            &min_game.to_string(),
+        ]))?;
+        let book = dir.join("book.sqlite");
+        let _ = std::fs::remove_file(&book);
+        let o = measure(Command::new(&exe).args([
+            "build",
+            "--book",
+            book.to_str().context("path")?,
+            "--max-ply",
+            &max_ply.to_string(),
+            plain.to_str().context("path")?,
+        ]))?;
+        println!(
+            "run {}: polyglot make-book {:.2} s ({:.0} MB peak), learnbook build {:.2} s ({:.0} MB peak)",
+            run + 1,
+            p.seconds,
+            p.max_rss_mb,
+            o.seconds,
+            o.max_rss_mb
+        );
+        theirs.push(p.seconds);
+        ours.push(o.seconds);
+        rss = (rss.0.max(p.max_rss_mb), rss.1.max(o.max_rss_mb));
+    }
+    let (o, p) = (median(&mut ours), median(&mut theirs));
+    println!("median: learnbook {o:.2} s, polyglot {p:.2} s, ratio learnbook/polyglot = {:.3}", o / p);
+    println!("peak memory: learnbook {:.0} MB, polyglot {:.0} MB", rss.1, rss.0);
+    Ok(())
+}
+
+fn tempfile_dir() -> Result<PathBuf> {
+    let d = std::env::temp_dir().join(format!("learnbook-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&d)?;
+    Ok(d)
+}
+
+fn bench_learn(book: &Path, games: &Path, skip: usize, n: usize, full_runs: usize) -> Result<()> {
+    let dir = tempfile_dir()?;
+    let copy = dir.join("learn-bench.sqlite");
+    let _ = std::fs::remove_file(&copy);
+    {
+        let src = Book::open(book)?;
+        src.conn.execute("VACUUM INTO ?1", [copy.to_str().context("path")?]).context("copying the book")?;
+    }
+    let mut b = Book::open(&copy)?;
+    let filter = Filter { max_ply: b.settings.max_ply, min_elo: None, allow_duplicates: false };
+    let mut stream = GameStream::new(open_input(games)?);
+    let mut times = Vec::with_capacity(n);
+    let mut recomputed = Vec::with_capacity(n);
+    let mut seen = 0usize;
+    'outer: loop {
+        let batch = stream.next_batch(1024);
+        if batch.is_empty() {
+            break;
+        }
+        for raw in batch {
+            seen += 1;
+            if seen <= skip {
+                continue;
+            }
+            let Ok(game) = raw.validate(&filter) else { continue };
+            let t = Instant::now();
+            let re = b.add_game(&game, "bench")?;
+            let dt = t.elapsed().as_secs_f64();
+            if let Some(re) = re {
+                times.push(dt * 1e3);
+                recomputed.push(re.recomputed as f64);
+            }
+            if times.len() >= n {
+                break 'outer;
+            }
+        }
+    }
+    if times.is_empty() {
+        bail!("no new games to add from {}", games.display());
+    }
+    let mut full = Vec::new();
+    for _ in 0..full_runs.max(1) {
+        let t = Instant::now();
+        b.reevaluate_all()?;
+        full.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    let k = times.len();
+    let med = median(&mut times.clone());
+    let p90 = {
+        let mut t = times.clone();
+        t.sort_by(f64::total_cmp);
+        t[(k * 9 / 10).min(k - 1)]
+    };
+    let full_med = median(&mut full);
+    println!("book: {} ({} games added one by one)", book.display(), k);
+    println!(
+        "add one game + incremental re-evaluation: median {med:.3} ms, p90 {p90:.3} ms, mean {:.3} ms; median positions recomputed {:.0}",
+        times.iter().sum::<f64>() / k as f64,
+        median(&mut recomputed)
+    );
+    println!("full re-evaluation (load, evaluate, write changes): median {full_med:.0} ms");
+    println!("ratio incremental/full = {:.6} (full is {:.0}x slower)", med / full_med, full_med / med);
+    drop(b);
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
 }

@@ -233,13 +233,12 @@ impl Graph {
 
 /// Storage as the incremental pass needs it.
 pub trait Tree {
-    fn node(&mut self, key: u64) -> Result<Option<NodeInfo>>;
+    /// A node and its stored `best` move.
+    fn node(&mut self, key: u64) -> Result<Option<(NodeInfo, Option<MoveCode>)>>;
     /// `(move, child)` for every book move of `key` with a known child.
     fn children(&mut self, key: u64) -> Result<Vec<(MoveCode, NodeInfo)>>;
-    /// Keys of every position with a book move into `key`.
-    fn parents(&mut self, key: u64) -> Result<Vec<u64>>;
-    /// The stored `best` move of `key`.
-    fn best(&mut self, key: u64) -> Result<Option<MoveCode>>;
+    /// Key and depth of every position with a book move into `key`.
+    fn parents(&mut self, key: u64) -> Result<Vec<(u64, Option<u32>)>>;
     fn set_value(&mut self, key: u64, value: f64, best: Option<MoveCode>) -> Result<()>;
 }
 
@@ -260,32 +259,30 @@ pub struct Reevaluation {
     pub choices: Vec<ChoiceChange>,
 }
 
-/// Re-evaluates `dirty` (nodes whose own inputs changed: the new game's path
-/// and every parent of it) and then, through parents, every node whose value
+/// Re-evaluates `dirty` (`(key, depth)` of the nodes whose own inputs
+/// changed: the new game's path and every parent of it) and then, through parents, every node whose value
 /// depends on a changed value, stopping where values no longer change.
 pub fn reevaluate_from<T: Tree>(
     tree: &mut T,
-    dirty: impl IntoIterator<Item = u64>,
+    dirty: impl IntoIterator<Item = (u64, Option<u32>)>,
     p: &ValueParams,
 ) -> Result<Reevaluation> {
     let mut heap = BinaryHeap::new();
     let mut queued = HashSet::new();
-    for key in dirty {
-        if queued.insert(key) {
-            if let Some(n) = tree.node(key)? {
-                if let Some(d) = n.depth {
-                    heap.push((d, key));
-                }
+    for (key, depth) in dirty {
+        // Positions of unknown depth carry no value and need no pass.
+        if let Some(d) = depth {
+            if queued.insert(key) {
+                heap.push((d, key));
             }
         }
     }
     let mut out = Reevaluation::default();
     while let Some((depth, key)) = heap.pop() {
-        let Some(node) = tree.node(key)? else { continue };
+        let Some((node, old_best)) = tree.node(key)? else { continue };
         let kids = tree.children(key)?;
         let (v, best) = node_value(&node, kids.iter().map(|(mv, c)| (*mv, c)), p);
         out.recomputed += 1;
-        let old_best = tree.best(key)?;
         if old_best != best {
             out.choices.push(ChoiceChange { key, depth, before: old_best, after: best });
         }
@@ -295,15 +292,11 @@ pub fn reevaluate_from<T: Tree>(
         }
         if value_changed {
             out.changed_values += 1;
-            for parent in tree.parents(key)? {
-                if queued.insert(parent) {
-                    if let Some(pn) = tree.node(parent)? {
-                        // Only forward edges carry v(child); back edges use s only.
-                        if let Some(pd) = pn.depth.filter(|&pd| pd < depth) {
-                            heap.push((pd, parent));
-                        } else {
-                            queued.remove(&parent);
-                        }
+            for (parent, pd) in tree.parents(key)? {
+                // Only forward edges carry v(child); back edges use s only.
+                if let Some(pd) = pd.filter(|&pd| pd < depth) {
+                    if queued.insert(parent) {
+                        heap.push((pd, parent));
                     }
                 }
             }

@@ -108,9 +108,13 @@ pub type Position = NodeInfo;
 fn open_conn(path: &Path) -> Result<Connection> {
     let conn = Connection::open(path).with_context(|| format!("cannot open book {}", path.display()))?;
     conn.busy_timeout(std::time::Duration::from_secs(30))?;
+    // The bundled SQLite has STAT4, which re-prepares a statement whenever a
+    // bound key changes; the query planner stability guarantee stops that.
+    conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
     conn.pragma_update(None, "journal_mode", "WAL").context("cannot enable WAL")?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
-    conn.pragma_update(None, "cache_size", -262_144i64)?;
+    conn.pragma_update(None, "cache_size", -16_384i64)?;
+    conn.pragma_update(None, "mmap_size", 1i64 << 30)?;
     Ok(conn)
 }
 
@@ -228,7 +232,8 @@ impl Book {
                 "INSERT INTO positions(key, depth, white, draws, black) VALUES (?1, ?2, ?3, ?4, ?5)
                  ON CONFLICT(key) DO UPDATE SET
                    depth = CASE WHEN depth IS NULL OR excluded.depth < depth THEN excluded.depth ELSE depth END,
-                   white = white + excluded.white, draws = draws + excluded.draws, black = black + excluded.black",
+                   white = white + excluded.white, draws = draws + excluded.draws, black = black + excluded.black
+                 RETURNING depth",
             )?;
             let mut upsert_move = tx.prepare_cached(
                 "INSERT INTO moves(parent, move, uci, child, white, draws, black) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
@@ -238,8 +243,9 @@ impl Book {
             )?;
             let c = game.result.counts();
             for (ply, key) in game.keys().enumerate() {
-                upsert_pos.execute(params![to_sql(key), game.start_ply + ply as u32, c.white, c.draws, c.black])?;
-                dirty.push(key);
+                let depth: Option<i64> = upsert_pos
+                    .query_row(params![to_sql(key), game.start_ply + ply as u32, c.white, c.draws, c.black], |r| r.get(0))?;
+                dirty.push((key, depth.map(|d| d as u32)));
             }
             for p in &game.plies {
                 upsert_move.execute(params![
@@ -254,12 +260,12 @@ impl Book {
             }
             if let Some(e) = game.terminal {
                 let last = game.plies.last().map_or(game.start, |p| p.child);
-                tx.execute("UPDATE positions SET exact = ?2 WHERE key = ?1", params![to_sql(last), e])?;
+                tx.prepare_cached("UPDATE positions SET exact = ?2 WHERE key = ?1")?.execute(params![to_sql(last), e])?;
             }
         }
         let mut tree = SqlTree { tx: &tx };
         let mut all_dirty = dirty.clone();
-        for key in &dirty {
+        for (key, _) in &dirty {
             all_dirty.extend(tree.parents(*key)?);
         }
         let re = minimax::reevaluate_from(&mut tree, all_dirty, &params)?;
@@ -509,10 +515,10 @@ pub struct BookTotals {
 }
 
 fn insert_game_row(tx: &Transaction<'_>, game: &Game, source: &str) -> Result<bool> {
-    let n = tx.execute(
+    let n = tx.prepare_cached(
         "INSERT OR IGNORE INTO games(hash, source, white, black, result, plies, start) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        params![to_sql(game.hash), source, game.white, game.black, game.result.as_str(), game.total_plies, to_sql(game.start)],
-    )?;
+    )?
+    .execute(params![to_sql(game.hash), source, game.white, game.black, game.result.as_str(), game.total_plies, to_sql(game.start)])?;
     Ok(n == 1)
 }
 
@@ -522,9 +528,11 @@ struct SqlTree<'a> {
 }
 
 impl Tree for SqlTree<'_> {
-    fn node(&mut self, key: u64) -> Result<Option<NodeInfo>> {
-        let mut stmt = self.tx.prepare_cached(&format!("SELECT {NODE_COLS} FROM positions p WHERE p.key = ?1"))?;
-        Ok(stmt.query_row([to_sql(key)], |r| node_from_row(r, 0)).optional()?)
+    fn node(&mut self, key: u64) -> Result<Option<(NodeInfo, Option<MoveCode>)>> {
+        let mut stmt = self.tx.prepare_cached(&format!("SELECT {NODE_COLS}, p.best FROM positions p WHERE p.key = ?1"))?;
+        Ok(stmt
+            .query_row([to_sql(key)], |r| Ok((node_from_row(r, 0)?, r.get::<_, Option<u16>>(7)?.map(MoveCode))))
+            .optional()?)
     }
 
     fn children(&mut self, key: u64) -> Result<Vec<(MoveCode, NodeInfo)>> {
@@ -539,19 +547,17 @@ impl Tree for SqlTree<'_> {
         Ok(out)
     }
 
-    fn parents(&mut self, key: u64) -> Result<Vec<u64>> {
-        let mut stmt = self.tx.prepare_cached("SELECT DISTINCT parent FROM moves WHERE child = ?1")?;
-        let rows = stmt.query_map([to_sql(key)], |r| r.get::<_, i64>(0))?;
+    fn parents(&mut self, key: u64) -> Result<Vec<(u64, Option<u32>)>> {
+        let mut stmt = self.tx.prepare_cached(
+            "SELECT DISTINCT m.parent, p.depth FROM moves m JOIN positions p ON p.key = m.parent WHERE m.child = ?1",
+        )?;
+        let rows = stmt.query_map([to_sql(key)], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Option<i64>>(1)?)))?;
         let mut out = Vec::new();
-        for k in rows {
-            out.push(from_sql(k?));
+        for row in rows {
+            let (k, d) = row?;
+            out.push((from_sql(k), d.map(|d| d as u32)));
         }
         Ok(out)
-    }
-
-    fn best(&mut self, key: u64) -> Result<Option<MoveCode>> {
-        let mut stmt = self.tx.prepare_cached("SELECT best FROM positions WHERE key = ?1")?;
-        Ok(stmt.query_row([to_sql(key)], |r| r.get::<_, Option<u16>>(0)).optional()?.flatten().map(MoveCode))
     }
 
     fn set_value(&mut self, key: u64, value: f64, best: Option<MoveCode>) -> Result<()> {
