@@ -120,3 +120,34 @@ mod tests {
         assert_eq!(ucis, vec!["e1c1", "e1g1"]);
     }
 }
+
+/// A hasher for maps keyed by position keys. Zobrist keys are already
+/// uniformly random, so a multiply-rotate mix is enough and far cheaper than
+/// SipHash (the build spends much of its sequential time in these maps).
+#[derive(Default, Clone, Copy)]
+pub struct KeyHasher(u64);
+
+impl std::hash::Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0.rotate_left(26) ^ x).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+    fn write_u16(&mut self, x: u16) {
+        self.write_u64(u64::from(x));
+    }
+    fn write_u32(&mut self, x: u32) {
+        self.write_u64(u64::from(x));
+    }
+}
+
+/// `HashMap` with [`KeyHasher`].
+pub type KeyMap<K, V> = std::collections::HashMap<K, V, std::hash::BuildHasherDefault<KeyHasher>>;
+/// `HashSet` with [`KeyHasher`].
+pub type KeySet<K> = std::collections::HashSet<K, std::hash::BuildHasherDefault<KeyHasher>>;

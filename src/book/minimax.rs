@@ -23,12 +23,12 @@
 //! pass processes dirty nodes in the same order, so both give bit-identical
 //! results.
 
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::collections::{BinaryHeap, HashSet};
 
 use anyhow::{bail, Result};
 
 use super::ingest::Counts;
-use super::keys::MoveCode;
+use super::keys::{KeyMap, MoveCode};
 
 /// The value formula's parameters. Stored in the book's meta table so every
 /// evaluation of one book uses the same numbers.
@@ -179,7 +179,7 @@ pub fn node_value<'a>(
 pub struct Graph {
     pub nodes: Vec<NodeInfo>,
     pub best: Vec<Option<MoveCode>>,
-    pub index: HashMap<u64, u32>,
+    pub index: KeyMap<u64, u32>,
     /// Children of node `i`: `edges[offsets[i]..offsets[i + 1]]`.
     pub offsets: Vec<u32>,
     pub edges: Vec<(MoveCode, u32)>,
@@ -189,7 +189,7 @@ impl Graph {
     /// Builds the graph from nodes and `(parent, move, child)` edges; edges
     /// whose ends are unknown are ignored.
     pub fn new(nodes: Vec<NodeInfo>, mut edge_list: Vec<(u64, MoveCode, u64)>) -> Graph {
-        let index: HashMap<u64, u32> = nodes.iter().enumerate().map(|(i, n)| (n.key, i as u32)).collect();
+        let index: KeyMap<u64, u32> = nodes.iter().enumerate().map(|(i, n)| (n.key, i as u32)).collect();
         edge_list.sort_unstable();
         let mut offsets = vec![0u32; nodes.len() + 1];
         let mut edges = Vec::with_capacity(edge_list.len());

@@ -13,7 +13,7 @@
 //! ```
 
 use std::{
-    collections::{HashMap, HashSet},
+    collections::HashSet,
     path::{Path, PathBuf},
 };
 
@@ -21,7 +21,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
 use super::ingest::{Counts, Game};
-use super::keys::{from_sql, to_sql, MoveCode};
+use super::keys::{from_sql, to_sql, KeyMap, MoveCode};
 use super::minimax::{self, Graph, NodeInfo, Reevaluation, Tree, ValueParams};
 
 pub const SCHEMA_VERSION: u32 = 1;
@@ -393,20 +393,52 @@ impl Book {
     /// Writes aggregated games into an empty book in key order, with values.
     pub fn bulk_load(&mut self, agg: Aggregate) -> Result<()> {
         let Aggregate { nodes, edges, games } = agg;
+        let params = self.settings.params;
+        let mut edge_rows: Vec<((i64, u16), EdgeAgg)> = edges.into_iter().map(|((p, mv), e)| ((to_sql(p), mv), e)).collect();
+        edge_rows.sort_unstable_by_key(|&(k, _)| k);
+        let edge_list: Vec<(u64, MoveCode, u64)> =
+            edge_rows.iter().map(|&((p, mv), ref e)| (from_sql(p), MoveCode(mv), e.child)).collect();
         let mut node_list: Vec<NodeInfo> = nodes
             .into_iter()
             .map(|(key, n)| NodeInfo { key, depth: Some(n.depth), counts: n.counts, exact: n.exact, value: 0.0 })
             .collect();
         node_list.sort_unstable_by_key(|n| to_sql(n.key));
-        let edge_list: Vec<(u64, MoveCode, u64)> = edges.iter().map(|(&(p, mv), e)| (p, MoveCode(mv), e.child)).collect();
-        let mut g = Graph::new(node_list, edge_list);
-        g.evaluate(&self.settings.params);
-
-        let mut edge_rows: Vec<((i64, u16), EdgeAgg)> = edges.into_iter().map(|((p, mv), e)| ((to_sql(p), mv), e)).collect();
-        edge_rows.sort_unstable_by_key(|&(k, _)| k);
 
         self.conn.execute_batch("DROP INDEX IF EXISTS moves_child")?;
         let tx = self.conn.transaction()?;
+        // Values do not depend on the rows written first, so they are
+        // computed on another core while moves and games are inserted.
+        let g = std::thread::scope(|scope| -> Result<Graph> {
+            let evaluator = scope.spawn(move || {
+                let mut g = Graph::new(node_list, edge_list);
+                g.evaluate(&params);
+                g
+            });
+            let mut stmt = tx.prepare(
+                "INSERT INTO moves(parent, move, uci, child, white, draws, black) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?;
+            for ((parent, mv), e) in &edge_rows {
+                stmt.execute(params![
+                    parent,
+                    mv,
+                    MoveCode(*mv).uci(e.castle),
+                    to_sql(e.child),
+                    e.counts.white,
+                    e.counts.draws,
+                    e.counts.black
+                ])?;
+            }
+            let mut stmt = tx.prepare(
+                "INSERT INTO games(hash, source, white, black, result, plies, start, copies) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )?;
+            let mut rows: Vec<&GameRow> = games.values().collect();
+            rows.sort_unstable_by_key(|g| (&g.source, g.hash));
+            for g in rows {
+                stmt.execute(params![to_sql(g.hash), g.source, g.white, g.black, g.result, g.plies, to_sql(g.start), g.copies])?;
+            }
+            tx.execute_batch(INDEXES)?;
+            evaluator.join().map_err(|_| anyhow!("the evaluation thread panicked"))
+        })?;
         {
             let mut stmt = tx.prepare(
                 "INSERT INTO positions(key, depth, white, draws, black, exact, value, best) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
@@ -423,30 +455,6 @@ impl Book {
                     best.map(|m| m.0)
                 ])?;
             }
-            let mut stmt = tx.prepare(
-                "INSERT INTO moves(parent, move, uci, child, white, draws, black) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )?;
-            for ((parent, mv), e) in &edge_rows {
-                stmt.execute(params![
-                    parent,
-                    mv,
-                    MoveCode(*mv).uci(e.castle),
-                    to_sql(e.child),
-                    e.counts.white,
-                    e.counts.draws,
-                    e.counts.black
-                ])?;
-            }
-            let mut stmt = tx.prepare(
-                "INSERT INTO games(hash, source, white, black, result, plies, start, copies) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
-                 ON CONFLICT(hash) DO UPDATE SET copies = copies + excluded.copies",
-            )?;
-            let mut rows: Vec<&GameRow> = games.values().collect();
-            rows.sort_unstable_by_key(|g| (&g.source, g.hash));
-            for g in rows {
-                stmt.execute(params![to_sql(g.hash), g.source, g.white, g.black, g.result, g.plies, to_sql(g.start), g.copies])?;
-            }
-            tx.execute_batch(INDEXES)?;
         }
         tx.commit()?;
         Ok(())
@@ -572,9 +580,9 @@ impl Tree for SqlTree<'_> {
 /// In-memory aggregate of many games, for `build`.
 #[derive(Default)]
 pub struct Aggregate {
-    pub nodes: HashMap<u64, NodeAgg>,
-    pub edges: HashMap<(u64, u16), EdgeAgg>,
-    pub games: HashMap<u64, GameRow>,
+    pub nodes: KeyMap<u64, NodeAgg>,
+    pub edges: KeyMap<(u64, u16), EdgeAgg>,
+    pub games: KeyMap<u64, GameRow>,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
