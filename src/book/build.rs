@@ -34,6 +34,8 @@ pub struct Summary {
     /// `(input, game number, reason)` for the first few games of each reason.
     pub examples: Vec<(String, u64, String)>,
     pub seconds: f64,
+    /// Wall time of each phase, for the summary.
+    pub phases: Vec<(&'static str, f64)>,
 }
 
 impl Summary {
@@ -59,6 +61,10 @@ impl Summary {
             self.seconds,
             self.read as f64 / self.seconds.max(1e-9)
         );
+        if !self.phases.is_empty() {
+            let p: Vec<String> = self.phases.iter().map(|(name, t)| format!("{name} {t:.2} s")).collect();
+            s.push_str(&format!("  phases: {}\n", p.join(", ")));
+        }
         for (reason, n) in &self.skipped {
             s.push_str(&format!("  skipped {n:>8}  {reason}\n"));
         }
@@ -170,12 +176,15 @@ pub fn build(book: &mut Book, inputs: Vec<PathBuf>, filter: &Filter) -> Result<S
         agg.add(game, source);
         Ok(true)
     })?;
+    let read = start.elapsed().as_secs_f64();
+    summary.phases.push(("read, validate, count", read));
     if book.is_empty()? {
         book.bulk_load(agg).context("writing the book")?;
     } else {
         book.merge(agg).context("adding to the book")?;
     }
     summary.seconds = start.elapsed().as_secs_f64();
+    summary.phases.push(("values and SQLite", summary.seconds - read));
     Ok(summary)
 }
 

@@ -1,6 +1,7 @@
 //! `check`: is the book consistent?
 //!
-//! * every move's child is a stored position;
+//! * every move's child is a stored position, linked back to the parent
+//!   (`positions.parent` or the `parents` table);
 //! * per position and result, the games entering it through moves never
 //!   exceed its own count, and neither do the games leaving it;
 //! * summed over positions, the games that start at a position (its count
@@ -45,6 +46,17 @@ pub fn check(book: &Book) -> Result<CheckReport> {
     }
     let graph = book.load_graph()?;
     report.positions = graph.nodes.len();
+    // Parent links, as the incremental pass finds them.
+    let mut linked: std::collections::HashSet<(u64, u64)> = std::collections::HashSet::new();
+    {
+        let mut stmt = book.conn.prepare(
+            "SELECT key, parent FROM positions WHERE parent IS NOT NULL UNION ALL SELECT child, parent FROM parents",
+        )?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            linked.insert((from_sql(r.get(0)?), from_sql(r.get(1)?)));
+        }
+    }
     let mut incoming: HashMap<u64, Counts> = HashMap::new();
     let mut outgoing: HashMap<u64, Counts> = HashMap::new();
     {
@@ -64,6 +76,9 @@ pub fn check(book: &Book) -> Result<CheckReport> {
                 if !graph.index.contains_key(&child) {
                     report.problem(format!("move {parent:016x} -> unknown position {child:016x}"));
                     continue;
+                }
+                if !linked.contains(&(child, parent)) {
+                    report.problem(format!("move {parent:016x} -> {child:016x} has no parent link"));
                 }
                 incoming.entry(child).or_default().add(c);
             }

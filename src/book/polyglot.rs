@@ -19,7 +19,7 @@ use shakmaty::{Chess, Position};
 use super::keys::{from_sql, polyglot_key, to_sql, uci_of, MoveCode};
 use super::minimax::edge_value;
 use super::select::value_weight;
-use super::store::Book;
+use super::store::{link_parent, Book};
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Entry {
@@ -253,6 +253,9 @@ pub fn import(book: &mut Book, path: &Path) -> Result<ImportSummary> {
                 summary.illegal += 1;
             }
             mv_stmt.execute(params![to_sql(e.key), e.mv, uci, child, e.weight])?;
+            if let Some(c) = child {
+                link_parent(&tx, e.key, from_sql(c))?;
+            }
         }
     }
     tx.commit()?;
