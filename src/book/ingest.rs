@@ -256,7 +256,8 @@ impl RawGame {
                 }
             }
         };
-        let start_ply = (pos.fullmoves().get().saturating_sub(1)) * 2 + u32::from(pos.turn() == Color::Black);
+        // Capped so that start_ply + max_ply never overflows on a silly FEN.
+        let start_ply = (pos.fullmoves().get().saturating_sub(1).min(1 << 20)) * 2 + u32::from(pos.turn() == Color::Black);
         let start = polyglot_key(&pos);
         let mut hasher = Fnv64::new();
         hasher.write(self.white.as_bytes());
