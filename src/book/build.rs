@@ -237,6 +237,9 @@ pub fn build_book(path: &std::path::Path, settings: BookSettings, inputs: Vec<Pa
         let filter = Filter { max_ply: book.settings.max_ply, ..filter };
         return build(&mut book, inputs, &filter);
     }
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".building");
     let tmp = PathBuf::from(tmp);
