@@ -11,12 +11,14 @@
 //!     the child's minimax value, trusted in proportion to its evidence;
 //!   * `-s(c)` otherwise (an edge back to an earlier ply: statistics only,
 //!     which is what makes repetition cycles terminate).
+//! * the score of a move is `q - Z / sqrt(N_c + 1)` (a lower confidence
+//!   bound; `q` itself for checkmate and stalemate, which need no evidence);
+//!   the ranked move of `n` is the move with games and the highest score;
 //! * `v(n) = exact(n)` if terminal; `s(n)` if `n` has no book moves with
-//!   games; otherwise `max(D, max_c q(n -> c))`, where `D` is the value of
+//!   games; otherwise `max(D, q(ranked move))`, where `D` is the value of
 //!   leaving the book (Buro's "best deviation", here a constant);
-//! * the book's choice at `n` (`best`) is, among moves with games and
-//!   `q >= D`, the one maximising `q - Z / sqrt(N_c + 1)` (a lower confidence
-//!   bound; exact children need no evidence). None: leave the book.
+//! * the book's choice at `n` (`best`) is the ranked move among the moves
+//!   with `q >= D`. None: leave the book.
 //!
 //! Because forward edges strictly increase depth, the value dependencies form
 //! a DAG: evaluating nodes by decreasing depth is exact, and the incremental
@@ -129,22 +131,26 @@ impl Choice {
     }
 }
 
-/// `best`: among moves with games whose `q` beats leaving the book, the one
-/// with the highest [`Choice::score`]; ties go to the lower move code so the
-/// choice does not depend on row order.
-pub fn best_choice(choices: &[Choice], p: &ValueParams) -> Option<MoveCode> {
-    let mut best: Option<(f64, MoveCode)> = None;
-    for c in choices.iter().filter(|c| c.games > 0 && c.q >= p.deviation) {
+/// The move with games and the highest [`Choice::score`]; ties go to the
+/// lower move code so the result does not depend on row order.
+fn ranked<'a>(choices: impl IntoIterator<Item = &'a Choice>, p: &ValueParams) -> Option<&'a Choice> {
+    let mut best: Option<(f64, &Choice)> = None;
+    for c in choices.into_iter().filter(|c| c.games > 0) {
         let score = c.score(p);
         let better = match best {
             None => true,
-            Some((s, mv)) => score > s || (score == s && c.mv < mv),
+            Some((s, b)) => score > s || (score == s && c.mv < b.mv),
         };
         if better {
-            best = Some((score, c.mv));
+            best = Some((score, c));
         }
     }
-    best.map(|(_, mv)| mv)
+    best.map(|(_, c)| c)
+}
+
+/// `best`: the ranked move among those whose `q` beats leaving the book.
+pub fn best_choice(choices: &[Choice], p: &ValueParams) -> Option<MoveCode> {
+    ranked(choices.iter().filter(|c| c.q >= p.deviation), p).map(|c| c.mv)
 }
 
 /// `v(n)` and the `best` move from the node and its children `(move, child)`.
@@ -160,7 +166,10 @@ pub fn node_value<'a>(
         }
     }
     let best = best_choice(&choices, p);
-    let max = choices.iter().filter(|c| c.games > 0).map(|c| c.q).reduce(f64::max);
+    // A node is worth what the book plays there: the move with the best
+    // evidence-penalised score, valued at its `q`. (The plain maximum of the
+    // `q`s is biased upwards by whichever rare move was luckiest.)
+    let max = ranked(&choices, p).map(|c| c.q);
     let (v, best) = if node.depth.is_none() {
         (0.0, None)
     } else if let Some(e) = node.exact {
