@@ -438,28 +438,8 @@ impl Book {
                 g.evaluate(&params);
                 g
             });
-            let mut stmt = tx.prepare(
-                "INSERT INTO moves(parent, move, uci, child, white, draws, black) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )?;
-            for ((parent, mv), e) in &edge_rows {
-                stmt.execute(params![
-                    parent,
-                    mv,
-                    MoveCode(*mv).uci(e.castle),
-                    to_sql(e.child),
-                    e.counts.white,
-                    e.counts.draws,
-                    e.counts.black
-                ])?;
-            }
-            let mut stmt = tx.prepare(
-                "INSERT INTO games(hash, source, white, black, result, plies, start, copies) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            )?;
-            let mut rows: Vec<&GameRow> = games.values().collect();
-            rows.sort_unstable_by_key(|g| (&g.source, g.hash));
-            for g in rows {
-                stmt.execute(params![to_sql(g.hash), g.source, g.white, g.black, g.result, g.plies, to_sql(g.start), g.copies])?;
-            }
+            write_moves(&tx, edge_rows.iter().map(|&((p, mv), ref e)| (from_sql(p), mv, e)), false)?;
+            write_games(&tx, &games)?;
             let mut stmt = tx.prepare("INSERT INTO parents(child, parent) VALUES (?1, ?2)")?;
             for group in links.chunk_by(|a, b| a.0 == b.0).filter(|g| g.len() > 1) {
                 for &(child, parent) in group {
@@ -511,33 +491,8 @@ impl Book {
             for (key, n) in &nodes {
                 stmt.execute(params![to_sql(*key), n.depth, n.counts.white, n.counts.draws, n.counts.black, n.exact])?;
             }
-            let mut stmt = tx.prepare(
-                "INSERT INTO moves(parent, move, uci, child, white, draws, black) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-                 ON CONFLICT(parent, move) DO UPDATE SET
-                   child = excluded.child,
-                   white = white + excluded.white, draws = draws + excluded.draws, black = black + excluded.black",
-            )?;
-            for (&(parent, mv), e) in &edges {
-                link_parent(&tx, parent, e.child)?;
-                stmt.execute(params![
-                    to_sql(parent),
-                    mv,
-                    MoveCode(mv).uci(e.castle),
-                    to_sql(e.child),
-                    e.counts.white,
-                    e.counts.draws,
-                    e.counts.black
-                ])?;
-            }
-            let mut stmt = tx.prepare(
-                "INSERT INTO games(hash, source, white, black, result, plies, start, copies) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
-                 ON CONFLICT(hash) DO UPDATE SET copies = copies + excluded.copies",
-            )?;
-            let mut rows: Vec<&GameRow> = games.values().collect();
-            rows.sort_unstable_by_key(|g| (&g.source, g.hash));
-            for g in rows {
-                stmt.execute(params![to_sql(g.hash), g.source, g.white, g.black, g.result, g.plies, to_sql(g.start), g.copies])?;
-            }
+            write_moves(&tx, edges.iter().map(|(&(p, mv), e)| (p, mv, e)), true)?;
+            write_games(&tx, &games)?;
         }
         tx.commit()?;
         self.reevaluate_all()?;
@@ -559,6 +514,39 @@ pub struct BookTotals {
     pub unknown: i64,
     pub single_game_moves: i64,
     pub max_depth: i64,
+}
+
+/// Adds counted moves (`parent`, move code, aggregate); with `link`, also
+/// their parent links (for a book that already has positions).
+fn write_moves<'a>(tx: &Connection, edges: impl Iterator<Item = (u64, u16, &'a EdgeAgg)>, link: bool) -> Result<()> {
+    let mut stmt = tx.prepare(
+        "INSERT INTO moves(parent, move, uci, child, white, draws, black) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+         ON CONFLICT(parent, move) DO UPDATE SET
+           child = excluded.child,
+           white = white + excluded.white, draws = draws + excluded.draws, black = black + excluded.black",
+    )?;
+    for (parent, mv, e) in edges {
+        if link {
+            link_parent(tx, parent, e.child)?;
+        }
+        let c = e.counts;
+        stmt.execute(params![to_sql(parent), mv, MoveCode(mv).uci(e.castle), to_sql(e.child), c.white, c.draws, c.black])?;
+    }
+    Ok(())
+}
+
+/// Adds game rows, in a stable order; repeated games add to `copies`.
+fn write_games(tx: &Connection, games: &KeyMap<u64, GameRow>) -> Result<()> {
+    let mut stmt = tx.prepare(
+        "INSERT INTO games(hash, source, white, black, result, plies, start, copies) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+         ON CONFLICT(hash) DO UPDATE SET copies = copies + excluded.copies",
+    )?;
+    let mut rows: Vec<&GameRow> = games.values().collect();
+    rows.sort_unstable_by_key(|g| (&g.source, g.hash));
+    for g in rows {
+        stmt.execute(params![to_sql(g.hash), g.source, g.white, g.black, g.result, g.plies, to_sql(g.start), g.copies])?;
+    }
+    Ok(())
 }
 
 /// Records that `child` is reached from `a` and from `b` (a transposition).

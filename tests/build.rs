@@ -1,0 +1,149 @@
+//! `build` through the CLI: adding to an existing book equals building at
+//! once, re-running adds nothing, inputs may be compressed or on stdin.
+
+use std::{
+    io::{Read, Write},
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+};
+
+use rusqlite::Connection;
+use tempfile::TempDir;
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_learnbook")
+}
+
+fn sample() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/master-sample.pgn.gz")
+}
+
+fn learnbook(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(bin()).args(args).output().expect("run learnbook");
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned());
+    assert!(!stderr.contains("panicked"), "learnbook panicked: {stderr}");
+    (out.status.success(), stdout, stderr)
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+/// The sample's games as plain text, split into two halves at a game start.
+fn halves(dir: &Path) -> (PathBuf, PathBuf, usize) {
+    let mut text = Vec::new();
+    flate2::read::MultiGzDecoder::new(std::fs::File::open(sample()).expect("sample")).read_to_end(&mut text).expect("gunzip");
+    let starts: Vec<usize> = (0..text.len()).filter(|&i| text[i..].starts_with(b"[Event ") && (i == 0 || text[i - 1] == b'\n')).collect();
+    let mid = starts[starts.len() / 2];
+    let (a, b) = (dir.join("a.pgn"), dir.join("b.pgn"));
+    std::fs::write(&a, &text[..mid]).expect("write");
+    std::fs::write(&b, &text[mid..]).expect("write");
+    (a, b, starts.len())
+}
+
+/// Everything a book knows, in key order.
+fn dump(book: &Path) -> (Vec<(i64, Option<i64>, i64, i64, i64, f64, Option<i64>)>, Vec<(i64, i64, i64, i64, i64)>, i64) {
+    let c = Connection::open(book).expect("open");
+    let mut st = c.prepare("SELECT key, depth, white, draws, black, value, best FROM positions ORDER BY key").expect("prep");
+    let positions = st
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?)))
+        .expect("query")
+        .map(|r| r.expect("row"))
+        .collect();
+    let mut st = c.prepare("SELECT parent, move, white, draws, black FROM moves ORDER BY parent, move").expect("prep");
+    let moves = st
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+        .expect("query")
+        .map(|r| r.expect("row"))
+        .collect();
+    let games = c.query_row("SELECT count(*) FROM games", [], |r| r.get(0)).expect("games");
+    (positions, moves, games)
+}
+
+#[test]
+fn adding_to_a_book_equals_building_at_once() {
+    let dir = TempDir::new().expect("tmp");
+    let (a, b, n) = halves(dir.path());
+    let once = dir.path().join("once.sqlite");
+    let twice = dir.path().join("twice.sqlite");
+    assert!(learnbook(&["build", "--book", s(&once), s(&a), s(&b)]).0);
+    assert!(learnbook(&["build", "--book", s(&twice), s(&a)]).0);
+    let (ok, _, summary) = learnbook(&["build", "--book", s(&twice), s(&b)]);
+    assert!(ok, "{summary}");
+    let (d1, d2) = (dump(&once), dump(&twice));
+    assert_eq!(d1.2, n as i64, "every sample game is in the book");
+    assert_eq!(d1.2, d2.2);
+    assert_eq!(d1.1, d2.1, "moves differ");
+    assert!(d1.0 == d2.0, "positions or values differ");
+    for book in [&once, &twice] {
+        let (ok, out, _) = learnbook(&["check", "--book", s(book)]);
+        assert!(ok, "{out}");
+    }
+}
+
+#[test]
+fn rebuilding_the_same_file_adds_nothing() {
+    let dir = TempDir::new().expect("tmp");
+    let book = dir.path().join("book.sqlite");
+    assert!(learnbook(&["build", "--book", s(&book), s(&sample())]).0);
+    let before = dump(&book);
+    let (ok, _, summary) = learnbook(&["build", "--book", s(&book), s(&sample())]);
+    assert!(ok);
+    assert!(summary.contains(&format!("used: 0, skipped: {}", before.2)), "{summary}");
+    assert!(summary.contains("duplicate game"), "{summary}");
+    assert!(dump(&book) == before);
+}
+
+#[test]
+fn stdin_and_zstd_inputs_give_the_same_book() {
+    let dir = TempDir::new().expect("tmp");
+    let mut text = Vec::new();
+    flate2::read::MultiGzDecoder::new(std::fs::File::open(sample()).expect("sample")).read_to_end(&mut text).expect("gunzip");
+    let zst = dir.path().join("sample.pgn.zst");
+    std::fs::write(&zst, zstd::encode_all(&text[..], 3).expect("zstd")).expect("write");
+    let (gz_book, zst_book, stdin_book) =
+        (dir.path().join("gz.sqlite"), dir.path().join("zst.sqlite"), dir.path().join("stdin.sqlite"));
+    assert!(learnbook(&["build", "--book", s(&gz_book), s(&sample())]).0);
+    assert!(learnbook(&["build", "--book", s(&zst_book), s(&zst)]).0);
+    let mut child = Command::new(bin())
+        .args(["build", "--book", s(&stdin_book), "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child.stdin.take().expect("stdin").write_all(&text).expect("pipe");
+    let out = child.wait_with_output().expect("wait");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let reference = dump(&gz_book);
+    assert_eq!(reference.2, 1458);
+    assert!(dump(&zst_book) == reference, "zstd input differs");
+    assert!(dump(&stdin_book) == reference, "stdin input differs");
+}
+
+#[test]
+fn show_marks_the_stored_choice_and_choose_agrees() {
+    let dir = TempDir::new().expect("tmp");
+    let book = dir.path().join("book.sqlite");
+    assert!(learnbook(&["build", "--book", s(&book), s(&sample())]).0);
+    let (ok, show, _) = learnbook(&["show", "--book", s(&book), "--moves", "e2e4 c7c5"]);
+    assert!(ok);
+    let marked: Vec<&str> = show.lines().filter(|l| l.starts_with('*')).collect();
+    assert_eq!(marked.len(), 1, "exactly one move is marked: {show}");
+    let san = marked[0].split_whitespace().nth(1).expect("move");
+    let (ok, chosen, _) = learnbook(&["choose", "--book", s(&book), "--moves", "e2e4 c7c5"]);
+    assert!(ok);
+    // The marked move (SAN) and the chosen move (UCI) are the same move.
+    let c = Connection::open(&book).expect("open");
+    let uci: String = c
+        .query_row(
+            "SELECT m.uci FROM positions p JOIN moves m ON m.parent = p.key AND m.move = p.best WHERE p.key = 0x644d4afe02564aeb",
+            [],
+            |r| r.get(0),
+        )
+        .expect("stored choice");
+    assert_eq!(chosen.trim(), uci);
+    assert_eq!(san, "Nf3", "the sample's choice after 1. e4 c5 (185 of 222 games)");
+    let (ok, _, err) = learnbook(&["show", "--book", s(&book), "--moves", "e2e5"]);
+    assert!(!ok && err.contains("not legal"), "an illegal move is a clear error: {err}");
+}
