@@ -90,6 +90,10 @@ pub enum SkipReason {
     UnknownVariant(String),
     Chess960,
     MissingResult,
+    /// A Result tag but no termination marker: the movetext was cut off.
+    Truncated,
+    /// The Result tag and the termination marker disagree.
+    ConflictingResult { tag: String, marker: String },
     NoMoves,
     BelowMinElo,
     Duplicate,
@@ -106,6 +110,8 @@ impl SkipReason {
             SkipReason::UnknownVariant(_) => "unsupported variant",
             SkipReason::Chess960 => "Chess960",
             SkipReason::MissingResult => "missing result",
+            SkipReason::Truncated => "truncated game",
+            SkipReason::ConflictingResult { .. } => "conflicting result",
             SkipReason::NoMoves => "no moves",
             SkipReason::BelowMinElo => "below --min-elo",
             SkipReason::Duplicate => "duplicate game",
@@ -122,6 +128,10 @@ impl fmt::Display for SkipReason {
             SkipReason::UnknownVariant(v) => write!(f, "unsupported variant {v:?}"),
             SkipReason::Chess960 => write!(f, "Chess960 game"),
             SkipReason::MissingResult => write!(f, "no result (neither a Result tag nor a termination marker)"),
+            SkipReason::Truncated => write!(f, "no termination marker after the moves (the game is cut off)"),
+            SkipReason::ConflictingResult { tag, marker } => {
+                write!(f, "the Result tag says {tag} but the movetext ends with {marker}")
+            }
             SkipReason::NoMoves => write!(f, "game has no moves"),
             SkipReason::BelowMinElo => write!(f, "a player is below --min-elo or has no Elo"),
             SkipReason::Duplicate => write!(f, "the same game is already in the book"),
@@ -230,9 +240,17 @@ impl RawGame {
             Outcome::Known(KnownOutcome::Draw) => GameResult::Draw,
             Outcome::Unknown => GameResult::Unknown,
         });
-        // The Result tag is authoritative (as for polyglot make-book); the
-        // movetext marker is the fallback for games without a usable tag.
-        let result = tag_result.or(text_result).ok_or(SkipReason::MissingResult)?;
+        // PGN requires the termination marker; without it the game was cut
+        // off (a truncated file) and its moves are not the whole game.
+        let result = match (tag_result, text_result) {
+            (None, None) => return Err(SkipReason::MissingResult),
+            (Some(_), None) => return Err(SkipReason::Truncated),
+            (None, Some(r)) => r,
+            (Some(t), Some(m)) if t == m => t,
+            (Some(t), Some(m)) => {
+                return Err(SkipReason::ConflictingResult { tag: t.as_str().into(), marker: m.as_str().into() })
+            }
+        };
         if self.sans.is_empty() {
             return Err(SkipReason::NoMoves);
         }

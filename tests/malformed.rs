@@ -1,0 +1,176 @@
+//! Bad input never loses good games: every file of tests/corpus (written by
+//! scripts/make_malformed_corpus.py) mixes malformed cases with valid master
+//! games. Each valid game is used, each bad one skipped with its reason, and
+//! nothing panics. (`polyglot make-book` stops at the first illegal move.)
+
+use std::{
+    collections::BTreeMap,
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+use rusqlite::Connection;
+use tempfile::TempDir;
+
+fn corpus(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/corpus").join(name)
+}
+
+struct Run {
+    read: u64,
+    used: u64,
+    reasons: BTreeMap<String, u64>,
+    whites: Vec<String>,
+    summary: String,
+}
+
+/// Builds a new book from `files` and reads back the summary and the games.
+fn build(dir: &Path, files: &[PathBuf]) -> Run {
+    let book = dir.join(format!("book-{}.sqlite", files.len()));
+    let _ = std::fs::remove_file(&book);
+    let out = Command::new(env!("CARGO_BIN_EXE_learnbook"))
+        .args(["build", "--book", book.to_str().expect("utf-8")])
+        .args(files)
+        .output()
+        .expect("run learnbook");
+    let summary = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "build failed: {summary}");
+    assert!(!summary.contains("panicked"), "{summary}");
+    let first = summary.lines().next().expect("summary");
+    let num = |label: &str| -> u64 {
+        first.split(label).nth(1).and_then(|r| r.trim().split([',', ' ']).next()).and_then(|n| n.parse().ok()).expect(label)
+    };
+    let mut reasons = BTreeMap::new();
+    for line in summary.lines().filter(|l| l.trim_start().starts_with("skipped ")) {
+        let mut words = line.split_whitespace().skip(1);
+        let n: u64 = words.next().and_then(|n| n.parse().ok()).expect("count");
+        reasons.insert(words.collect::<Vec<_>>().join(" "), n);
+    }
+    let check = Command::new(env!("CARGO_BIN_EXE_learnbook"))
+        .args(["check", "--book", book.to_str().expect("utf-8")])
+        .output()
+        .expect("check");
+    assert!(check.status.success(), "{}", String::from_utf8_lossy(&check.stdout));
+    let conn = Connection::open(&book).expect("open");
+    let mut stmt = conn.prepare("SELECT white FROM games ORDER BY white").expect("prep");
+    let whites = stmt.query_map([], |r| r.get(0)).expect("q").map(|r| r.expect("row")).collect();
+    Run { read: num("games read:"), used: num("used:"), reasons, whites, summary }
+}
+
+fn reasons(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
+    pairs.iter().map(|&(r, n)| (r.to_string(), n)).collect()
+}
+
+/// Every used game is a valid one (or the documented junk-token case).
+fn assert_only_valid(run: &Run) {
+    for w in &run.whites {
+        assert!(w.starts_with("Valid-") || w == "Bad-junk-tokens-skipped", "a bad game was used: {w}\n{}", run.summary);
+    }
+}
+
+#[test]
+fn mixed_file_skips_each_bad_game_with_its_reason() {
+    let dir = TempDir::new().expect("tmp");
+    let run = build(dir.path(), &[corpus("mixed.pgn")]);
+    assert_eq!(run.read, 31);
+    // 13 valid master games, and the game whose junk tokens pgn-reader skips
+    // (what remains, 1. e4 e5, is legal).
+    assert_eq!(run.used, 14, "{}", run.summary);
+    assert_eq!(run.whites.iter().filter(|w| w.starts_with("Valid-")).count(), 13);
+    assert_only_valid(&run);
+    assert_eq!(
+        run.reasons,
+        reasons(&[
+            // Ke3, ambiguous Nd2, a move after mate, castling through check,
+            // promotion without a piece, a null move, an illegal move after
+            // variations, a lowercase piece letter.
+            ("illegal move", 8),
+            ("missing result", 2),
+            ("unsupported variant", 1),
+            ("Chess960", 2),
+            ("bad FEN", 2),
+            ("no moves", 1),
+            ("duplicate game", 1),
+        ]),
+        "{}",
+        run.summary
+    );
+    assert!(run.summary.contains("illegal move \"Ke3\" at ply 3"), "{}", run.summary);
+}
+
+#[test]
+fn annotations_nesting_bom_crlf_and_latin1_are_valid() {
+    let dir = TempDir::new().expect("tmp");
+    for (file, used) in [("annotated.pgn", 3), ("bom-crlf.pgn", 2), ("latin1.pgn", 2)] {
+        let run = build(dir.path(), &[corpus(file)]);
+        assert_eq!((run.read, run.used), (used, used), "{file}: {}", run.summary);
+        assert!(run.reasons.is_empty(), "{file}: {}", run.summary);
+        assert_only_valid(&run);
+        if file == "latin1.pgn" {
+            assert!(run.whites.iter().any(|w| w == "Valid-latin1 M\u{fffd}ller"), "{:?}", run.whites);
+        }
+        if file == "annotated.pgn" {
+            assert!(run.whites.iter().any(|w| w == "Valid-nested"), "2,000 nested variations: {:?}", run.whites);
+        }
+    }
+}
+
+#[test]
+fn empty_truncated_garbage_and_cut_inputs() {
+    let dir = TempDir::new().expect("tmp");
+    let cases: [(&str, u64, u64, &[(&str, u64)]); 5] = [
+        ("empty.pgn", 0, 0, &[]),
+        ("whitespace.pgn", 0, 0, &[]),
+        ("truncated.pgn", 2, 1, &[("truncated game", 1)]),
+        // The junk between two games reads as a game without a result.
+        ("garbage.pgn", 3, 2, &[("missing result", 1)]),
+        // A gzip stream cut at two thirds: the 24 games before the cut are used.
+        ("cut.pgn.gz", 25, 24, &[("unreadable input", 1)]),
+    ];
+    for (file, read, used, why) in cases {
+        let run = build(dir.path(), &[corpus(file)]);
+        assert_eq!((run.read, run.used), (read, used), "{file}: {}", run.summary);
+        assert_eq!(run.reasons, reasons(why), "{file}: {}", run.summary);
+        assert_only_valid(&run);
+    }
+}
+
+#[test]
+fn huge_comment_is_read_in_chunks() {
+    let dir = TempDir::new().expect("tmp");
+    let comment = "very long comment ".repeat(200_000); // 3.6 MB
+    let text = format!(
+        "[White \"Valid-huge-1\"]\n[Result \"1-0\"]\n\n1. e4 {{{comment}}} e5 2. Nf3 1-0\n\n\
+         [White \"Valid-huge-2\"]\n[Result \"0-1\"]\n\n1. d4 d5 {{{comment}}} 0-1\n\n"
+    );
+    let file = dir.path().join("huge.pgn");
+    std::fs::write(&file, text).expect("write");
+    let run = build(dir.path(), &[file]);
+    assert_eq!((run.read, run.used), (2, 2), "{}", run.summary);
+    assert_eq!(run.whites, vec!["Valid-huge-1", "Valid-huge-2"]);
+}
+
+#[test]
+fn the_whole_corpus_at_once_loses_no_valid_game() {
+    let dir = TempDir::new().expect("tmp");
+    let files: Vec<PathBuf> = [
+        "mixed.pgn",
+        "annotated.pgn",
+        "bom-crlf.pgn",
+        "latin1.pgn",
+        "empty.pgn",
+        "whitespace.pgn",
+        "truncated.pgn",
+        "garbage.pgn",
+        "cut.pgn.gz",
+    ]
+    .iter()
+    .map(|f| corpus(f))
+    .collect();
+    let run = build(dir.path(), &files);
+    assert_eq!(run.used, 14 + 3 + 2 + 2 + 1 + 2 + 24, "{}", run.summary);
+    assert_only_valid(&run);
+    let skipped: u64 = run.reasons.values().sum();
+    assert_eq!(run.read, run.used + skipped);
+    assert_eq!(skipped, 17 + 1 + 1 + 1);
+}
