@@ -143,3 +143,45 @@ fn sigkill_during_learn_loses_nothing() {
     check(&book);
     assert!(dump(&book) == dump(&reference), "interrupted + resumed book differs from the uninterrupted one");
 }
+
+#[test]
+fn sigkill_during_build_leaves_the_old_book_or_none() {
+    let dir = TempDir::new().expect("tmp");
+    let master = repo().join("../shared/data/games/master-games.pgn.gz");
+    // A new book: killed before the end, there is no book, only the
+    // temporary file, and a new build succeeds.
+    let fresh = dir.path().join("fresh.sqlite");
+    let mut child = Command::new(bin())
+        .args(["build", "--book", fresh.to_str().expect("utf8"), master.to_str().expect("utf8")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    thread::sleep(Duration::from_millis(1500));
+    assert!(child.try_wait().expect("wait").is_none(), "build finished before it could be killed");
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reap");
+    assert!(!fresh.exists(), "a killed build left a book behind");
+    build_sample(&fresh);
+    check(&fresh);
+
+    // An existing book: the added games are one transaction, so a kill
+    // leaves the book exactly as it was.
+    let book = dir.path().join("book.sqlite");
+    build_sample(&book);
+    let before = dump(&book);
+    let games = games_in(&book);
+    let mut child = Command::new(bin())
+        .args(["build", "--book", book.to_str().expect("utf8"), master.to_str().expect("utf8")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    thread::sleep(Duration::from_millis(4000));
+    assert!(child.try_wait().expect("wait").is_none(), "build finished before it could be killed");
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reap");
+    check(&book);
+    assert_eq!(games_in(&book), games);
+    assert!(dump(&book) == before, "a killed build changed the book");
+}
