@@ -19,7 +19,7 @@ use shakmaty::{Chess, Position};
 use super::keys::{from_sql, polyglot_key, to_sql, uci_of, MoveCode};
 use super::minimax::edge_value;
 use super::select::value_weight;
-use super::store::{link_parent, Book};
+use super::store::{link_parent, reevaluate_all, Book};
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Entry {
@@ -258,7 +258,7 @@ pub fn import(book: &mut Book, path: &Path) -> Result<ImportSummary> {
             }
         }
     }
+    reevaluate_all(&tx, &book.settings.params)?;
     tx.commit()?;
-    book.reevaluate_all()?;
     Ok(summary)
 }

@@ -30,7 +30,7 @@ use super::ingest::{Counts, Game};
 use super::keys::{from_sql, to_sql, KeyMap, MoveCode};
 use super::minimax::{self, Graph, NodeInfo, Reevaluation, Tree, ValueParams};
 
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -297,48 +297,14 @@ impl Book {
 
     /// Loads every position and move into memory.
     pub fn load_graph(&self) -> Result<Graph> {
-        let mut nodes = Vec::new();
-        let mut best_stored = Vec::new();
-        {
-            let mut stmt = self.conn.prepare(&format!("SELECT {NODE_COLS}, p.best FROM positions p"))?;
-            let mut rows = stmt.query([])?;
-            while let Some(r) = rows.next()? {
-                nodes.push(node_from_row(r, 0)?);
-                best_stored.push(r.get::<_, Option<u16>>(7)?.map(MoveCode));
-            }
-        }
-        let mut edges = Vec::new();
-        {
-            let mut stmt = self.conn.prepare("SELECT parent, move, child FROM moves WHERE child IS NOT NULL")?;
-            let mut rows = stmt.query([])?;
-            while let Some(r) = rows.next()? {
-                edges.push((from_sql(r.get(0)?), MoveCode(r.get(1)?), from_sql(r.get(2)?)));
-            }
-        }
-        let mut g = Graph::new(nodes, edges);
-        g.best = best_stored;
-        Ok(g)
+        load_graph(&self.conn)
     }
 
     /// Full re-evaluation of every node; writes the values that changed.
     /// Returns the number of positions whose value or choice changed.
     pub fn reevaluate_all(&mut self) -> Result<usize> {
-        let mut g = self.load_graph()?;
-        let before: Vec<(u64, f64, Option<MoveCode>)> =
-            g.nodes.iter().zip(&g.best).map(|(n, b)| (n.key, n.value, *b)).collect();
-        g.evaluate(&self.settings.params);
         let tx = self.conn.transaction()?;
-        let mut changed = 0;
-        {
-            let mut stmt = tx.prepare_cached("UPDATE positions SET value = ?2, best = ?3 WHERE key = ?1")?;
-            for (i, (key, v, b)) in before.into_iter().enumerate() {
-                let (nv, nb) = (g.nodes[i].value, g.best[i]);
-                if nv.to_bits() != v.to_bits() || nb != b {
-                    stmt.execute(params![to_sql(key), nv, nb.map(|m| m.0)])?;
-                    changed += 1;
-                }
-            }
-        }
+        let changed = reevaluate_all(&tx, &self.settings.params)?;
         tx.commit()?;
         Ok(changed)
     }
@@ -479,6 +445,9 @@ impl Book {
     /// Adds aggregated games to a non-empty book, then re-evaluates fully.
     pub fn merge(&mut self, agg: Aggregate) -> Result<()> {
         let Aggregate { nodes, edges, games } = agg;
+        // A large transaction: keep its pages in memory rather than
+        // spilling them to the WAL again and again.
+        self.conn.pragma_update(None, "cache_size", -1_048_576i64)?;
         let tx = self.conn.transaction()?;
         {
             let mut stmt = tx.prepare(
@@ -494,8 +463,9 @@ impl Book {
             write_moves(&tx, edges.iter().map(|(&(p, mv), e)| (p, mv, e)), true)?;
             write_games(&tx, &games)?;
         }
+        reevaluate_all(&tx, &self.settings.params)?;
         tx.commit()?;
-        self.reevaluate_all()?;
+        self.conn.pragma_update(None, "cache_size", -16_384i64)?;
         Ok(())
     }
 }
@@ -514,6 +484,50 @@ pub struct BookTotals {
     pub unknown: i64,
     pub single_game_moves: i64,
     pub max_depth: i64,
+}
+
+/// Loads every position and move through `conn` (inside a transaction, this
+/// sees its uncommitted rows).
+fn load_graph(conn: &Connection) -> Result<Graph> {
+    let mut nodes = Vec::new();
+    let mut best_stored = Vec::new();
+    {
+        let mut stmt = conn.prepare(&format!("SELECT {NODE_COLS}, p.best FROM positions p"))?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            nodes.push(node_from_row(r, 0)?);
+            best_stored.push(r.get::<_, Option<u16>>(7)?.map(MoveCode));
+        }
+    }
+    let mut edges = Vec::new();
+    {
+        let mut stmt = conn.prepare("SELECT parent, move, child FROM moves WHERE child IS NOT NULL")?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            edges.push((from_sql(r.get(0)?), MoveCode(r.get(1)?), from_sql(r.get(2)?)));
+        }
+    }
+    let mut g = Graph::new(nodes, edges);
+    g.best = best_stored;
+    Ok(g)
+}
+
+/// Full re-evaluation through `conn`, to be called inside the transaction
+/// that changed the counts, so that no committed state has stale values.
+pub(crate) fn reevaluate_all(conn: &Connection, params: &ValueParams) -> Result<usize> {
+    let mut g = load_graph(conn)?;
+    let before: Vec<(u64, f64, Option<MoveCode>)> = g.nodes.iter().zip(&g.best).map(|(n, b)| (n.key, n.value, *b)).collect();
+    g.evaluate(params);
+    let mut changed = 0;
+    let mut stmt = conn.prepare_cached("UPDATE positions SET value = ?2, best = ?3 WHERE key = ?1")?;
+    for (i, (key, v, b)) in before.into_iter().enumerate() {
+        let (nv, nb) = (g.nodes[i].value, g.best[i]);
+        if nv.to_bits() != v.to_bits() || nb != b {
+            stmt.execute(params![to_sql(key), nv, nb.map(|m| m.0)])?;
+            changed += 1;
+        }
+    }
+    Ok(changed)
 }
 
 /// Adds counted moves (`parent`, move code, aggregate); with `link`, also
