@@ -12,7 +12,8 @@ use learnbook::book::{
     Book, BookSettings,
 };
 use rand::{rngs::StdRng, Rng, SeedableRng};
-use shakmaty::{san::SanPlus, Chess, Move, Position};
+use pgn_reader::{KnownOutcome, Outcome};
+use shakmaty::{san::SanPlus, Chess, Color, Move, Position};
 use tempfile::TempDir;
 
 fn repo() -> PathBuf {
@@ -49,6 +50,12 @@ fn game(moves: &[Move], result: &str, round: usize) -> Game {
         white: "learnbook".into(),
         black: "opponent".into(),
         result_tag: Some(result.into()),
+        outcome: Some(match result {
+            "1-0" => Outcome::Known(KnownOutcome::Decisive { winner: Color::White }),
+            "0-1" => Outcome::Known(KnownOutcome::Decisive { winner: Color::Black }),
+            "1/2-1/2" => Outcome::Known(KnownOutcome::Draw),
+            _ => Outcome::Unknown,
+        }),
         identity: vec![format!("Round={round}")],
         sans,
         ..RawGame::default()
