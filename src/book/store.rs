@@ -75,6 +75,12 @@ CREATE TABLE IF NOT EXISTS games(
 ";
 
 
+/// Adds one move's counts (a new move, or more games for a known one).
+const MOVE_UPSERT: &str = "INSERT INTO moves(parent, move, uci, child, white, draws, black) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+     ON CONFLICT(parent, move) DO UPDATE SET
+       child = excluded.child,
+       white = white + excluded.white, draws = draws + excluded.draws, black = black + excluded.black";
+
 /// Settings fixed when a book is created.
 #[derive(Copy, Clone, Debug)]
 pub struct BookSettings {
@@ -248,12 +254,7 @@ impl Book {
                    parent = coalesce(parent, excluded.parent)
                  RETURNING depth, parent",
             )?;
-            let mut upsert_move = tx.prepare_cached(
-                "INSERT INTO moves(parent, move, uci, child, white, draws, black) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-                 ON CONFLICT(parent, move) DO UPDATE SET
-                   child = excluded.child,
-                   white = white + excluded.white, draws = draws + excluded.draws, black = black + excluded.black",
-            )?;
+            let mut upsert_move = tx.prepare_cached(MOVE_UPSERT)?;
             let c = game.result.counts();
             let mut from: Option<u64> = None;
             for (ply, key) in game.keys().enumerate() {
@@ -533,12 +534,7 @@ pub(crate) fn reevaluate_all(conn: &Connection, params: &ValueParams) -> Result<
 /// Adds counted moves (`parent`, move code, aggregate); with `link`, also
 /// their parent links (for a book that already has positions).
 fn write_moves<'a>(tx: &Connection, edges: impl Iterator<Item = (u64, u16, &'a EdgeAgg)>, link: bool) -> Result<()> {
-    let mut stmt = tx.prepare(
-        "INSERT INTO moves(parent, move, uci, child, white, draws, black) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-         ON CONFLICT(parent, move) DO UPDATE SET
-           child = excluded.child,
-           white = white + excluded.white, draws = draws + excluded.draws, black = black + excluded.black",
-    )?;
+    let mut stmt = tx.prepare(MOVE_UPSERT)?;
     for (parent, mv, e) in edges {
         if link {
             link_parent(tx, parent, e.child)?;
