@@ -118,7 +118,7 @@ enum Command {
         #[arg(long, value_name = "IN.bin")]
         polyglot: PathBuf,
     },
-    /// Choose a book move for a position.
+    /// Print the book move for a position (exit 1 when the book has none there).
     Choose {
         #[command(flatten)]
         book: BookArg,
