@@ -147,3 +147,42 @@ fn show_marks_the_stored_choice_and_choose_agrees() {
     let (ok, _, err) = learnbook(&["show", "--book", s(&book), "--moves", "e2e5"]);
     assert!(!ok && err.contains("not legal"), "an illegal move is a clear error: {err}");
 }
+
+#[test]
+fn learn_prints_the_choices_that_changed() {
+    use learnbook::book::{
+        select::{choose, Mode},
+        Book,
+    };
+    use shakmaty::{san::SanPlus, Chess};
+    let dir = TempDir::new().expect("tmp");
+    let book = dir.path().join("book.sqlite");
+    assert!(learnbook(&["build", "--book", s(&book), s(&sample())]).0);
+    // The line the book plays against itself, lost three times by White.
+    let mut movetext = String::new();
+    {
+        let b = Book::open(&book).expect("open");
+        let mut pos = Chess::default();
+        let mut rng = rand::rng();
+        for ply in 0..16 {
+            let Some(m) = choose(&b, &pos, Mode::Best, &mut rng).expect("choose") else { break };
+            if ply % 2 == 0 {
+                movetext.push_str(&format!("{}. ", ply / 2 + 1));
+            }
+            movetext.push_str(&format!("{} ", SanPlus::from_move_and_play_unchecked(&mut pos, m)));
+        }
+    }
+    let pgn: String = (1..=3)
+        .map(|r| format!("[White \"learnbook\"]\n[Black \"opponent\"]\n[Round \"{r}\"]\n[Result \"0-1\"]\n\n{movetext}0-1\n\n"))
+        .collect();
+    let file = dir.path().join("losses.pgn");
+    std::fs::write(&file, pgn).expect("write");
+    let (ok, out, err) = learnbook(&["learn", "--book", s(&book), s(&file)]);
+    assert!(ok, "{err}");
+    let lines: Vec<&str> = out.lines().filter(|l| l.starts_with("learnbook - opponent 0-1")).collect();
+    assert_eq!(lines.len(), 3, "one line per game: {out}");
+    assert!(out.contains("book choice changed") || out.contains("book choices changed"), "three losses changed nothing: {out}");
+    assert!(err.contains("games read: 3, used: 3"), "{err}");
+    let (ok, out, _) = learnbook(&["check", "--book", s(&book)]);
+    assert!(ok, "{out}");
+}

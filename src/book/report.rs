@@ -97,15 +97,25 @@ pub fn stats(book: &Book) -> Result<String> {
     Ok(s)
 }
 
-/// One line per learned game, with the choices that changed.
+/// One line per learned game, with the choices that changed. Positions that
+/// had no book move before (new or leaf positions) are only counted.
 pub fn learned_line(l: &Learned) -> String {
+    let changed: Vec<_> = l.choices.iter().filter(|c| c.before.is_some()).collect();
+    let extended = l.choices.len() - changed.len();
     let mut s = format!("{} - {} {}: {} positions re-evaluated", l.white, l.black, l.result, l.recomputed);
-    if l.choices.is_empty() {
-        s.push_str(", no book choice changed");
+    match changed.len() {
+        0 => s.push_str(", no book choice changed"),
+        n => {
+            let _ = write!(s, ", {n} book choice{} changed", if n == 1 { "" } else { "s" });
+        }
     }
-    for c in &l.choices {
-        let f = |m: Option<super::keys::MoveCode>| m.map_or("(leave book)".to_string(), |m| m.to_string());
-        let _ = write!(s, "\n  ply {} {:016x}: {} -> {}", c.depth, c.key, f(c.before), f(c.after));
+    if extended > 0 {
+        let _ = write!(s, ", {extended} position{} gained a book move", if extended == 1 { "" } else { "s" });
+    }
+    for c in changed {
+        let after = c.after.map_or("(leave the book)".to_string(), |m| m.to_string());
+        let before = c.before.map_or(String::new(), |m| m.to_string());
+        let _ = write!(s, "\n  ply {} {:016x}: {before} -> {after}", c.depth, c.key);
     }
     s
 }
