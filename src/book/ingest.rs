@@ -85,7 +85,7 @@ impl Counts {
 /// Why a game was not used. The summary counts games per reason.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SkipReason {
-    IllegalMove { ply: u32, san: String },
+    IllegalMove { ply: u32, san: String, why: String },
     BadFen(String),
     UnknownVariant(String),
     Chess960,
@@ -123,7 +123,7 @@ impl SkipReason {
 impl fmt::Display for SkipReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SkipReason::IllegalMove { ply, san } => write!(f, "illegal move {san:?} at ply {ply}"),
+            SkipReason::IllegalMove { ply, san, why } => write!(f, "illegal move {san:?} at ply {ply} ({why})"),
             SkipReason::BadFen(e) => write!(f, "bad FEN: {e}"),
             SkipReason::UnknownVariant(v) => write!(f, "unsupported variant {v:?}"),
             SkipReason::Chess960 => write!(f, "Chess960 game"),
@@ -290,9 +290,10 @@ impl RawGame {
         let mut plies = Vec::with_capacity(filter.max_ply.min(self.sans.len() as u32) as usize);
         let mut parent = start;
         for (i, san_plus) in self.sans.iter().enumerate() {
-            let mv = san_plus.san.to_move(&pos).map_err(|e: SanError| {
-                let _ = e;
-                SkipReason::IllegalMove { ply: i as u32 + 1, san: san_plus.to_string() }
+            let mv = san_plus.san.to_move(&pos).map_err(|e: SanError| SkipReason::IllegalMove {
+                ply: i as u32 + 1,
+                san: san_plus.to_string(),
+                why: e.to_string(),
             })?;
             let code = MoveCode::from_move(&mv);
             let castle = mv.is_castle();
@@ -502,7 +503,7 @@ mod tests {
         let games = read_all("1. e4 e5 2. Ke3 *\n");
         assert_eq!(
             games[0].validate(&filter()).unwrap_err(),
-            SkipReason::IllegalMove { ply: 3, san: "Ke3".into() }
+            SkipReason::IllegalMove { ply: 3, san: "Ke3".into(), why: "illegal san".into() }
         );
     }
 
