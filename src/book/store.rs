@@ -128,7 +128,8 @@ fn open_conn(path: &Path) -> Result<Connection> {
     // The bundled SQLite has STAT4, which re-prepares a statement whenever a
     // bound key changes; the query planner stability guarantee stops that.
     conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
-    conn.pragma_update(None, "journal_mode", "WAL").context("cannot enable WAL")?;
+    conn.pragma_update(None, "journal_mode", "WAL")
+        .with_context(|| format!("{} is not a learnbook book (or cannot be opened for writing)", path.display()))?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     // Checkpoints (and their fsync) every ~32 MB of WAL instead of 4 MB.
     conn.pragma_update(None, "wal_autocheckpoint", 8192)?;
