@@ -36,7 +36,7 @@ fn build(dir: &Path, files: &[PathBuf]) -> Run {
     let summary = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "build failed: {summary}");
     assert!(!summary.contains("panicked"), "{summary}");
-    let first = summary.lines().next().expect("summary");
+    let first = summary.lines().find(|l| l.starts_with("games read:")).expect("summary");
     let num = |label: &str| -> u64 {
         first.split(label).nth(1).and_then(|r| r.trim().split([',', ' ']).next()).and_then(|n| n.parse().ok()).expect(label)
     };

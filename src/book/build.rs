@@ -22,6 +22,8 @@ use super::minimax::ChoiceChange;
 use super::store::{Aggregate, Book, BookSettings};
 
 const BATCH: usize = 2048;
+/// Games between two log lines when stderr is not a terminal.
+const LOG_EVERY: u64 = 50_000;
 /// Examples kept per skip reason, for the summary.
 const EXAMPLES: usize = 3;
 
@@ -142,6 +144,7 @@ fn for_each_game(
         };
         let results: Vec<(u64, Result<Game, SkipReason>)> =
             batch.par_iter().map(|raw| (raw.number, raw.validate(filter))).collect();
+        let results_len = results.len() as u64;
         for (number, r) in results {
             summary.read += 1;
             match r {
@@ -160,6 +163,10 @@ fn for_each_game(
             }
         }
         pb.set_position(summary.read);
+        // Without a terminal, a plain log line every 50,000 games.
+        if pb.is_hidden() && summary.read / LOG_EVERY != (summary.read - results_len) / LOG_EVERY {
+            eprintln!("learnbook: {} games read, {} used", summary.read, summary.used);
+        }
     }
     pb.finish_and_clear();
     Ok(())
@@ -178,6 +185,14 @@ pub fn build(book: &mut Book, inputs: Vec<PathBuf>, filter: &Filter) -> Result<S
     })?;
     let read = start.elapsed().as_secs_f64();
     summary.phases.push(("read, validate, count", read));
+    if summary.used >= LOG_EVERY {
+        eprintln!(
+            "learnbook: {} games counted: {} positions, {} moves; writing the book",
+            summary.used,
+            agg.nodes.len(),
+            agg.edges.len()
+        );
+    }
     if book.is_empty()? {
         book.bulk_load(agg).context("writing the book")?;
     } else {
