@@ -17,7 +17,7 @@ use std::{
 use anyhow::{Context, Result};
 use pgn_reader::{KnownOutcome, Outcome, RawComment, RawTag, Reader, SanPlus, Skip, Visitor};
 use shakmaty::{
-    fen::Fen, san::SanError, uci::UciMove, CastlingMode, Chess, Color, EnPassantMode, Position,
+    fen::Fen, san::SanError, uci::UciMove, zobrist::Zobrist64, CastlingMode, Chess, Color, EnPassantMode, Position,
 };
 
 use super::keys::{polyglot_key, MoveCode};
@@ -298,11 +298,12 @@ impl RawGame {
             let code = MoveCode::from_move(&mv);
             let castle = mv.is_castle();
             hasher.write(&code.0.to_le_bytes());
-            pos.play_unchecked(mv);
             if (i as u32) < filter.max_ply {
-                let child = polyglot_key(&pos);
+                let child = next_key(&mut pos, parent, mv);
                 plies.push(Ply { parent, mv: code, child, castle });
                 parent = child;
+            } else {
+                pos.play_unchecked(mv);
             }
         }
         let total_plies = self.sans.len() as u32;
@@ -329,6 +330,17 @@ impl RawGame {
             total_plies,
             terminal,
         })
+    }
+}
+
+/// Plays `mv` and returns the new Polyglot key, updated incrementally from
+/// `key` where shakmaty can (a full hash costs a pass over the board).
+fn next_key(pos: &mut Chess, key: u64, mv: shakmaty::Move) -> u64 {
+    let next = pos.update_zobrist_hash(Zobrist64(key), mv.clone(), EnPassantMode::PseudoLegal);
+    pos.play_unchecked(mv);
+    match next {
+        Some(z) => z.0,
+        None => polyglot_key(pos),
     }
 }
 
@@ -496,6 +508,20 @@ mod tests {
         assert_eq!(g.terminal, Some(-1.0));
         assert_eq!(g.plies.len(), 7);
         assert_eq!(g.start, 0x463b96181691fc9c);
+    }
+
+    #[test]
+    fn incremental_keys_equal_full_hashes() {
+        // Castling both ways, en passant, promotion, captures of rooks.
+        let pgn = "1. e4 d5 2. e5 f5 3. exf6 Nc6 4. fxg7 e5 5. gxh8=Q Qe7 6. Nf3 Bd7 7. Bc4 O-O-O \
+                   8. O-O Nf6 9. d4 Bh6 10. Nc3 Kb8 *";
+        let game = read_all(pgn)[0].validate(&filter()).expect("valid");
+        let mut pos = Chess::default();
+        for (ply, san) in read_all(pgn)[0].sans.iter().enumerate() {
+            let m = san.san.to_move(&pos).expect("legal");
+            pos.play_unchecked(m);
+            assert_eq!(game.plies[ply].child, polyglot_key(&pos), "ply {}", ply + 1);
+        }
     }
 
     #[test]
