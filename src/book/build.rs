@@ -5,7 +5,7 @@
 //! counted with its reason.
 
 use std::{
-    collections::{BTreeMap, HashSet},
+    collections::BTreeMap,
     io::IsTerminal,
     path::PathBuf,
     sync::mpsc::{sync_channel, Receiver},
@@ -18,6 +18,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 
 use super::ingest::{open_input, Filter, Game, GameStream, RawGame, SkipReason};
+use super::keys::KeySet;
 use super::minimax::ChoiceChange;
 use super::store::{Aggregate, Book, BookSettings};
 
@@ -128,22 +129,32 @@ fn progress(label: &str) -> ProgressBar {
 fn for_each_game(
     inputs: Vec<PathBuf>,
     filter: &Filter,
-    mut seen: Option<HashSet<u64>>,
+    mut seen: Option<KeySet<u64>>,
     summary: &mut Summary,
     mut sink: impl FnMut(&Game, &str) -> Result<bool>,
 ) -> Result<()> {
     let pb = progress("reading");
-    for (source, batch) in spawn_reader(inputs) {
-        let batch = match batch {
-            Ok(b) => b,
+    // Validation of the next batch overlaps the sink's work on this one.
+    let (tx, validated) = sync_channel::<(String, Result<Validated, String>)>(2);
+    let raw_batches = spawn_reader(inputs);
+    let filter_copy = filter.clone();
+    let validator = thread::spawn(move || {
+        for (source, batch) in raw_batches {
+            let out = batch.map(|b| b.par_iter().map(|raw| (raw.number, raw.validate(&filter_copy))).collect());
+            if tx.send((source, out)).is_err() {
+                return;
+            }
+        }
+    });
+    for (source, results) in validated {
+        let results = match results {
+            Ok(r) => r,
             Err(e) => {
                 summary.read += 1;
                 summary.skip(&source, 0, &SkipReason::Unreadable(e));
                 continue;
             }
         };
-        let results: Vec<(u64, Result<Game, SkipReason>)> =
-            batch.par_iter().map(|raw| (raw.number, raw.validate(filter))).collect();
         let results_len = results.len() as u64;
         for (number, r) in results {
             summary.read += 1;
@@ -169,8 +180,12 @@ fn for_each_game(
         }
     }
     pb.finish_and_clear();
+    validator.join().map_err(|_| anyhow::anyhow!("the validation thread panicked"))?;
     Ok(())
 }
+
+/// A validated batch: `(game number, game or why it was skipped)`.
+type Validated = Vec<(u64, Result<Game, SkipReason>)>;
 
 /// `build`: adds every game of `inputs` to the book. An empty book is
 /// written in one bulk pass; an existing one is merged and re-evaluated.

@@ -18,16 +18,13 @@
 //! and a position reached from two or more positions (a transposition) has
 //! all of them in `parents`. The incremental pass finds parents there.
 
-use std::{
-    collections::HashSet,
-    path::{Path, PathBuf},
-};
+use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
 use super::ingest::{Counts, Game};
-use super::keys::{from_sql, to_sql, KeyMap, MoveCode};
+use super::keys::{from_sql, to_sql, KeyMap, KeySet, MoveCode};
 use super::minimax::{self, Graph, NodeInfo, Reevaluation, Tree, ValueParams};
 
 pub const SCHEMA_VERSION: u32 = 2;
@@ -226,10 +223,10 @@ impl Book {
         Ok(self.conn.query_row("SELECT NOT EXISTS(SELECT 1 FROM positions)", [], |r| r.get(0))?)
     }
 
-    pub fn game_hashes(&self) -> Result<HashSet<u64>> {
+    pub fn game_hashes(&self) -> Result<KeySet<u64>> {
         let mut stmt = self.conn.prepare("SELECT hash FROM games")?;
         let rows = stmt.query_map([], |r| r.get::<_, i64>(0))?;
-        let mut set = HashSet::new();
+        let mut set = KeySet::default();
         for h in rows {
             set.insert(from_sql(h?));
         }
@@ -406,8 +403,39 @@ impl Book {
                 g.evaluate(&params);
                 g
             });
-            write_moves(&tx, edge_rows.iter().map(|&((p, mv), ref e)| (from_sql(p), mv, e)), false)?;
-            write_games(&tx, &games)?;
+            insert_chunked(
+                &tx,
+                "INSERT INTO moves(parent, move, uci, child, white, draws, black)",
+                7,
+                &edge_rows,
+                |st, i, &((parent, mv), ref e)| {
+                    st.raw_bind_parameter(i, parent)?;
+                    st.raw_bind_parameter(i + 1, mv)?;
+                    st.raw_bind_parameter(i + 2, MoveCode(mv).uci(e.castle))?;
+                    st.raw_bind_parameter(i + 3, to_sql(e.child))?;
+                    st.raw_bind_parameter(i + 4, e.counts.white)?;
+                    st.raw_bind_parameter(i + 5, e.counts.draws)?;
+                    st.raw_bind_parameter(i + 6, e.counts.black)
+                },
+            )?;
+            let mut rows: Vec<&GameRow> = games.values().collect();
+            rows.sort_unstable_by_key(|g| (&g.source, g.hash));
+            insert_chunked(
+                &tx,
+                "INSERT INTO games(hash, source, white, black, result, plies, start, copies)",
+                8,
+                &rows,
+                |st, i, g| {
+                    st.raw_bind_parameter(i, to_sql(g.hash))?;
+                    st.raw_bind_parameter(i + 1, &g.source)?;
+                    st.raw_bind_parameter(i + 2, &g.white)?;
+                    st.raw_bind_parameter(i + 3, &g.black)?;
+                    st.raw_bind_parameter(i + 4, g.result)?;
+                    st.raw_bind_parameter(i + 5, g.plies)?;
+                    st.raw_bind_parameter(i + 6, to_sql(g.start))?;
+                    st.raw_bind_parameter(i + 7, g.copies)
+                },
+            )?;
             let mut stmt = tx.prepare("INSERT INTO parents(child, parent) VALUES (?1, ?2)")?;
             for group in links.chunk_by(|a, b| a.0 == b.0).filter(|g| g.len() > 1) {
                 for &(child, parent) in group {
@@ -417,28 +445,35 @@ impl Book {
             evaluator.join().map_err(|_| anyhow!("the evaluation thread panicked"))
         })?;
         {
-            let mut stmt = tx.prepare(
-                "INSERT INTO positions(key, depth, white, draws, black, exact, value, best, parent)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            )?;
             // Both lists are sorted by key: the first link of a child is its smallest parent.
             let mut link = links.iter().peekable();
-            for (n, best) in g.nodes.iter().zip(&g.best) {
-                let key = to_sql(n.key);
-                while link.next_if(|l| l.0 < key).is_some() {}
-                let parent = link.peek().filter(|l| l.0 == key).map(|l| l.1);
-                stmt.execute(params![
-                    to_sql(n.key),
-                    n.depth,
-                    n.counts.white,
-                    n.counts.draws,
-                    n.counts.black,
-                    n.exact,
-                    n.value,
-                    best.map(|m| m.0),
-                    parent
-                ])?;
-            }
+            let rows: Vec<(&NodeInfo, Option<u16>, Option<i64>)> = g
+                .nodes
+                .iter()
+                .zip(&g.best)
+                .map(|(n, best)| {
+                    let key = to_sql(n.key);
+                    while link.next_if(|l| l.0 < key).is_some() {}
+                    (n, best.map(|m| m.0), link.peek().filter(|l| l.0 == key).map(|l| l.1))
+                })
+                .collect();
+            insert_chunked(
+                &tx,
+                "INSERT INTO positions(key, depth, white, draws, black, exact, value, best, parent)",
+                9,
+                &rows,
+                |st, i, &(n, best, parent)| {
+                    st.raw_bind_parameter(i, to_sql(n.key))?;
+                    st.raw_bind_parameter(i + 1, n.depth)?;
+                    st.raw_bind_parameter(i + 2, n.counts.white)?;
+                    st.raw_bind_parameter(i + 3, n.counts.draws)?;
+                    st.raw_bind_parameter(i + 4, n.counts.black)?;
+                    st.raw_bind_parameter(i + 5, n.exact)?;
+                    st.raw_bind_parameter(i + 6, n.value)?;
+                    st.raw_bind_parameter(i + 7, best)?;
+                    st.raw_bind_parameter(i + 8, parent)
+                },
+            )?;
         }
         tx.commit()?;
         Ok(())
@@ -462,7 +497,7 @@ impl Book {
             for (key, n) in &nodes {
                 stmt.execute(params![to_sql(*key), n.depth, n.counts.white, n.counts.draws, n.counts.black, n.exact])?;
             }
-            write_moves(&tx, edges.iter().map(|(&(p, mv), e)| (p, mv, e)), true)?;
+            write_moves(&tx, edges.iter().map(|(&(p, mv), e)| (p, mv, e)))?;
             write_games(&tx, &games)?;
         }
         reevaluate_all(&tx, &self.settings.params)?;
@@ -532,14 +567,46 @@ pub(crate) fn reevaluate_all(conn: &Connection, params: &ValueParams) -> Result<
     Ok(changed)
 }
 
-/// Adds counted moves (`parent`, move code, aggregate); with `link`, also
-/// their parent links (for a book that already has positions).
-fn write_moves<'a>(tx: &Connection, edges: impl Iterator<Item = (u64, u16, &'a EdgeAgg)>, link: bool) -> Result<()> {
+/// Inserts `rows` into a fresh table many at a time (one statement step per
+/// chunk of rows instead of per row): `bind` binds one row's `cols` values
+/// starting at parameter index `i`.
+fn insert_chunked<T>(
+    tx: &Connection,
+    head: &str,
+    cols: usize,
+    rows: &[T],
+    bind: impl Fn(&mut rusqlite::Statement<'_>, usize, &T) -> rusqlite::Result<()>,
+) -> Result<()> {
+    const CHUNK: usize = 64;
+    let placeholders = |n: usize| {
+        let row = format!("({})", vec!["?"; cols].join(","));
+        format!("{head} VALUES {}", vec![row; n].join(","))
+    };
+    let mut full = tx.prepare(&placeholders(CHUNK))?;
+    let mut chunks = rows.chunks_exact(CHUNK);
+    for chunk in &mut chunks {
+        for (r, row) in chunk.iter().enumerate() {
+            bind(&mut full, r * cols + 1, row)?;
+        }
+        full.raw_execute()?;
+    }
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        let mut st = tx.prepare(&placeholders(rest.len()))?;
+        for (r, row) in rest.iter().enumerate() {
+            bind(&mut st, r * cols + 1, row)?;
+        }
+        st.raw_execute()?;
+    }
+    Ok(())
+}
+
+/// Adds counted moves (`parent`, move code, aggregate) and their parent
+/// links to a book that already has positions.
+fn write_moves<'a>(tx: &Connection, edges: impl Iterator<Item = (u64, u16, &'a EdgeAgg)>) -> Result<()> {
     let mut stmt = tx.prepare(MOVE_UPSERT)?;
     for (parent, mv, e) in edges {
-        if link {
-            link_parent(tx, parent, e.child)?;
-        }
+        link_parent(tx, parent, e.child)?;
         let c = e.counts;
         stmt.execute(params![to_sql(parent), mv, MoveCode(mv).uci(e.castle), to_sql(e.child), c.white, c.draws, c.black])?;
     }
