@@ -60,10 +60,21 @@ pub enum BenchCommand {
 
 pub fn run(cmd: BenchCommand) -> Result<()> {
     match cmd {
-        BenchCommand::Build { pgn, max_ply, min_game, runs, polyglot, dir } => {
-            bench_build(&pgn, max_ply, min_game, runs, &polyglot, dir)
-        }
-        BenchCommand::Learn { book, games, skip, n, full_runs } => bench_learn(&book, &games, skip, n, full_runs),
+        BenchCommand::Build {
+            pgn,
+            max_ply,
+            min_game,
+            runs,
+            polyglot,
+            dir,
+        } => bench_build(&pgn, max_ply, min_game, runs, &polyglot, dir),
+        BenchCommand::Learn {
+            book,
+            games,
+            skip,
+            n,
+            full_runs,
+        } => bench_learn(&book, &games, skip, n, full_runs),
     }
 }
 
@@ -75,7 +86,11 @@ struct Measured {
 
 fn measure(cmd: &mut Command) -> Result<Measured> {
     let start = Instant::now();
-    let child = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().with_context(|| format!("cannot run {cmd:?}"))?;
+    let child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot run {cmd:?}"))?;
     let pid = child.id() as libc::pid_t;
     let mut stderr = child.stderr.context("no stderr")?;
     let mut err = String::new();
@@ -92,7 +107,10 @@ fn measure(cmd: &mut Command) -> Result<Measured> {
     if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
         bail!("{cmd:?} failed: {}", err.trim());
     }
-    Ok(Measured { seconds, max_rss_mb: usage.ru_maxrss as f64 / 1024.0 })
+    Ok(Measured {
+        seconds,
+        max_rss_mb: usage.ru_maxrss as f64 / 1024.0,
+    })
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -100,7 +118,14 @@ fn median(v: &mut [f64]) -> f64 {
     v[v.len() / 2]
 }
 
-fn bench_build(pgn: &Path, max_ply: u32, min_game: u32, runs: usize, polyglot: &str, dir: Option<PathBuf>) -> Result<()> {
+fn bench_build(
+    pgn: &Path,
+    max_ply: u32,
+    min_game: u32,
+    runs: usize,
+    polyglot: &str,
+    dir: Option<PathBuf>,
+) -> Result<()> {
     let tmp;
     let dir = match dir {
         Some(d) => {
@@ -120,7 +145,12 @@ fn bench_build(pgn: &Path, max_ply: u32, min_game: u32, runs: usize, polyglot: &
         out.flush()?;
     }
     let size = std::fs::metadata(&plain)?.len();
-    println!("input: {} ({:.1} MB decompressed), max ply {max_ply}, 2-core machine: {} cores here", pgn.display(), size as f64 / 1e6, std::thread::available_parallelism().map_or(1, |n| n.get()));
+    println!(
+        "input: {} ({:.1} MB decompressed), max ply {max_ply}, 2-core machine: {} cores here",
+        pgn.display(),
+        size as f64 / 1e6,
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    );
     let exe = std::env::current_exe()?;
     let (mut ours, mut theirs) = (Vec::new(), Vec::new());
     let mut rss = (0.0f64, 0.0f64);
@@ -160,8 +190,14 @@ fn bench_build(pgn: &Path, max_ply: u32, min_game: u32, runs: usize, polyglot: &
         rss = (rss.0.max(p.max_rss_mb), rss.1.max(o.max_rss_mb));
     }
     let (o, p) = (median(&mut ours), median(&mut theirs));
-    println!("median: learnbook {o:.2} s, polyglot {p:.2} s, ratio learnbook/polyglot = {:.3}", o / p);
-    println!("peak memory: learnbook {:.0} MB, polyglot {:.0} MB", rss.1, rss.0);
+    println!(
+        "median: learnbook {o:.2} s, polyglot {p:.2} s, ratio learnbook/polyglot = {:.3}",
+        o / p
+    );
+    println!(
+        "peak memory: learnbook {:.0} MB, polyglot {:.0} MB",
+        rss.1, rss.0
+    );
     Ok(())
 }
 
@@ -177,10 +213,16 @@ fn bench_learn(book: &Path, games: &Path, skip: usize, n: usize, full_runs: usiz
     let _ = std::fs::remove_file(&copy);
     {
         let src = Book::open(book)?;
-        src.conn.execute("VACUUM INTO ?1", [copy.to_str().context("path")?]).context("copying the book")?;
+        src.conn
+            .execute("VACUUM INTO ?1", [copy.to_str().context("path")?])
+            .context("copying the book")?;
     }
     let mut b = Book::open(&copy)?;
-    let filter = Filter { max_ply: b.settings.max_ply, min_elo: None, allow_duplicates: false };
+    let filter = Filter {
+        max_ply: b.settings.max_ply,
+        min_elo: None,
+        allow_duplicates: false,
+    };
     let mut stream = GameStream::new(open_input(games)?);
     let mut times = Vec::with_capacity(n);
     let mut recomputed = Vec::with_capacity(n);
@@ -195,7 +237,9 @@ fn bench_learn(book: &Path, games: &Path, skip: usize, n: usize, full_runs: usiz
             if seen <= skip {
                 continue;
             }
-            let Ok(game) = raw.validate(&filter) else { continue };
+            let Ok(game) = raw.validate(&filter) else {
+                continue;
+            };
             let t = Instant::now();
             let re = b.add_game(&game, "bench")?;
             let dt = t.elapsed().as_secs_f64();
@@ -232,7 +276,11 @@ fn bench_learn(book: &Path, games: &Path, skip: usize, n: usize, full_runs: usiz
         median(&mut recomputed)
     );
     println!("full re-evaluation (load, evaluate, write changes): median {full_med:.0} ms");
-    println!("ratio incremental/full = {:.6} (full is {:.0}x slower)", med / full_med, full_med / med);
+    println!(
+        "ratio incremental/full = {:.6} (full is {:.0}x slower)",
+        med / full_med,
+        full_med / med
+    );
     drop(b);
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())

@@ -3,5 +3,5 @@
 //! The book pipeline lives in [`book`]: `ingest -> store -> minimax ->
 //! select/export`. See `README.md` for the value formula and the schema.
 
-pub mod book;
 pub mod bench;
+pub mod book;

@@ -15,7 +15,11 @@ use learnbook::book::{
 };
 
 #[derive(Parser)]
-#[command(name = "learnbook", version, about = "Opening books that learn: PGN -> SQLite minimax book -> Polyglot")]
+#[command(
+    name = "learnbook",
+    version,
+    about = "Opening books that learn: PGN -> SQLite minimax book -> Polyglot"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -150,13 +154,41 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
-        Command::Build { book, max_ply, min_elo, threads, allow_duplicates, prior_games, deviation, evidence_penalty, files } => {
+        Command::Build {
+            book,
+            max_ply,
+            min_elo,
+            threads,
+            allow_duplicates,
+            prior_games,
+            deviation,
+            evidence_penalty,
+            files,
+        } => {
             if let Some(n) = threads {
-                rayon::ThreadPoolBuilder::new().num_threads(n).build_global().context("cannot set --threads")?;
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(n)
+                    .build_global()
+                    .context("cannot set --threads")?;
             }
-            let settings =
-                BookSettings { max_ply, params: ValueParams { prior_games, deviation, evidence_penalty } };
-            let summary = build::build_book(&book.book, settings, files, Filter { max_ply, min_elo, allow_duplicates })?;
+            let settings = BookSettings {
+                max_ply,
+                params: ValueParams {
+                    prior_games,
+                    deviation,
+                    evidence_penalty,
+                },
+            };
+            let summary = build::build_book(
+                &book.book,
+                settings,
+                files,
+                Filter {
+                    max_ply,
+                    min_elo,
+                    allow_duplicates,
+                },
+            )?;
             eprint!("{}", summary.report());
         }
         Command::Learn { book, quiet, files } => {
@@ -198,9 +230,23 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let n = b.reevaluate_all()?;
             println!("{n} positions changed");
         }
-        Command::Export { book, polyglot, weights, min_games, max_ply } => {
+        Command::Export {
+            book,
+            polyglot,
+            weights,
+            min_games,
+            max_ply,
+        } => {
             let b = Book::open(&book.book)?;
-            let n = book::polyglot::export(&b, &polyglot, &ExportOptions { weights, min_games, max_ply })?;
+            let n = book::polyglot::export(
+                &b,
+                &polyglot,
+                &ExportOptions {
+                    weights,
+                    min_games,
+                    max_ply,
+                },
+            )?;
             println!("wrote {n} entries to {}", polyglot.display());
         }
         Command::Import { book, polyglot } => {
@@ -211,7 +257,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 s.entries, s.reached, s.illegal
             );
         }
-        Command::Choose { book, fen, moves, mode } => {
+        Command::Choose {
+            book,
+            fen,
+            moves,
+            mode,
+        } => {
             let b = Book::open(&book.book)?;
             let pos = book::report::position_from(fen.as_deref(), moves.as_deref())?;
             match book::select::choose(&b, &pos, mode, &mut rand::rng())? {

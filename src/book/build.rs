@@ -50,7 +50,8 @@ impl Summary {
         let n = self.skipped.entry(reason.kind()).or_insert(0);
         *n += 1;
         if *n as usize <= EXAMPLES {
-            self.examples.push((source.to_string(), number, reason.to_string()));
+            self.examples
+                .push((source.to_string(), number, reason.to_string()));
         }
     }
 
@@ -65,7 +66,11 @@ impl Summary {
             self.read as f64 / self.seconds.max(1e-9)
         );
         if !self.phases.is_empty() {
-            let p: Vec<String> = self.phases.iter().map(|(name, t)| format!("{name} {t:.2} s")).collect();
+            let p: Vec<String> = self
+                .phases
+                .iter()
+                .map(|(name, t)| format!("{name} {t:.2} s"))
+                .collect();
             s.push_str(&format!("  phases: {}\n", p.join(", ")));
         }
         for (reason, n) in &self.skipped {
@@ -140,7 +145,11 @@ fn for_each_game(
     let filter_copy = filter.clone();
     let validator = thread::spawn(move || {
         for (source, batch) in raw_batches {
-            let out = batch.map(|b| b.par_iter().map(|raw| (raw.number, raw.validate(&filter_copy))).collect());
+            let out = batch.map(|b| {
+                b.par_iter()
+                    .map(|raw| (raw.number, raw.validate(&filter_copy)))
+                    .collect()
+            });
             if tx.send((source, out)).is_err() {
                 return;
             }
@@ -176,11 +185,16 @@ fn for_each_game(
         pb.set_position(summary.read);
         // Without a terminal, a plain log line every 50,000 games.
         if pb.is_hidden() && summary.read / LOG_EVERY != (summary.read - results_len) / LOG_EVERY {
-            eprintln!("learnbook: {} games read, {} used", summary.read, summary.used);
+            eprintln!(
+                "learnbook: {} games read, {} used",
+                summary.read, summary.used
+            );
         }
     }
     pb.finish_and_clear();
-    validator.join().map_err(|_| anyhow::anyhow!("the validation thread panicked"))?;
+    validator
+        .join()
+        .map_err(|_| anyhow::anyhow!("the validation thread panicked"))?;
     Ok(())
 }
 
@@ -192,7 +206,11 @@ type Validated = Vec<(u64, Result<Game, SkipReason>)>;
 pub fn build(book: &mut Book, inputs: Vec<PathBuf>, filter: &Filter) -> Result<Summary> {
     let start = Instant::now();
     let mut summary = Summary::default();
-    let seen = if filter.allow_duplicates { None } else { Some(book.game_hashes()?) };
+    let seen = if filter.allow_duplicates {
+        None
+    } else {
+        Some(book.game_hashes()?)
+    };
     let mut agg = Aggregate::default();
     for_each_game(inputs, filter, seen, &mut summary, |game, source| {
         agg.add(game, source);
@@ -214,7 +232,9 @@ pub fn build(book: &mut Book, inputs: Vec<PathBuf>, filter: &Filter) -> Result<S
         book.merge(agg).context("adding to the book")?;
     }
     summary.seconds = start.elapsed().as_secs_f64();
-    summary.phases.push(("values and SQLite", summary.seconds - read));
+    summary
+        .phases
+        .push(("values and SQLite", summary.seconds - read));
     Ok(summary)
 }
 
@@ -238,11 +258,17 @@ pub fn learn(
 ) -> Result<Summary> {
     let start = Instant::now();
     let mut summary = Summary::default();
-    let filter = Filter { max_ply: book.settings.max_ply, min_elo: None, allow_duplicates: false };
+    let filter = Filter {
+        max_ply: book.settings.max_ply,
+        min_elo: None,
+        allow_duplicates: false,
+    };
     // Duplicates are detected by the games table inside each transaction,
     // so a learn run that was killed can simply be repeated.
     for_each_game(inputs, &filter, None, &mut summary, |game, source| {
-        let Some(re) = book.add_game(game, source)? else { return Ok(false) };
+        let Some(re) = book.add_game(game, source)? else {
+            return Ok(false);
+        };
         on_game(&Learned {
             source: source.to_string(),
             white: game.white.clone(),
@@ -261,10 +287,18 @@ pub fn learn(
 /// journal (fast) and renamed into place when complete, so a killed build
 /// leaves no book rather than a broken one; an existing book is added to in
 /// one transaction.
-pub fn build_book(path: &std::path::Path, settings: BookSettings, inputs: Vec<PathBuf>, filter: Filter) -> Result<Summary> {
+pub fn build_book(
+    path: &std::path::Path,
+    settings: BookSettings,
+    inputs: Vec<PathBuf>,
+    filter: Filter,
+) -> Result<Summary> {
     if path.exists() {
         let mut book = Book::open(path)?;
-        let filter = Filter { max_ply: book.settings.max_ply, ..filter };
+        let filter = Filter {
+            max_ply: book.settings.max_ply,
+            ..filter
+        };
         return build(&mut book, inputs, &filter);
     }
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -282,13 +316,18 @@ pub fn build_book(path: &std::path::Path, settings: BookSettings, inputs: Vec<Pa
         let mut book = Book::open_or_create(&tmp, settings)?;
         book.conn.pragma_update(None, "journal_mode", "OFF")?;
         book.conn.pragma_update(None, "synchronous", "OFF")?;
-        let filter = Filter { max_ply: settings.max_ply, ..filter };
+        let filter = Filter {
+            max_ply: settings.max_ply,
+            ..filter
+        };
         let summary = build(&mut book, inputs, &filter)?;
         book.conn.pragma_update(None, "journal_mode", "WAL")?;
         book.conn.pragma_update(None, "synchronous", "FULL")?;
-        book.conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")?;
+        book.conn
+            .execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")?;
         summary
     };
-    std::fs::rename(&tmp, path).with_context(|| format!("cannot move the new book to {}", path.display()))?;
+    std::fs::rename(&tmp, path)
+        .with_context(|| format!("cannot move the new book to {}", path.display()))?;
     Ok(summary)
 }

@@ -40,7 +40,9 @@ impl CheckReport {
 
 pub fn check(book: &Book) -> Result<CheckReport> {
     let mut report = CheckReport::default();
-    let integrity: String = book.conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
+    let integrity: String = book
+        .conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
     if integrity != "ok" {
         report.problem(format!("SQLite integrity_check: {integrity}"));
     }
@@ -60,13 +62,19 @@ pub fn check(book: &Book) -> Result<CheckReport> {
     let mut incoming: HashMap<u64, Counts> = HashMap::new();
     let mut outgoing: HashMap<u64, Counts> = HashMap::new();
     {
-        let mut stmt = book.conn.prepare("SELECT parent, move, child, white, draws, black FROM moves")?;
+        let mut stmt = book
+            .conn
+            .prepare("SELECT parent, move, child, white, draws, black FROM moves")?;
         let mut rows = stmt.query([])?;
         while let Some(r) = rows.next()? {
             report.moves += 1;
             let parent = from_sql(r.get(0)?);
             let child: Option<u64> = r.get::<_, Option<i64>>(2)?.map(from_sql);
-            let c = Counts { white: r.get(3)?, draws: r.get(4)?, black: r.get(5)? };
+            let c = Counts {
+                white: r.get(3)?,
+                draws: r.get(4)?,
+                black: r.get(5)?,
+            };
             if !graph.index.contains_key(&parent) {
                 report.problem(format!("move from unknown position {parent:016x}"));
                 continue;
@@ -74,11 +82,15 @@ pub fn check(book: &Book) -> Result<CheckReport> {
             outgoing.entry(parent).or_default().add(c);
             if let Some(child) = child {
                 if !graph.index.contains_key(&child) {
-                    report.problem(format!("move {parent:016x} -> unknown position {child:016x}"));
+                    report.problem(format!(
+                        "move {parent:016x} -> unknown position {child:016x}"
+                    ));
                     continue;
                 }
                 if !linked.contains(&(child, parent)) {
-                    report.problem(format!("move {parent:016x} -> {child:016x} has no parent link"));
+                    report.problem(format!(
+                        "move {parent:016x} -> {child:016x} has no parent link"
+                    ));
                 }
                 incoming.entry(child).or_default().add(c);
             }
@@ -88,13 +100,20 @@ pub fn check(book: &Book) -> Result<CheckReport> {
     for n in &graph.nodes {
         let inc = incoming.get(&n.key).copied().unwrap_or_default();
         let out = outgoing.get(&n.key).copied().unwrap_or_default();
-        let within = |a: Counts, b: Counts| a.white <= b.white && a.draws <= b.draws && a.black <= b.black;
+        let within =
+            |a: Counts, b: Counts| a.white <= b.white && a.draws <= b.draws && a.black <= b.black;
         if !within(inc, n.counts) {
-            report.problem(format!("{:016x}: games entering {inc:?} exceed its count {:?}", n.key, n.counts));
+            report.problem(format!(
+                "{:016x}: games entering {inc:?} exceed its count {:?}",
+                n.key, n.counts
+            ));
             continue;
         }
         if !within(out, n.counts) {
-            report.problem(format!("{:016x}: games leaving {out:?} exceed its count {:?}", n.key, n.counts));
+            report.problem(format!(
+                "{:016x}: games leaving {out:?} exceed its count {:?}",
+                n.key, n.counts
+            ));
         }
         starts.white += n.counts.white - inc.white;
         starts.draws += n.counts.draws - inc.draws;
@@ -107,7 +126,9 @@ pub fn check(book: &Book) -> Result<CheckReport> {
         black: t.black_wins as u32,
     };
     if starts != expected {
-        report.problem(format!("games starting in the tree {starts:?} differ from the games table {expected:?}"));
+        report.problem(format!(
+            "games starting in the tree {starts:?} differ from the games table {expected:?}"
+        ));
     }
     let mut fresh = book.load_graph()?;
     fresh.evaluate(&book.settings.params);

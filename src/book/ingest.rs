@@ -17,7 +17,8 @@ use std::{
 use anyhow::{Context, Result};
 use pgn_reader::{KnownOutcome, Outcome, RawComment, RawTag, Reader, SanPlus, Skip, Visitor};
 use shakmaty::{
-    fen::Fen, san::SanError, uci::UciMove, zobrist::Zobrist64, CastlingMode, Chess, Color, EnPassantMode, Position,
+    fen::Fen, san::SanError, uci::UciMove, zobrist::Zobrist64, CastlingMode, Chess, Color,
+    EnPassantMode, Position,
 };
 
 use super::keys::{polyglot_key, MoveCode};
@@ -56,9 +57,21 @@ impl GameResult {
     /// (white wins, draws, black wins) contributed by one occurrence.
     pub fn counts(self) -> Counts {
         match self {
-            GameResult::WhiteWins => Counts { white: 1, draws: 0, black: 0 },
-            GameResult::BlackWins => Counts { white: 0, draws: 0, black: 1 },
-            GameResult::Draw | GameResult::Unknown => Counts { white: 0, draws: 1, black: 0 },
+            GameResult::WhiteWins => Counts {
+                white: 1,
+                draws: 0,
+                black: 0,
+            },
+            GameResult::BlackWins => Counts {
+                white: 0,
+                draws: 0,
+                black: 1,
+            },
+            GameResult::Draw | GameResult::Unknown => Counts {
+                white: 0,
+                draws: 1,
+                black: 0,
+            },
         }
     }
 }
@@ -85,7 +98,11 @@ impl Counts {
 /// Why a game was not used. The summary counts games per reason.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SkipReason {
-    IllegalMove { ply: u32, san: String, why: String },
+    IllegalMove {
+        ply: u32,
+        san: String,
+        why: String,
+    },
     BadFen(String),
     UnknownVariant(String),
     Chess960,
@@ -93,7 +110,10 @@ pub enum SkipReason {
     /// A Result tag but no termination marker: the movetext was cut off.
     Truncated,
     /// The Result tag and the termination marker disagree.
-    ConflictingResult { tag: String, marker: String },
+    ConflictingResult {
+        tag: String,
+        marker: String,
+    },
     NoMoves,
     BelowMinElo,
     Duplicate,
@@ -123,14 +143,25 @@ impl SkipReason {
 impl fmt::Display for SkipReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SkipReason::IllegalMove { ply, san, why } => write!(f, "illegal move {san:?} at ply {ply} ({why})"),
+            SkipReason::IllegalMove { ply, san, why } => {
+                write!(f, "illegal move {san:?} at ply {ply} ({why})")
+            }
             SkipReason::BadFen(e) => write!(f, "bad FEN: {e}"),
             SkipReason::UnknownVariant(v) => write!(f, "unsupported variant {v:?}"),
             SkipReason::Chess960 => write!(f, "Chess960 game"),
-            SkipReason::MissingResult => write!(f, "no result (neither a Result tag nor a termination marker)"),
-            SkipReason::Truncated => write!(f, "no termination marker after the moves (the game is cut off)"),
+            SkipReason::MissingResult => write!(
+                f,
+                "no result (neither a Result tag nor a termination marker)"
+            ),
+            SkipReason::Truncated => write!(
+                f,
+                "no termination marker after the moves (the game is cut off)"
+            ),
             SkipReason::ConflictingResult { tag, marker } => {
-                write!(f, "the Result tag says {tag} but the movetext ends with {marker}")
+                write!(
+                    f,
+                    "the Result tag says {tag} but the movetext ends with {marker}"
+                )
             }
             SkipReason::NoMoves => write!(f, "game has no moves"),
             SkipReason::BelowMinElo => write!(f, "a player is below --min-elo or has no Elo"),
@@ -221,9 +252,8 @@ impl RawGame {
             let v = v.trim().to_ascii_lowercase();
             match v.as_str() {
                 "" | "standard" | "chess" | "normal" | "from position" | "fromposition" => {}
-                "chess960" | "chess 960" | "fischerandom" | "fischer random" | "fischerrandom" | "freestyle" => {
-                    return Err(SkipReason::Chess960)
-                }
+                "chess960" | "chess 960" | "fischerandom" | "fischer random" | "fischerrandom"
+                | "freestyle" => return Err(SkipReason::Chess960),
                 _ => return Err(SkipReason::UnknownVariant(v)),
             }
         }
@@ -235,8 +265,12 @@ impl RawGame {
         }
         let tag_result = self.result_tag.as_deref().and_then(GameResult::parse);
         let text_result = self.outcome.map(|o| match o {
-            Outcome::Known(KnownOutcome::Decisive { winner: Color::White }) => GameResult::WhiteWins,
-            Outcome::Known(KnownOutcome::Decisive { winner: Color::Black }) => GameResult::BlackWins,
+            Outcome::Known(KnownOutcome::Decisive {
+                winner: Color::White,
+            }) => GameResult::WhiteWins,
+            Outcome::Known(KnownOutcome::Decisive {
+                winner: Color::Black,
+            }) => GameResult::BlackWins,
             Outcome::Known(KnownOutcome::Draw) => GameResult::Draw,
             Outcome::Unknown => GameResult::Unknown,
         });
@@ -248,7 +282,10 @@ impl RawGame {
             (None, Some(r)) => r,
             (Some(t), Some(m)) if t == m => t,
             (Some(t), Some(m)) => {
-                return Err(SkipReason::ConflictingResult { tag: t.as_str().into(), marker: m.as_str().into() })
+                return Err(SkipReason::ConflictingResult {
+                    tag: t.as_str().into(),
+                    marker: m.as_str().into(),
+                })
             }
         };
         if self.sans.is_empty() {
@@ -258,13 +295,21 @@ impl RawGame {
         let mut pos = match &self.fen {
             None => Chess::default(),
             Some(fen) => {
-                let parsed: Fen = fen.trim().parse().map_err(|e| SkipReason::BadFen(format!("{e}")))?;
+                let parsed: Fen = fen
+                    .trim()
+                    .parse()
+                    .map_err(|e| SkipReason::BadFen(format!("{e}")))?;
                 let has_castling = parsed.as_setup().castling_rights.any();
                 // Castling rights on non-standard rook files mean Chess960.
-                match parsed.clone().into_position::<Chess>(CastlingMode::Standard) {
+                match parsed
+                    .clone()
+                    .into_position::<Chess>(CastlingMode::Standard)
+                {
                     Ok(p) => p,
                     Err(e) => {
-                        if parsed.into_position::<Chess>(CastlingMode::Chess960).is_ok()
+                        if parsed
+                            .into_position::<Chess>(CastlingMode::Chess960)
+                            .is_ok()
                             && has_castling
                         {
                             return Err(SkipReason::Chess960);
@@ -275,7 +320,8 @@ impl RawGame {
             }
         };
         // Capped so that start_ply + max_ply never overflows on a silly FEN.
-        let start_ply = (pos.fullmoves().get().saturating_sub(1).min(1 << 20)) * 2 + u32::from(pos.turn() == Color::Black);
+        let start_ply = (pos.fullmoves().get().saturating_sub(1).min(1 << 20)) * 2
+            + u32::from(pos.turn() == Color::Black);
         let start = polyglot_key(&pos);
         let mut hasher = Fnv64::new();
         hasher.write(self.white.as_bytes());
@@ -290,17 +336,25 @@ impl RawGame {
         let mut plies = Vec::with_capacity(filter.max_ply.min(self.sans.len() as u32) as usize);
         let mut parent = start;
         for (i, san_plus) in self.sans.iter().enumerate() {
-            let mv = san_plus.san.to_move(&pos).map_err(|e: SanError| SkipReason::IllegalMove {
-                ply: i as u32 + 1,
-                san: san_plus.to_string(),
-                why: e.to_string(),
-            })?;
+            let mv = san_plus
+                .san
+                .to_move(&pos)
+                .map_err(|e: SanError| SkipReason::IllegalMove {
+                    ply: i as u32 + 1,
+                    san: san_plus.to_string(),
+                    why: e.to_string(),
+                })?;
             let code = MoveCode::from_move(&mv);
             let castle = mv.is_castle();
             hasher.write(&code.0.to_le_bytes());
             if (i as u32) < filter.max_ply {
                 let child = next_key(&mut pos, parent, mv);
-                plies.push(Ply { parent, mv: code, child, castle });
+                plies.push(Ply {
+                    parent,
+                    mv: code,
+                    child,
+                    castle,
+                });
                 parent = child;
             } else {
                 pos.play_unchecked(mv);
@@ -336,7 +390,7 @@ impl RawGame {
 /// Plays `mv` and returns the new Polyglot key, updated incrementally from
 /// `key` where shakmaty can (a full hash costs a pass over the board).
 fn next_key(pos: &mut Chess, key: u64, mv: shakmaty::Move) -> u64 {
-    let next = pos.update_zobrist_hash(Zobrist64(key), mv.clone(), EnPassantMode::PseudoLegal);
+    let next = pos.update_zobrist_hash(Zobrist64(key), mv, EnPassantMode::PseudoLegal);
     pos.play_unchecked(mv);
     match next {
         Some(z) => z.0,
@@ -378,7 +432,10 @@ impl Visitor for Collector {
 
     fn begin_tags(&mut self) -> ControlFlow<RawGame, RawGame> {
         self.number += 1;
-        ControlFlow::Continue(RawGame { number: self.number, ..RawGame::default() })
+        ControlFlow::Continue(RawGame {
+            number: self.number,
+            ..RawGame::default()
+        })
     }
 
     fn tag(&mut self, game: &mut RawGame, name: &[u8], value: RawTag<'_>) -> ControlFlow<RawGame> {
@@ -393,7 +450,8 @@ impl Visitor for Collector {
             b"FEN" => game.fen = Some(text()),
             b"Variant" => game.variant = Some(text()),
             b"Event" | b"Site" | b"Date" | b"Round" => {
-                game.identity.push(format!("{}={}", String::from_utf8_lossy(name), text()))
+                game.identity
+                    .push(format!("{}={}", String::from_utf8_lossy(name), text()))
             }
             _ => {}
         }
@@ -433,14 +491,21 @@ pub fn open_input(path: &Path) -> Result<Box<dyn Read + Send>> {
     let raw: Box<dyn Read + Send> = if path.as_os_str() == "-" {
         Box::new(io::stdin())
     } else {
-        Box::new(std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?)
+        Box::new(
+            std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?,
+        )
     };
     let mut buffered = BufReader::with_capacity(1 << 20, raw);
-    let magic = buffered.fill_buf().with_context(|| format!("cannot read {}", path.display()))?;
+    let magic = buffered
+        .fill_buf()
+        .with_context(|| format!("cannot read {}", path.display()))?;
     Ok(if magic.starts_with(&[0x1f, 0x8b]) {
         Box::new(flate2::read::MultiGzDecoder::new(buffered))
     } else if magic.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
-        Box::new(zstd::stream::read::Decoder::with_buffer(buffered).context("cannot start zstd decoder")?)
+        Box::new(
+            zstd::stream::read::Decoder::with_buffer(buffered)
+                .context("cannot start zstd decoder")?,
+        )
     } else {
         Box::new(buffered)
     })
@@ -458,7 +523,11 @@ impl GameStream {
     pub fn new(input: Box<dyn Read + Send>) -> GameStream {
         // Long comments are read in chunks, so a huge comment costs nothing.
         let reader = Reader::new(input);
-        GameStream { reader, collector: Collector { number: 0 }, error: None }
+        GameStream {
+            reader,
+            collector: Collector { number: 0 },
+            error: None,
+        }
     }
 
     /// Up to `n` games; an empty vector means the input is exhausted.
@@ -483,8 +552,15 @@ impl GameStream {
 
 /// Parse a UCI move string against a position (for `show --moves`).
 pub fn parse_uci(pos: &Chess, text: &str) -> Result<shakmaty::Move> {
-    let uci: UciMove = text.parse().with_context(|| format!("{text:?} is not a UCI move"))?;
-    uci.to_move(pos).with_context(|| format!("{text} is not legal in {}", Fen::from_position(pos, EnPassantMode::Legal)))
+    let uci: UciMove = text
+        .parse()
+        .with_context(|| format!("{text:?} is not a UCI move"))?;
+    uci.to_move(pos).with_context(|| {
+        format!(
+            "{text} is not legal in {}",
+            Fen::from_position(pos, EnPassantMode::Legal)
+        )
+    })
 }
 
 #[cfg(test)]
@@ -497,7 +573,11 @@ mod tests {
     }
 
     fn filter() -> Filter {
-        Filter { max_ply: 40, min_elo: None, allow_duplicates: false }
+        Filter {
+            max_ply: 40,
+            min_elo: None,
+            allow_duplicates: false,
+        }
     }
 
     #[test]
@@ -529,17 +609,33 @@ mod tests {
         let games = read_all("1. e4 e5 2. Ke3 *\n");
         assert_eq!(
             games[0].validate(&filter()).unwrap_err(),
-            SkipReason::IllegalMove { ply: 3, san: "Ke3".into(), why: "illegal san".into() }
+            SkipReason::IllegalMove {
+                ply: 3,
+                san: "Ke3".into(),
+                why: "illegal san".into()
+            }
         );
     }
 
     #[test]
     fn hash_differs_by_result_and_moves() {
-        let a = read_all("1. e4 e5 1-0\n")[0].validate(&filter()).expect("valid");
-        let b = read_all("1. e4 e5 0-1\n")[0].validate(&filter()).expect("valid");
-        let c = read_all("1. e4 c5 1-0\n")[0].validate(&filter()).expect("valid");
+        let a = read_all("1. e4 e5 1-0\n")[0]
+            .validate(&filter())
+            .expect("valid");
+        let b = read_all("1. e4 e5 0-1\n")[0]
+            .validate(&filter())
+            .expect("valid");
+        let c = read_all("1. e4 c5 1-0\n")[0]
+            .validate(&filter())
+            .expect("valid");
         assert_ne!(a.hash, b.hash);
         assert_ne!(a.hash, c.hash);
-        assert_eq!(a.hash, read_all("1.e4 e5 1-0")[0].validate(&filter()).expect("valid").hash);
+        assert_eq!(
+            a.hash,
+            read_all("1.e4 e5 1-0")[0]
+                .validate(&filter())
+                .expect("valid")
+                .hash
+        );
     }
 }

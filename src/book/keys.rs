@@ -33,7 +33,12 @@ pub struct MoveCode(pub u16);
 impl MoveCode {
     pub fn from_move(m: &Move) -> MoveCode {
         let (from, to, promo) = match *m {
-            Move::Normal { from, to, promotion, .. } => (from, to, promotion),
+            Move::Normal {
+                from,
+                to,
+                promotion,
+                ..
+            } => (from, to, promotion),
             Move::EnPassant { from, to } => (from, to, None),
             Move::Castle { king, rook } => (king, rook, None),
             Move::Put { to, .. } => (to, to, None),
@@ -66,7 +71,9 @@ impl MoveCode {
 
     /// The legal move in `pos` this code stands for, if any.
     pub fn to_move<P: Position>(self, pos: &P) -> Option<Move> {
-        pos.legal_moves().into_iter().find(|m| MoveCode::from_move(m) == self)
+        pos.legal_moves()
+            .into_iter()
+            .find(|m| MoveCode::from_move(m) == self)
     }
 
     /// Standard UCI text (castling as e1g1). `castle` says whether the move
@@ -75,7 +82,11 @@ impl MoveCode {
         let from = self.from_sq();
         let mut to = self.to_sq();
         if castle {
-            let file = if to.file() > from.file() { shakmaty::File::G } else { shakmaty::File::C };
+            let file = if to.file() > from.file() {
+                shakmaty::File::G
+            } else {
+                shakmaty::File::C
+            };
             to = Square::from_coords(file, from.rank());
         }
         let mut s = format!("{from}{to}");
@@ -111,8 +122,15 @@ mod tests {
     fn castling_is_king_takes_rook() {
         let fen: Fen = "r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1".parse().expect("fen");
         let pos: Chess = fen.into_position(CastlingMode::Standard).expect("pos");
-        let castles: Vec<_> = pos.legal_moves().into_iter().filter(|m| m.is_castle()).collect();
-        let mut codes: Vec<String> = castles.iter().map(|m| MoveCode::from_move(m).to_string()).collect();
+        let castles: Vec<_> = pos
+            .legal_moves()
+            .into_iter()
+            .filter(|m| m.is_castle())
+            .collect();
+        let mut codes: Vec<String> = castles
+            .iter()
+            .map(|m| MoveCode::from_move(m).to_string())
+            .collect();
         codes.sort();
         assert_eq!(codes, vec!["e1a1", "e1h1"]);
         let mut ucis: Vec<String> = castles.iter().map(uci_of).collect();

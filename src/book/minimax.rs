@@ -46,20 +46,30 @@ pub struct ValueParams {
 
 impl Default for ValueParams {
     fn default() -> Self {
-        ValueParams { prior_games: 20.0, deviation: -0.3, evidence_penalty: 0.2 }
+        ValueParams {
+            prior_games: 20.0,
+            deviation: -0.3,
+            evidence_penalty: 0.2,
+        }
     }
 }
 
 impl ValueParams {
     pub fn validate(&self) -> Result<()> {
         if !(self.prior_games > 0.0 && self.prior_games.is_finite()) {
-            bail!("prior_games must be a positive number, got {}", self.prior_games);
+            bail!(
+                "prior_games must be a positive number, got {}",
+                self.prior_games
+            );
         }
         if !(-1.0..=1.0).contains(&self.deviation) {
             bail!("deviation must be within [-1, 1], got {}", self.deviation);
         }
         if !(self.evidence_penalty >= 0.0 && self.evidence_penalty.is_finite()) {
-            bail!("evidence_penalty must be >= 0, got {}", self.evidence_penalty);
+            bail!(
+                "evidence_penalty must be >= 0, got {}",
+                self.evidence_penalty
+            );
         }
         Ok(())
     }
@@ -133,7 +143,10 @@ impl Choice {
 
 /// The move with games and the highest [`Choice::score`]; ties go to the
 /// lower move code so the result does not depend on row order.
-fn ranked<'a>(choices: impl IntoIterator<Item = &'a Choice>, p: &ValueParams) -> Option<&'a Choice> {
+fn ranked<'a>(
+    choices: impl IntoIterator<Item = &'a Choice>,
+    p: &ValueParams,
+) -> Option<&'a Choice> {
     let mut best: Option<(f64, &Choice)> = None;
     for c in choices.into_iter().filter(|c| c.games > 0) {
         let score = c.score(p);
@@ -162,7 +175,12 @@ pub fn node_value<'a>(
     let mut choices = Vec::new();
     for (mv, child) in children {
         if let Some(q) = edge_value(node.depth, child, p) {
-            choices.push(Choice { mv, q, games: child.counts.total(), exact: child.exact.is_some() });
+            choices.push(Choice {
+                mv,
+                q,
+                games: child.counts.total(),
+                exact: child.exact.is_some(),
+            });
         }
     }
     let best = best_choice(&choices, p);
@@ -198,7 +216,11 @@ impl Graph {
     /// Builds the graph from nodes and `(parent, move, child)` edges; edges
     /// whose ends are unknown are ignored.
     pub fn new(nodes: Vec<NodeInfo>, mut edge_list: Vec<(u64, MoveCode, u64)>) -> Graph {
-        let index: KeyMap<u64, u32> = nodes.iter().enumerate().map(|(i, n)| (n.key, i as u32)).collect();
+        let index: KeyMap<u64, u32> = nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.key, i as u32))
+            .collect();
         edge_list.sort_unstable();
         let mut offsets = vec![0u32; nodes.len() + 1];
         let mut edges = Vec::with_capacity(edge_list.len());
@@ -215,7 +237,13 @@ impl Graph {
         }
         edges.extend(resolved.into_iter().map(|(_, mv, c)| (mv, c)));
         let best = vec![None; nodes.len()];
-        Graph { nodes, best, index, offsets, edges }
+        Graph {
+            nodes,
+            best,
+            index,
+            offsets,
+            edges,
+        }
     }
 
     pub fn children(&self, i: usize) -> &[(MoveCode, u32)] {
@@ -226,12 +254,17 @@ impl Graph {
     pub fn evaluate(&mut self, p: &ValueParams) {
         let mut order: Vec<u32> = (0..self.nodes.len() as u32).collect();
         // Unknown depth sorts last; its value does not depend on children.
-        order.sort_unstable_by_key(|&i| std::cmp::Reverse(self.nodes[i as usize].depth.map_or(-1, i64::from)));
+        order.sort_unstable_by_key(|&i| {
+            std::cmp::Reverse(self.nodes[i as usize].depth.map_or(-1, i64::from))
+        });
         for i in order {
             let i = i as usize;
             let (v, best) = {
                 let node = &self.nodes[i];
-                let kids = self.children(i).iter().map(|&(mv, c)| (mv, &self.nodes[c as usize]));
+                let kids = self
+                    .children(i)
+                    .iter()
+                    .map(|&(mv, c)| (mv, &self.nodes[c as usize]));
                 node_value(node, kids, p)
             };
             self.nodes[i].value = v;
@@ -288,12 +321,19 @@ pub fn reevaluate_from<T: Tree>(
     }
     let mut out = Reevaluation::default();
     while let Some((depth, key)) = heap.pop() {
-        let Some((node, old_best)) = tree.node(key)? else { continue };
+        let Some((node, old_best)) = tree.node(key)? else {
+            continue;
+        };
         let kids = tree.children(key)?;
         let (v, best) = node_value(&node, kids.iter().map(|(mv, c)| (*mv, c)), p);
         out.recomputed += 1;
         if old_best != best {
-            out.choices.push(ChoiceChange { key, depth, before: old_best, after: best });
+            out.choices.push(ChoiceChange {
+                key,
+                depth,
+                before: old_best,
+                after: best,
+            });
         }
         let value_changed = v.to_bits() != node.value.to_bits();
         if value_changed || old_best != best {
@@ -320,14 +360,32 @@ mod tests {
     use super::*;
 
     fn node(key: u64, depth: u32, w: u32, d: u32, b: u32) -> NodeInfo {
-        NodeInfo { key, depth: Some(depth), counts: Counts { white: w, draws: d, black: b }, exact: None, value: 0.0 }
+        NodeInfo {
+            key,
+            depth: Some(depth),
+            counts: Counts {
+                white: w,
+                draws: d,
+                black: b,
+            },
+            exact: None,
+            value: 0.0,
+        }
     }
 
     #[test]
     fn cycle_terminates_and_leaf_uses_stats() {
         // 1 -> 2 -> 3 -> 1 (a repetition): the back edge uses statistics.
-        let nodes = vec![node(1, 0, 2, 0, 0), node(2, 1, 2, 0, 0), node(3, 2, 2, 0, 0)];
-        let edges = vec![(1, MoveCode(1), 2), (2, MoveCode(2), 3), (3, MoveCode(3), 1)];
+        let nodes = vec![
+            node(1, 0, 2, 0, 0),
+            node(2, 1, 2, 0, 0),
+            node(3, 2, 2, 0, 0),
+        ];
+        let edges = vec![
+            (1, MoveCode(1), 2),
+            (2, MoveCode(2), 3),
+            (3, MoveCode(3), 1),
+        ];
         let mut g = Graph::new(nodes, edges);
         let p = ValueParams::default();
         g.evaluate(&p);
@@ -340,15 +398,30 @@ mod tests {
     #[test]
     fn lucky_single_game_loses_to_solid_line() {
         let p = ValueParams::default();
-        let solid = Choice { mv: MoveCode(10), q: 0.19, games: 100, exact: false };
-        let lucky = Choice { mv: MoveCode(20), q: 0.2, games: 1, exact: false };
+        let solid = Choice {
+            mv: MoveCode(10),
+            q: 0.19,
+            games: 100,
+            exact: false,
+        };
+        let lucky = Choice {
+            mv: MoveCode(20),
+            q: 0.2,
+            games: 1,
+            exact: false,
+        };
         assert_eq!(best_choice(&[lucky, solid], &p), Some(MoveCode(10)));
     }
 
     #[test]
     fn no_book_move_when_all_lose() {
         let p = ValueParams::default();
-        let bad = Choice { mv: MoveCode(10), q: -0.6, games: 50, exact: false };
+        let bad = Choice {
+            mv: MoveCode(10),
+            q: -0.6,
+            games: 50,
+            exact: false,
+        };
         assert_eq!(best_choice(&[bad], &p), None);
     }
 }

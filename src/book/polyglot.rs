@@ -51,7 +51,9 @@ impl std::str::FromStr for WeightMode {
             "games" => Ok(WeightMode::Games),
             "polyglot" => Ok(WeightMode::Polyglot),
             "imported" => Ok(WeightMode::Imported),
-            _ => Err(format!("unknown weight mode {s:?} (expected value, games, polyglot or imported)")),
+            _ => Err(format!(
+                "unknown weight mode {s:?} (expected value, games, polyglot or imported)"
+            )),
         }
     }
 }
@@ -68,7 +70,11 @@ pub struct ExportOptions {
 pub fn read_bin(path: &Path) -> Result<Vec<Entry>> {
     let bytes = fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     if bytes.len() % 16 != 0 {
-        bail!("{} is not a Polyglot book: size {} is not a multiple of 16", path.display(), bytes.len());
+        bail!(
+            "{} is not a Polyglot book: size {} is not a multiple of 16",
+            path.display(),
+            bytes.len()
+        );
     }
     let be = |b: &[u8]| b.iter().fold(0u64, |a, &x| (a << 8) | u64::from(x));
     Ok(bytes
@@ -84,10 +90,16 @@ pub fn read_bin(path: &Path) -> Result<Vec<Entry>> {
 
 /// Writes entries sorted by key, then by weight (highest first), then move.
 pub fn write_bin(path: &Path, entries: &mut [Entry]) -> Result<()> {
-    entries.sort_by(|a, b| a.key.cmp(&b.key).then(b.weight.cmp(&a.weight)).then(a.mv.cmp(&b.mv)));
+    entries.sort_by(|a, b| {
+        a.key
+            .cmp(&b.key)
+            .then(b.weight.cmp(&a.weight))
+            .then(a.mv.cmp(&b.mv))
+    });
     let tmp = path.with_extension("bin.tmp");
     {
-        let f = fs::File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
+        let f =
+            fs::File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
         let mut w = BufWriter::new(f);
         for e in entries.iter() {
             w.write_all(&e.key.to_be_bytes())?;
@@ -138,7 +150,11 @@ pub fn export_entries(book: &Book, opts: &ExportOptions) -> Result<Vec<Entry>> {
                     Some(ck) => Some(super::minimax::NodeInfo {
                         key: from_sql(ck),
                         depth: r.get::<_, Option<i64>>(8)?.map(|d| d as u32),
-                        counts: super::ingest::Counts { white: r.get(9)?, draws: r.get(10)?, black: r.get(11)? },
+                        counts: super::ingest::Counts {
+                            white: r.get(9)?,
+                            draws: r.get(10)?,
+                            black: r.get(11)?,
+                        },
                         exact: r.get(12)?,
                         value: r.get(13)?,
                     }),
@@ -155,7 +171,12 @@ pub fn export_entries(book: &Book, opts: &ExportOptions) -> Result<Vec<Entry>> {
             _ => games >= opts.min_games,
         };
         if enough && weight > 0 {
-            out.push(Entry { key, mv, weight: weight as u16, learn: 0 });
+            out.push(Entry {
+                key,
+                mv,
+                weight: weight as u16,
+                learn: 0,
+            });
         }
     }
     Ok(out)
@@ -189,7 +210,10 @@ pub fn import(book: &mut Book, path: &Path) -> Result<ImportSummary> {
     for e in &entries {
         by_key.entry(e.key).or_default().push(*e);
     }
-    let mut summary = ImportSummary { entries: entries.len(), ..Default::default() };
+    let mut summary = ImportSummary {
+        entries: entries.len(),
+        ..Default::default()
+    };
     // Breadth-first from the start position: smallest depth first.
     let mut depth: HashMap<u64, u32> = HashMap::new();
     let mut children: HashMap<(u64, u16), (u64, String)> = HashMap::new();
@@ -199,7 +223,9 @@ pub fn import(book: &mut Book, path: &Path) -> Result<ImportSummary> {
     depth.insert(polyglot_key(&start), 0);
     while let Some((pos, d)) = queue.pop_front() {
         let key = polyglot_key(&pos);
-        let Some(list) = by_key.get(&key) else { continue };
+        let Some(list) = by_key.get(&key) else {
+            continue;
+        };
         for e in list {
             let code = MoveCode(e.mv);
             match code.to_move(&pos) {
@@ -209,8 +235,8 @@ pub fn import(book: &mut Book, path: &Path) -> Result<ImportSummary> {
                     next.play_unchecked(m);
                     let ck = polyglot_key(&next);
                     children.insert((key, e.mv), (ck, uci));
-                    if !depth.contains_key(&ck) {
-                        depth.insert(ck, d + 1);
+                    if let std::collections::hash_map::Entry::Vacant(e) = depth.entry(ck) {
+                        e.insert(d + 1);
                         queue.push_back((next, d + 1));
                     }
                 }

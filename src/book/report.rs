@@ -16,7 +16,8 @@ pub fn position_from(fen: Option<&str>, moves: Option<&str>) -> Result<Chess> {
     let mut pos = match fen {
         Some(f) => {
             let fen: Fen = f.trim().parse().with_context(|| format!("bad FEN {f:?}"))?;
-            fen.into_position(CastlingMode::Standard).with_context(|| format!("illegal position {f:?}"))?
+            fen.into_position(CastlingMode::Standard)
+                .with_context(|| format!("illegal position {f:?}"))?
         }
         None => Chess::default(),
     };
@@ -51,15 +52,30 @@ pub fn show(book: &Book, pos: &Chess) -> Result<String> {
         best_of(&moves, book)
     } else {
         // An imported book has no games: the choice is the highest weight.
-        moves.iter().filter(|m| m.weight.unwrap_or(0) > 0).max_by_key(|m| m.weight).map(|m| m.mv)
+        moves
+            .iter()
+            .filter(|m| m.weight.unwrap_or(0) > 0)
+            .max_by_key(|m| m.weight)
+            .map(|m| m.mv)
     };
     let d = book.settings.params.deviation;
-    writeln!(s, "  {:<7} {:>7} {:>7} {:>7} {:>7} {:>8} {:>7}", "move", "games", "white", "draws", "black", "value", "weight")?;
+    writeln!(
+        s,
+        "  {:<7} {:>7} {:>7} {:>7} {:>7} {:>8} {:>7}",
+        "move", "games", "white", "draws", "black", "value", "weight"
+    )?;
     let mut rows: Vec<_> = moves.iter().collect();
-    rows.sort_by(|a, b| b.q.unwrap_or(-2.0).total_cmp(&a.q.unwrap_or(-2.0)).then(b.counts.total().cmp(&a.counts.total())));
+    rows.sort_by(|a, b| {
+        b.q.unwrap_or(-2.0)
+            .total_cmp(&a.q.unwrap_or(-2.0))
+            .then(b.counts.total().cmp(&a.counts.total()))
+    });
     for m in rows {
         let mark = if Some(m.mv) == best { "*" } else { " " };
-        let san = m.mv.to_move(pos).map(|mv| shakmaty::san::San::from_move(pos, mv).to_string()).unwrap_or_else(|| m.uci.clone());
+        let san =
+            m.mv.to_move(pos)
+                .map(|mv| shakmaty::san::San::from_move(pos, mv).to_string())
+                .unwrap_or_else(|| m.uci.clone());
         writeln!(
             s,
             "{mark} {:<7} {:>7} {:>7} {:>7} {:>7} {:>8} {:>7}",
@@ -73,7 +89,10 @@ pub fn show(book: &Book, pos: &Chess) -> Result<String> {
         )?;
     }
     if best.is_none() && moves.iter().any(|m| m.child_games > 0) {
-        writeln!(s, "  (best: leave the book; no move beats the deviation value {d:+.2})")?;
+        writeln!(
+            s,
+            "  (best: leave the book; no move beats the deviation value {d:+.2})"
+        )?;
     }
     Ok(s)
 }
@@ -83,14 +102,30 @@ pub fn stats(book: &Book) -> Result<String> {
     let p = book.settings.params;
     let mut s = String::new();
     writeln!(s, "book          {}", book.path.display())?;
-    writeln!(s, "games         {} (1-0 {}, 1/2 {}, 0-1 {}, * {})", t.games, t.white_wins, t.draws, t.black_wins, t.unknown)?;
+    writeln!(
+        s,
+        "games         {} (1-0 {}, 1/2 {}, 0-1 {}, * {})",
+        t.games, t.white_wins, t.draws, t.black_wins, t.unknown
+    )?;
     if t.copies != t.games {
         writeln!(s, "              {} counted, with duplicates", t.copies)?;
     }
     writeln!(s, "positions     {}", t.positions)?;
-    writeln!(s, "moves         {} ({} seen in a single game)", t.moves, t.single_game_moves)?;
-    writeln!(s, "max ply       {} (deepest stored position: {})", book.settings.max_ply, t.max_depth)?;
-    writeln!(s, "value params  prior_games K={} deviation D={} evidence_penalty Z={}", p.prior_games, p.deviation, p.evidence_penalty)?;
+    writeln!(
+        s,
+        "moves         {} ({} seen in a single game)",
+        t.moves, t.single_game_moves
+    )?;
+    writeln!(
+        s,
+        "max ply       {} (deepest stored position: {})",
+        book.settings.max_ply, t.max_depth
+    )?;
+    writeln!(
+        s,
+        "value params  prior_games K={} deviation D={} evidence_penalty Z={}",
+        p.prior_games, p.deviation, p.evidence_penalty
+    )?;
     if let Some(root) = book.position(polyglot_key(&Chess::default()))? {
         writeln!(s, "root value    {:+.4} (White's view)", root.value)?;
     }
@@ -102,18 +137,31 @@ pub fn stats(book: &Book) -> Result<String> {
 pub fn learned_line(l: &Learned) -> String {
     let changed: Vec<_> = l.choices.iter().filter(|c| c.before.is_some()).collect();
     let extended = l.choices.len() - changed.len();
-    let mut s = format!("{} - {} {}: {} positions re-evaluated", l.white, l.black, l.result, l.recomputed);
+    let mut s = format!(
+        "{} - {} {}: {} positions re-evaluated",
+        l.white, l.black, l.result, l.recomputed
+    );
     match changed.len() {
         0 => s.push_str(", no book choice changed"),
         n => {
-            let _ = write!(s, ", {n} book choice{} changed", if n == 1 { "" } else { "s" });
+            let _ = write!(
+                s,
+                ", {n} book choice{} changed",
+                if n == 1 { "" } else { "s" }
+            );
         }
     }
     if extended > 0 {
-        let _ = write!(s, ", {extended} position{} gained a book move", if extended == 1 { "" } else { "s" });
+        let _ = write!(
+            s,
+            ", {extended} position{} gained a book move",
+            if extended == 1 { "" } else { "s" }
+        );
     }
     for c in changed {
-        let after = c.after.map_or("(leave the book)".to_string(), |m| m.to_string());
+        let after = c
+            .after
+            .map_or("(leave the book)".to_string(), |m| m.to_string());
         let before = c.before.map_or(String::new(), |m| m.to_string());
         let _ = write!(s, "\n  ply {} {:016x}: {before} -> {after}", c.depth, c.key);
     }

@@ -29,7 +29,9 @@ impl std::str::FromStr for Mode {
         match s.to_ascii_lowercase().as_str() {
             "best" => Ok(Mode::Best),
             "weighted" => Ok(Mode::Weighted),
-            _ => Err(format!("unknown book mode {s:?} (expected best or weighted)")),
+            _ => Err(format!(
+                "unknown book mode {s:?} (expected best or weighted)"
+            )),
         }
     }
 }
@@ -64,7 +66,11 @@ pub fn choose<R: Rng>(book: &Book, pos: &Chess, mode: Mode, rng: &mut R) -> Resu
     let has_games = moves.iter().any(|m| m.child_games > 0);
     let code: Option<MoveCode> = match mode {
         Mode::Best if has_games => book.stored_best(key)?,
-        Mode::Best => moves.iter().filter(|m| m.weight.unwrap_or(0) > 0).max_by_key(|m| (m.weight, std::cmp::Reverse(m.mv))).map(|m| m.mv),
+        Mode::Best => moves
+            .iter()
+            .filter(|m| m.weight.unwrap_or(0) > 0)
+            .max_by_key(|m| (m.weight, std::cmp::Reverse(m.mv)))
+            .map(|m| m.mv),
         Mode::Weighted => {
             let d = book.settings.params.deviation;
             let weights: Vec<u32> = moves.iter().map(|m| move_weight(m, d)).collect();
@@ -94,7 +100,14 @@ pub fn choose<R: Rng>(book: &Book, pos: &Chess, mode: Mode, rng: &mut R) -> Resu
 pub fn best_of(moves: &[BookMove], book: &Book) -> Option<MoveCode> {
     let choices: Vec<minimax::Choice> = moves
         .iter()
-        .filter_map(|m| m.q.map(|q| minimax::Choice { mv: m.mv, q, games: m.child_games, exact: m.child_exact }))
+        .filter_map(|m| {
+            m.q.map(|q| minimax::Choice {
+                mv: m.mv,
+                q,
+                games: m.child_games,
+                exact: m.child_exact,
+            })
+        })
         .collect();
     minimax::best_choice(&choices, &book.settings.params)
 }

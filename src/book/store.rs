@@ -71,7 +71,6 @@ CREATE TABLE IF NOT EXISTS games(
 );
 ";
 
-
 /// Adds one move's counts (a new move, or more games for a known one).
 const MOVE_UPSERT: &str = "INSERT INTO moves(parent, move, uci, child, white, draws, black) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
      ON CONFLICT(parent, move) DO UPDATE SET
@@ -87,7 +86,10 @@ pub struct BookSettings {
 
 impl Default for BookSettings {
     fn default() -> Self {
-        BookSettings { max_ply: 40, params: ValueParams::default() }
+        BookSettings {
+            max_ply: 40,
+            params: ValueParams::default(),
+        }
     }
 }
 
@@ -120,13 +122,22 @@ pub struct BookMove {
 pub type Position = NodeInfo;
 
 fn open_conn(path: &Path) -> Result<Connection> {
-    let conn = Connection::open(path).with_context(|| format!("cannot open book {}", path.display()))?;
+    let conn =
+        Connection::open(path).with_context(|| format!("cannot open book {}", path.display()))?;
     conn.busy_timeout(std::time::Duration::from_secs(30))?;
     // The bundled SQLite has STAT4, which re-prepares a statement whenever a
     // bound key changes; the query planner stability guarantee stops that.
-    conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+        true,
+    )?;
     conn.pragma_update(None, "journal_mode", "WAL")
-        .with_context(|| format!("{} is not a learnbook book (or cannot be opened for writing)", path.display()))?;
+        .with_context(|| {
+            format!(
+                "{} is not a learnbook book (or cannot be opened for writing)",
+                path.display()
+            )
+        })?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     // Checkpoints (and their fsync) every ~32 MB of WAL instead of 4 MB.
     conn.pragma_update(None, "wal_autocheckpoint", 8192)?;
@@ -137,7 +148,9 @@ fn open_conn(path: &Path) -> Result<Connection> {
 
 fn read_meta(conn: &Connection, key: &str) -> Result<Option<String>> {
     Ok(conn
-        .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get::<_, String>(0))
+        .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| {
+            r.get::<_, String>(0)
+        })
         .optional()?)
 }
 
@@ -147,10 +160,16 @@ fn write_meta(conn: &Connection, settings: &BookSettings) -> Result<()> {
         ("max_ply", settings.max_ply.to_string()),
         ("prior_games", settings.params.prior_games.to_string()),
         ("deviation", settings.params.deviation.to_string()),
-        ("evidence_penalty", settings.params.evidence_penalty.to_string()),
+        (
+            "evidence_penalty",
+            settings.params.evidence_penalty.to_string(),
+        ),
     ];
     for (k, v) in rows {
-        conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)", params![k, v])?;
+        conn.execute(
+            "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)",
+            params![k, v],
+        )?;
     }
     Ok(())
 }
@@ -159,7 +178,11 @@ fn node_from_row(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<NodeInfo>
     Ok(NodeInfo {
         key: from_sql(r.get(at)?),
         depth: r.get::<_, Option<i64>>(at + 1)?.map(|d| d as u32),
-        counts: Counts { white: r.get(at + 2)?, draws: r.get(at + 3)?, black: r.get(at + 4)? },
+        counts: Counts {
+            white: r.get(at + 2)?,
+            draws: r.get(at + 3)?,
+            black: r.get(at + 4)?,
+        },
         exact: r.get(at + 5)?,
         value: r.get(at + 6)?,
     })
@@ -173,7 +196,8 @@ impl Book {
     pub fn open_or_create(path: &Path, settings: BookSettings) -> Result<Book> {
         settings.params.validate()?;
         let conn = open_conn(path)?;
-        conn.execute_batch(SCHEMA).with_context(|| format!("{} is not a learnbook book", path.display()))?;
+        conn.execute_batch(SCHEMA)
+            .with_context(|| format!("{} is not a learnbook book", path.display()))?;
         let settings = match read_meta(&conn, "schema_version")? {
             None => {
                 write_meta(&conn, &settings)?;
@@ -181,31 +205,53 @@ impl Book {
             }
             Some(_) => Self::read_settings(&conn, path)?,
         };
-        Ok(Book { conn, path: path.to_path_buf(), settings })
+        Ok(Book {
+            conn,
+            path: path.to_path_buf(),
+            settings,
+        })
     }
 
     /// Opens an existing book; fails if there is none.
     pub fn open(path: &Path) -> Result<Book> {
         if !path.exists() {
-            bail!("no book at {} (create one with `learnbook build`)", path.display());
+            bail!(
+                "no book at {} (create one with `learnbook build`)",
+                path.display()
+            );
         }
         let conn = open_conn(path)?;
         let settings = Self::read_settings(&conn, path)?;
-        Ok(Book { conn, path: path.to_path_buf(), settings })
+        Ok(Book {
+            conn,
+            path: path.to_path_buf(),
+            settings,
+        })
     }
 
     fn read_settings(conn: &Connection, path: &Path) -> Result<BookSettings> {
         let version: u32 = read_meta(conn, "schema_version")
             .ok()
             .flatten()
-            .ok_or_else(|| anyhow!("{} is not a learnbook book (no schema_version)", path.display()))?
+            .ok_or_else(|| {
+                anyhow!(
+                    "{} is not a learnbook book (no schema_version)",
+                    path.display()
+                )
+            })?
             .parse()
             .context("bad schema_version")?;
         if version != SCHEMA_VERSION {
-            bail!("{} has schema version {version}, this learnbook reads {SCHEMA_VERSION}", path.display());
+            bail!(
+                "{} has schema version {version}, this learnbook reads {SCHEMA_VERSION}",
+                path.display()
+            );
         }
         let num = |k: &str| -> Result<f64> {
-            read_meta(conn, k)?.ok_or_else(|| anyhow!("meta {k} missing"))?.parse::<f64>().with_context(|| format!("meta {k}"))
+            read_meta(conn, k)?
+                .ok_or_else(|| anyhow!("meta {k} missing"))?
+                .parse::<f64>()
+                .with_context(|| format!("meta {k}"))
         };
         let settings = BookSettings {
             max_ply: num("max_ply")? as u32,
@@ -220,7 +266,11 @@ impl Book {
     }
 
     pub fn is_empty(&self) -> Result<bool> {
-        Ok(self.conn.query_row("SELECT NOT EXISTS(SELECT 1 FROM positions)", [], |r| r.get(0))?)
+        Ok(self
+            .conn
+            .query_row("SELECT NOT EXISTS(SELECT 1 FROM positions)", [], |r| {
+                r.get(0)
+            })?)
     }
 
     pub fn game_hashes(&self) -> Result<KeySet<u64>> {
@@ -257,7 +307,14 @@ impl Book {
             let mut from: Option<u64> = None;
             for (ply, key) in game.keys().enumerate() {
                 let (depth, first): (Option<i64>, Option<i64>) = upsert_pos.query_row(
-                    params![to_sql(key), game.start_ply + ply as u32, c.white, c.draws, c.black, from.map(to_sql)],
+                    params![
+                        to_sql(key),
+                        game.start_ply + ply as u32,
+                        c.white,
+                        c.draws,
+                        c.black,
+                        from.map(to_sql)
+                    ],
                     |r| Ok((r.get(0)?, r.get(1)?)),
                 )?;
                 if let (Some(p), Some(first)) = (from, first) {
@@ -281,7 +338,8 @@ impl Book {
             }
             if let Some(e) = game.terminal {
                 let last = game.plies.last().map_or(game.start, |p| p.child);
-                tx.prepare_cached("UPDATE positions SET exact = ?2 WHERE key = ?1")?.execute(params![to_sql(last), e])?;
+                tx.prepare_cached("UPDATE positions SET exact = ?2 WHERE key = ?1")?
+                    .execute(params![to_sql(last), e])?;
             }
         }
         let mut tree = SqlTree { tx: &tx };
@@ -311,16 +369,22 @@ impl Book {
     pub fn position(&self, key: u64) -> Result<Option<NodeInfo>> {
         Ok(self
             .conn
-            .query_row(&format!("SELECT {NODE_COLS} FROM positions p WHERE p.key = ?1"), [to_sql(key)], |r| {
-                node_from_row(r, 0)
-            })
+            .query_row(
+                &format!("SELECT {NODE_COLS} FROM positions p WHERE p.key = ?1"),
+                [to_sql(key)],
+                |r| node_from_row(r, 0),
+            )
             .optional()?)
     }
 
     pub fn stored_best(&self, key: u64) -> Result<Option<MoveCode>> {
         Ok(self
             .conn
-            .query_row("SELECT best FROM positions WHERE key = ?1", [to_sql(key)], |r| r.get::<_, Option<u16>>(0))
+            .query_row(
+                "SELECT best FROM positions WHERE key = ?1",
+                [to_sql(key)],
+                |r| r.get::<_, Option<u16>>(0),
+            )
             .optional()?
             .flatten()
             .map(MoveCode))
@@ -348,7 +412,11 @@ impl Book {
                 mv: MoveCode(r.get(0)?),
                 uci: r.get(1)?,
                 child: r.get::<_, Option<i64>>(2)?.map(from_sql),
-                counts: Counts { white: r.get(3)?, draws: r.get(4)?, black: r.get(5)? },
+                counts: Counts {
+                    white: r.get(3)?,
+                    draws: r.get(4)?,
+                    black: r.get(5)?,
+                },
                 weight: r.get(6)?,
                 q,
                 child_games: child.map_or(0, |c| c.counts.total()),
@@ -378,19 +446,37 @@ impl Book {
     /// Writes aggregated games into an empty book in key order, with values.
     pub fn bulk_load(&mut self, agg: Aggregate) -> Result<()> {
         use rayon::slice::ParallelSliceMut;
-        let Aggregate { nodes, edges, games } = agg;
+        let Aggregate {
+            nodes,
+            edges,
+            games,
+        } = agg;
         let params = self.settings.params;
-        let mut edge_rows: Vec<((i64, u16), EdgeAgg)> = edges.into_iter().map(|((p, mv), e)| ((to_sql(p), mv), e)).collect();
+        let mut edge_rows: Vec<((i64, u16), EdgeAgg)> = edges
+            .into_iter()
+            .map(|((p, mv), e)| ((to_sql(p), mv), e))
+            .collect();
         edge_rows.par_sort_unstable_by_key(|&(k, _)| k);
-        let edge_list: Vec<(u64, MoveCode, u64)> =
-            edge_rows.iter().map(|&((p, mv), ref e)| (from_sql(p), MoveCode(mv), e.child)).collect();
+        let edge_list: Vec<(u64, MoveCode, u64)> = edge_rows
+            .iter()
+            .map(|&((p, mv), ref e)| (from_sql(p), MoveCode(mv), e.child))
+            .collect();
         // Parent links: (child, parent) pairs grouped by child.
-        let mut links: Vec<(i64, i64)> = edge_rows.iter().map(|&((p, _), ref e)| (to_sql(e.child), p)).collect();
+        let mut links: Vec<(i64, i64)> = edge_rows
+            .iter()
+            .map(|&((p, _), ref e)| (to_sql(e.child), p))
+            .collect();
         links.par_sort_unstable();
         links.dedup();
         let mut node_list: Vec<NodeInfo> = nodes
             .into_iter()
-            .map(|(key, n)| NodeInfo { key, depth: Some(n.depth), counts: n.counts, exact: n.exact, value: 0.0 })
+            .map(|(key, n)| NodeInfo {
+                key,
+                depth: Some(n.depth),
+                counts: n.counts,
+                exact: n.exact,
+                value: 0.0,
+            })
             .collect();
         node_list.par_sort_unstable_by_key(|n| to_sql(n.key));
 
@@ -442,7 +528,9 @@ impl Book {
                     stmt.execute(params![child, parent])?;
                 }
             }
-            evaluator.join().map_err(|_| anyhow!("the evaluation thread panicked"))
+            evaluator
+                .join()
+                .map_err(|_| anyhow!("the evaluation thread panicked"))
         })?;
         {
             // Both lists are sorted by key: the first link of a child is its smallest parent.
@@ -454,7 +542,11 @@ impl Book {
                 .map(|(n, best)| {
                     let key = to_sql(n.key);
                     while link.next_if(|l| l.0 < key).is_some() {}
-                    (n, best.map(|m| m.0), link.peek().filter(|l| l.0 == key).map(|l| l.1))
+                    (
+                        n,
+                        best.map(|m| m.0),
+                        link.peek().filter(|l| l.0 == key).map(|l| l.1),
+                    )
                 })
                 .collect();
             insert_chunked(
@@ -481,7 +573,11 @@ impl Book {
 
     /// Adds aggregated games to a non-empty book, then re-evaluates fully.
     pub fn merge(&mut self, agg: Aggregate) -> Result<()> {
-        let Aggregate { nodes, edges, games } = agg;
+        let Aggregate {
+            nodes,
+            edges,
+            games,
+        } = agg;
         // A large transaction: keep its pages in memory rather than
         // spilling them to the WAL again and again.
         self.conn.pragma_update(None, "cache_size", -1_048_576i64)?;
@@ -495,7 +591,14 @@ impl Book {
                    exact = coalesce(excluded.exact, exact)",
             )?;
             for (key, n) in &nodes {
-                stmt.execute(params![to_sql(*key), n.depth, n.counts.white, n.counts.draws, n.counts.black, n.exact])?;
+                stmt.execute(params![
+                    to_sql(*key),
+                    n.depth,
+                    n.counts.white,
+                    n.counts.draws,
+                    n.counts.black,
+                    n.exact
+                ])?;
             }
             write_moves(&tx, edges.iter().map(|(&(p, mv), e)| (p, mv, e)))?;
             write_games(&tx, &games)?;
@@ -538,10 +641,15 @@ fn load_graph(conn: &Connection) -> Result<Graph> {
     }
     let mut edges = Vec::new();
     {
-        let mut stmt = conn.prepare("SELECT parent, move, child FROM moves WHERE child IS NOT NULL")?;
+        let mut stmt =
+            conn.prepare("SELECT parent, move, child FROM moves WHERE child IS NOT NULL")?;
         let mut rows = stmt.query([])?;
         while let Some(r) = rows.next()? {
-            edges.push((from_sql(r.get(0)?), MoveCode(r.get(1)?), from_sql(r.get(2)?)));
+            edges.push((
+                from_sql(r.get(0)?),
+                MoveCode(r.get(1)?),
+                from_sql(r.get(2)?),
+            ));
         }
     }
     let mut g = Graph::new(nodes, edges);
@@ -553,10 +661,16 @@ fn load_graph(conn: &Connection) -> Result<Graph> {
 /// that changed the counts, so that no committed state has stale values.
 pub(crate) fn reevaluate_all(conn: &Connection, params: &ValueParams) -> Result<usize> {
     let mut g = load_graph(conn)?;
-    let before: Vec<(u64, f64, Option<MoveCode>)> = g.nodes.iter().zip(&g.best).map(|(n, b)| (n.key, n.value, *b)).collect();
+    let before: Vec<(u64, f64, Option<MoveCode>)> = g
+        .nodes
+        .iter()
+        .zip(&g.best)
+        .map(|(n, b)| (n.key, n.value, *b))
+        .collect();
     g.evaluate(params);
     let mut changed = 0;
-    let mut stmt = conn.prepare_cached("UPDATE positions SET value = ?2, best = ?3 WHERE key = ?1")?;
+    let mut stmt =
+        conn.prepare_cached("UPDATE positions SET value = ?2, best = ?3 WHERE key = ?1")?;
     for (i, (key, v, b)) in before.into_iter().enumerate() {
         let (nv, nb) = (g.nodes[i].value, g.best[i]);
         if nv.to_bits() != v.to_bits() || nb != b {
@@ -603,12 +717,23 @@ fn insert_chunked<T>(
 
 /// Adds counted moves (`parent`, move code, aggregate) and their parent
 /// links to a book that already has positions.
-fn write_moves<'a>(tx: &Connection, edges: impl Iterator<Item = (u64, u16, &'a EdgeAgg)>) -> Result<()> {
+fn write_moves<'a>(
+    tx: &Connection,
+    edges: impl Iterator<Item = (u64, u16, &'a EdgeAgg)>,
+) -> Result<()> {
     let mut stmt = tx.prepare(MOVE_UPSERT)?;
     for (parent, mv, e) in edges {
         link_parent(tx, parent, e.child)?;
         let c = e.counts;
-        stmt.execute(params![to_sql(parent), mv, MoveCode(mv).uci(e.castle), to_sql(e.child), c.white, c.draws, c.black])?;
+        stmt.execute(params![
+            to_sql(parent),
+            mv,
+            MoveCode(mv).uci(e.castle),
+            to_sql(e.child),
+            c.white,
+            c.draws,
+            c.black
+        ])?;
     }
     Ok(())
 }
@@ -622,14 +747,24 @@ fn write_games(tx: &Connection, games: &KeyMap<u64, GameRow>) -> Result<()> {
     let mut rows: Vec<&GameRow> = games.values().collect();
     rows.sort_unstable_by_key(|g| (&g.source, g.hash));
     for g in rows {
-        stmt.execute(params![to_sql(g.hash), g.source, g.white, g.black, g.result, g.plies, to_sql(g.start), g.copies])?;
+        stmt.execute(params![
+            to_sql(g.hash),
+            g.source,
+            g.white,
+            g.black,
+            g.result,
+            g.plies,
+            to_sql(g.start),
+            g.copies
+        ])?;
     }
     Ok(())
 }
 
 /// Records that `child` is reached from `a` and from `b` (a transposition).
 pub(crate) fn link_transposition(tx: &Connection, child: u64, a: u64, b: u64) -> Result<()> {
-    let mut stmt = tx.prepare_cached("INSERT OR IGNORE INTO parents(child, parent) VALUES (?1, ?2)")?;
+    let mut stmt =
+        tx.prepare_cached("INSERT OR IGNORE INTO parents(child, parent) VALUES (?1, ?2)")?;
     stmt.execute(params![to_sql(child), to_sql(a)])?;
     stmt.execute(params![to_sql(child), to_sql(b)])?;
     Ok(())
@@ -644,9 +779,12 @@ pub(crate) fn link_parent(tx: &Connection, parent: u64, child: u64) -> Result<()
     match first {
         None => bail!("position {child:016x} missing while linking its parent"),
         Some(None) => {
-            tx.prepare_cached("UPDATE positions SET parent = ?2 WHERE key = ?1")?.execute(params![to_sql(child), to_sql(parent)])?;
+            tx.prepare_cached("UPDATE positions SET parent = ?2 WHERE key = ?1")?
+                .execute(params![to_sql(child), to_sql(parent)])?;
         }
-        Some(Some(f)) if from_sql(f) != parent => link_transposition(tx, child, from_sql(f), parent)?,
+        Some(Some(f)) if from_sql(f) != parent => {
+            link_transposition(tx, child, from_sql(f), parent)?
+        }
         Some(Some(_)) => {}
     }
     Ok(())
@@ -667,9 +805,16 @@ struct SqlTree<'a> {
 
 impl Tree for SqlTree<'_> {
     fn node(&mut self, key: u64) -> Result<Option<(NodeInfo, Option<MoveCode>)>> {
-        let mut stmt = self.tx.prepare_cached(&format!("SELECT {NODE_COLS}, p.best FROM positions p WHERE p.key = ?1"))?;
+        let mut stmt = self.tx.prepare_cached(&format!(
+            "SELECT {NODE_COLS}, p.best FROM positions p WHERE p.key = ?1"
+        ))?;
         Ok(stmt
-            .query_row([to_sql(key)], |r| Ok((node_from_row(r, 0)?, r.get::<_, Option<u16>>(7)?.map(MoveCode))))
+            .query_row([to_sql(key)], |r| {
+                Ok((
+                    node_from_row(r, 0)?,
+                    r.get::<_, Option<u16>>(7)?.map(MoveCode),
+                ))
+            })
             .optional()?)
     }
 
@@ -690,7 +835,9 @@ impl Tree for SqlTree<'_> {
             "SELECT p.key, p.depth FROM positions p WHERE p.key IN
                (SELECT parent FROM positions WHERE key = ?1 UNION SELECT parent FROM parents WHERE child = ?1)",
         )?;
-        let rows = stmt.query_map([to_sql(key)], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Option<i64>>(1)?)))?;
+        let rows = stmt.query_map([to_sql(key)], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, Option<i64>>(1)?))
+        })?;
         let mut out = Vec::new();
         for row in rows {
             let (k, d) = row?;
@@ -700,7 +847,9 @@ impl Tree for SqlTree<'_> {
     }
 
     fn set_value(&mut self, key: u64, value: f64, best: Option<MoveCode>) -> Result<()> {
-        let mut stmt = self.tx.prepare_cached("UPDATE positions SET value = ?2, best = ?3 WHERE key = ?1")?;
+        let mut stmt = self
+            .tx
+            .prepare_cached("UPDATE positions SET value = ?2, best = ?3 WHERE key = ?1")?;
         stmt.execute(params![to_sql(key), value, best.map(|m| m.0)])?;
         Ok(())
     }
@@ -745,7 +894,11 @@ impl Aggregate {
         let c = game.result.counts();
         for (ply, key) in game.keys().enumerate() {
             let depth = game.start_ply + ply as u32;
-            let n = self.nodes.entry(key).or_insert(NodeAgg { depth, counts: Counts::default(), exact: None });
+            let n = self.nodes.entry(key).or_insert(NodeAgg {
+                depth,
+                counts: Counts::default(),
+                exact: None,
+            });
             n.depth = n.depth.min(depth);
             n.counts.add(c);
         }
@@ -756,25 +909,29 @@ impl Aggregate {
             }
         }
         for p in &game.plies {
-            let e = self
-                .edges
-                .entry((p.parent, p.mv.0))
-                .or_insert(EdgeAgg { child: p.child, castle: p.castle, counts: Counts::default() });
+            let e = self.edges.entry((p.parent, p.mv.0)).or_insert(EdgeAgg {
+                child: p.child,
+                castle: p.castle,
+                counts: Counts::default(),
+            });
             e.counts.add(c);
         }
         if let Some(row) = self.games.get_mut(&game.hash) {
             row.copies += 1;
             return;
         }
-        self.games.insert(game.hash, GameRow {
-            copies: 1,
-            hash: game.hash,
-            source: source.to_string(),
-            white: game.white.clone(),
-            black: game.black.clone(),
-            result: game.result.as_str(),
-            plies: game.total_plies,
-            start: game.start,
-        });
+        self.games.insert(
+            game.hash,
+            GameRow {
+                copies: 1,
+                hash: game.hash,
+                source: source.to_string(),
+                white: game.white.clone(),
+                black: game.black.clone(),
+                result: game.result.as_str(),
+                plies: game.total_plies,
+                start: game.start,
+            },
+        );
     }
 }
