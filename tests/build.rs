@@ -1,39 +1,31 @@
 //! `build` through the CLI: adding to an existing book equals building at
 //! once, re-running adds nothing, inputs may be compressed or on stdin.
 
+mod common;
+
 use std::{
-    io::{Read, Write},
+    io::Write,
     path::{Path, PathBuf},
     process::{Command, Stdio},
 };
 
+use common::{bin, positions, run, s, sample, sample_text, PositionRow};
 use rusqlite::Connection;
 use tempfile::TempDir;
 
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_learnbook")
-}
-
-fn sample() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/master-sample.pgn.gz")
-}
-
+/// `(success, stdout, stderr)` of a learnbook run.
 fn learnbook(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(bin()).args(args).output().expect("run learnbook");
-    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned());
-    assert!(!stderr.contains("panicked"), "learnbook panicked: {stderr}");
-    (out.status.success(), stdout, stderr)
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().expect("utf-8 path")
+    let out = run(args);
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.success(), text(&out.stdout), text(&out.stderr))
 }
 
 /// The sample's games as plain text, split into two halves at a game start.
 fn halves(dir: &Path) -> (PathBuf, PathBuf, usize) {
-    let mut text = Vec::new();
-    flate2::read::MultiGzDecoder::new(std::fs::File::open(sample()).expect("sample")).read_to_end(&mut text).expect("gunzip");
-    let starts: Vec<usize> = (0..text.len()).filter(|&i| text[i..].starts_with(b"[Event ") && (i == 0 || text[i - 1] == b'\n')).collect();
+    let text = sample_text();
+    let starts: Vec<usize> = (0..text.len())
+        .filter(|&i| text[i..].starts_with(b"[Event ") && (i == 0 || text[i - 1] == b'\n'))
+        .collect();
     let mid = starts[starts.len() / 2];
     let (a, b) = (dir.join("a.pgn"), dir.join("b.pgn"));
     std::fs::write(&a, &text[..mid]).expect("write");
@@ -41,23 +33,26 @@ fn halves(dir: &Path) -> (PathBuf, PathBuf, usize) {
     (a, b, starts.len())
 }
 
+/// One move as stored: parent, move, white, draws, black.
+type MoveRow = (i64, i64, i64, i64, i64);
+
 /// Everything a book knows, in key order.
-fn dump(book: &Path) -> (Vec<(i64, Option<i64>, i64, i64, i64, f64, Option<i64>)>, Vec<(i64, i64, i64, i64, i64)>, i64) {
+fn dump(book: &Path) -> (Vec<PositionRow>, Vec<MoveRow>, i64) {
     let c = Connection::open(book).expect("open");
-    let mut st = c.prepare("SELECT key, depth, white, draws, black, value, best FROM positions ORDER BY key").expect("prep");
-    let positions = st
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?)))
-        .expect("query")
-        .map(|r| r.expect("row"))
-        .collect();
-    let mut st = c.prepare("SELECT parent, move, white, draws, black FROM moves ORDER BY parent, move").expect("prep");
+    let mut st = c
+        .prepare("SELECT parent, move, white, draws, black FROM moves ORDER BY parent, move")
+        .expect("prep");
     let moves = st
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+        .query_map([], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })
         .expect("query")
         .map(|r| r.expect("row"))
         .collect();
-    let games = c.query_row("SELECT count(*) FROM games", [], |r| r.get(0)).expect("games");
-    (positions, moves, games)
+    let games = c
+        .query_row("SELECT count(*) FROM games", [], |r| r.get(0))
+        .expect("games");
+    (positions(book), moves, games)
 }
 
 #[test]
@@ -89,7 +84,10 @@ fn rebuilding_the_same_file_adds_nothing() {
     let before = dump(&book);
     let (ok, _, summary) = learnbook(&["build", "--book", s(&book), s(&sample())]);
     assert!(ok);
-    assert!(summary.contains(&format!("used: 0, skipped: {}", before.2)), "{summary}");
+    assert!(
+        summary.contains(&format!("used: 0, skipped: {}", before.2)),
+        "{summary}"
+    );
     assert!(summary.contains("duplicate game"), "{summary}");
     assert!(dump(&book) == before);
 }
@@ -97,12 +95,14 @@ fn rebuilding_the_same_file_adds_nothing() {
 #[test]
 fn stdin_and_zstd_inputs_give_the_same_book() {
     let dir = TempDir::new().expect("tmp");
-    let mut text = Vec::new();
-    flate2::read::MultiGzDecoder::new(std::fs::File::open(sample()).expect("sample")).read_to_end(&mut text).expect("gunzip");
+    let text = sample_text();
     let zst = dir.path().join("sample.pgn.zst");
     std::fs::write(&zst, zstd::encode_all(&text[..], 3).expect("zstd")).expect("write");
-    let (gz_book, zst_book, stdin_book) =
-        (dir.path().join("gz.sqlite"), dir.path().join("zst.sqlite"), dir.path().join("stdin.sqlite"));
+    let (gz_book, zst_book, stdin_book) = (
+        dir.path().join("gz.sqlite"),
+        dir.path().join("zst.sqlite"),
+        dir.path().join("stdin.sqlite"),
+    );
     assert!(learnbook(&["build", "--book", s(&gz_book), s(&sample())]).0);
     assert!(learnbook(&["build", "--book", s(&zst_book), s(&zst)]).0);
     let mut child = Command::new(bin())
@@ -112,9 +112,18 @@ fn stdin_and_zstd_inputs_give_the_same_book() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn");
-    child.stdin.take().expect("stdin").write_all(&text).expect("pipe");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(&text)
+        .expect("pipe");
     let out = child.wait_with_output().expect("wait");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let reference = dump(&gz_book);
     assert_eq!(reference.2, 1458);
     assert!(dump(&zst_book) == reference, "zstd input differs");
@@ -143,9 +152,15 @@ fn show_marks_the_stored_choice_and_choose_agrees() {
         )
         .expect("stored choice");
     assert_eq!(chosen.trim(), uci);
-    assert_eq!(san, "Nf3", "the sample's choice after 1. e4 c5 (185 of 222 games)");
+    assert_eq!(
+        san, "Nf3",
+        "the sample's choice after 1. e4 c5 (185 of 222 games)"
+    );
     let (ok, _, err) = learnbook(&["show", "--book", s(&book), "--moves", "e2e5"]);
-    assert!(!ok && err.contains("not legal"), "an illegal move is a clear error: {err}");
+    assert!(
+        !ok && err.contains("not legal"),
+        "an illegal move is a clear error: {err}"
+    );
 }
 
 #[test]
@@ -165,11 +180,16 @@ fn learn_prints_the_choices_that_changed() {
         let mut pos = Chess::default();
         let mut rng = rand::rng();
         for ply in 0..16 {
-            let Some(m) = choose(&b, &pos, Mode::Best, &mut rng).expect("choose") else { break };
+            let Some(m) = choose(&b, &pos, Mode::Best, &mut rng).expect("choose") else {
+                break;
+            };
             if ply % 2 == 0 {
                 movetext.push_str(&format!("{}. ", ply / 2 + 1));
             }
-            movetext.push_str(&format!("{} ", SanPlus::from_move_and_play_unchecked(&mut pos, m)));
+            movetext.push_str(&format!(
+                "{} ",
+                SanPlus::from_move_and_play_unchecked(&mut pos, m)
+            ));
         }
     }
     let pgn: String = (1..=3)
@@ -179,9 +199,15 @@ fn learn_prints_the_choices_that_changed() {
     std::fs::write(&file, pgn).expect("write");
     let (ok, out, err) = learnbook(&["learn", "--book", s(&book), s(&file)]);
     assert!(ok, "{err}");
-    let lines: Vec<&str> = out.lines().filter(|l| l.starts_with("learnbook - opponent 0-1")).collect();
+    let lines: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("learnbook - opponent 0-1"))
+        .collect();
     assert_eq!(lines.len(), 3, "one line per game: {out}");
-    assert!(out.contains("book choice changed") || out.contains("book choices changed"), "three losses changed nothing: {out}");
+    assert!(
+        out.contains("book choice changed") || out.contains("book choices changed"),
+        "three losses changed nothing: {out}"
+    );
     assert!(err.contains("games read: 3, used: 3"), "{err}");
     let (ok, out, _) = learnbook(&["check", "--book", s(&book)]);
     assert!(ok, "{out}");

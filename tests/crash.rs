@@ -1,6 +1,8 @@
 //! A `learn` killed with SIGKILL leaves a book that opens and is consistent,
 //! and re-running it counts every game exactly once.
 
+mod common;
+
 use std::{
     io::Read,
     path::{Path, PathBuf},
@@ -9,44 +11,33 @@ use std::{
     time::{Duration, Instant},
 };
 
+use common::{bin, ok, positions, run, s, sample, shared};
 use rusqlite::{Connection, OpenFlags};
 use tempfile::TempDir;
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_learnbook")
-}
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn run(args: &[&str]) -> std::process::Output {
-    let out = Command::new(bin()).args(args).output().expect("run learnbook");
-    assert!(
-        !String::from_utf8_lossy(&out.stderr).contains("panicked"),
-        "learnbook panicked: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
 
 fn games_in(book: &Path) -> i64 {
     let c = Connection::open_with_flags(book, OpenFlags::SQLITE_OPEN_READ_ONLY).expect("open");
     c.busy_timeout(Duration::from_secs(10)).expect("timeout");
-    c.query_row("SELECT count(*) FROM games", [], |r| r.get(0)).expect("count")
+    c.query_row("SELECT count(*) FROM games", [], |r| r.get(0))
+        .expect("count")
 }
 
 /// `n` master games (not in the repo's sample) as a PGN file.
 fn learn_input(dir: &Path, n: usize) -> PathBuf {
     let mut bytes = Vec::new();
     flate2::read::MultiGzDecoder::new(
-        std::fs::File::open(repo().join("../shared/data/games/master-games.pgn.gz")).expect("master games"),
+        std::fs::File::open(shared().join("games/master-games.pgn.gz")).expect("master games"),
     )
     .take(40_000_000)
     .read_to_end(&mut bytes)
     .expect("read");
     // Game starts; the names may be Latin-1, so this works on bytes.
-    let starts: Vec<usize> = bytes.windows(8).enumerate().filter(|(_, w)| w == b"\n[Event ").map(|(i, _)| i + 1).collect();
+    let starts: Vec<usize> = bytes
+        .windows(8)
+        .enumerate()
+        .filter(|(_, w)| w == b"\n[Event ")
+        .map(|(i, _)| i + 1)
+        .collect();
     let (from, to) = (starts[30_000], starts[30_000 + n]);
     let path = dir.join("learn.pgn");
     std::fs::write(&path, &bytes[from..to]).expect("write");
@@ -54,28 +45,29 @@ fn learn_input(dir: &Path, n: usize) -> PathBuf {
 }
 
 fn build_sample(book: &Path) {
-    let out = run(&["build", "--book", book.to_str().expect("utf8"), repo().join("data/master-sample.pgn.gz").to_str().expect("utf8")]);
-    assert!(out.status.success(), "build failed: {}", String::from_utf8_lossy(&out.stderr));
+    ok(&["build", "--book", s(book), s(&sample())]);
 }
 
 fn check(book: &Path) {
-    let out = run(&["check", "--book", book.to_str().expect("utf8")]);
-    assert!(
-        out.status.success(),
-        "check failed: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ok(&["check", "--book", s(book)]);
 }
 
-/// Every position's counts, value and choice, for comparing two books.
-fn dump(book: &Path) -> Vec<(i64, Option<i64>, i64, i64, i64, f64, Option<i64>)> {
-    let c = Connection::open(book).expect("open");
-    let mut s = c.prepare("SELECT key, depth, white, draws, black, value, best FROM positions ORDER BY key").expect("prep");
-    let rows = s
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?)))
-        .expect("query");
-    rows.map(|r| r.expect("row")).collect()
+/// Starts `learnbook build` of `input` into `book` and SIGKILLs it after
+/// `wait`, asserting that it was still running then.
+fn kill_build_after(book: &Path, input: &Path, wait: Duration) {
+    let mut child = Command::new(bin())
+        .args(["build", "--book", s(book), s(input)])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    thread::sleep(wait);
+    assert!(
+        child.try_wait().expect("wait").is_none(),
+        "build finished before it could be killed"
+    );
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reap");
 }
 
 /// The "skipped N  duplicate game" count of a summary.
@@ -98,15 +90,19 @@ fn sigkill_during_learn_loses_nothing() {
     let base = games_in(&book);
 
     // The reference learns everything without interruption.
-    let out = run(&["learn", "--quiet", "--book", reference.to_str().expect("utf8"), input.to_str().expect("utf8")]);
+    let out = run(&["learn", "--quiet", "--book", s(&reference), s(&input)]);
     assert!(out.status.success());
     let internal_dups = duplicates(&String::from_utf8_lossy(&out.stderr));
     let all = games_in(&reference);
-    assert!(all - base >= 2900, "expected ~3000 new games, got {}", all - base);
+    assert!(
+        all - base >= 2900,
+        "expected ~3000 new games, got {}",
+        all - base
+    );
 
     // Kill the learner part-way.
     let mut child = Command::new(bin())
-        .args(["learn", "--quiet", "--book", book.to_str().expect("utf8"), input.to_str().expect("utf8")])
+        .args(["learn", "--quiet", "--book", s(&book), s(&input)])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -117,21 +113,35 @@ fn sigkill_during_learn_loses_nothing() {
         if n >= 200 {
             break;
         }
-        assert!(start.elapsed() < Duration::from_secs(120), "learn made no progress");
-        assert!(child.try_wait().expect("wait").is_none(), "learn finished before it could be killed");
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "learn made no progress"
+        );
+        assert!(
+            child.try_wait().expect("wait").is_none(),
+            "learn finished before it could be killed"
+        );
         thread::sleep(Duration::from_millis(2));
     }
-    assert!(child.try_wait().expect("wait").is_none(), "learn finished before it could be killed");
+    assert!(
+        child.try_wait().expect("wait").is_none(),
+        "learn finished before it could be killed"
+    );
     child.kill().expect("SIGKILL");
     child.wait().expect("reap");
     let partial = games_in(&book);
-    assert!(partial > base && partial < all, "killed run added {} of {} games", partial - base, all - base);
+    assert!(
+        partial > base && partial < all,
+        "killed run added {} of {} games",
+        partial - base,
+        all - base
+    );
 
     // The book opens, and its counts and values are consistent.
     check(&book);
 
     // Running learn again finishes the job, counting every game once.
-    let out = run(&["learn", "--quiet", "--book", book.to_str().expect("utf8"), input.to_str().expect("utf8")]);
+    let out = run(&["learn", "--quiet", "--book", s(&book), s(&input)]);
     assert!(out.status.success());
     let summary = String::from_utf8_lossy(&out.stderr);
     assert_eq!(
@@ -141,26 +151,20 @@ fn sigkill_during_learn_loses_nothing() {
     );
     assert_eq!(games_in(&book), all);
     check(&book);
-    assert!(dump(&book) == dump(&reference), "interrupted + resumed book differs from the uninterrupted one");
+    assert!(
+        positions(&book) == positions(&reference),
+        "interrupted + resumed book differs from the uninterrupted one"
+    );
 }
 
 #[test]
 fn sigkill_during_build_leaves_the_old_book_or_none() {
     let dir = TempDir::new().expect("tmp");
-    let master = repo().join("../shared/data/games/master-games.pgn.gz");
+    let master = shared().join("games/master-games.pgn.gz");
     // A new book: killed before the end, there is no book, only the
     // temporary file, and a new build succeeds.
     let fresh = dir.path().join("fresh.sqlite");
-    let mut child = Command::new(bin())
-        .args(["build", "--book", fresh.to_str().expect("utf8"), master.to_str().expect("utf8")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    thread::sleep(Duration::from_millis(1500));
-    assert!(child.try_wait().expect("wait").is_none(), "build finished before it could be killed");
-    child.kill().expect("SIGKILL");
-    child.wait().expect("reap");
+    kill_build_after(&fresh, &master, Duration::from_millis(1500));
     assert!(!fresh.exists(), "a killed build left a book behind");
     build_sample(&fresh);
     check(&fresh);
@@ -169,19 +173,13 @@ fn sigkill_during_build_leaves_the_old_book_or_none() {
     // leaves the book exactly as it was.
     let book = dir.path().join("book.sqlite");
     build_sample(&book);
-    let before = dump(&book);
+    let before = positions(&book);
     let games = games_in(&book);
-    let mut child = Command::new(bin())
-        .args(["build", "--book", book.to_str().expect("utf8"), master.to_str().expect("utf8")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    thread::sleep(Duration::from_millis(4000));
-    assert!(child.try_wait().expect("wait").is_none(), "build finished before it could be killed");
-    child.kill().expect("SIGKILL");
-    child.wait().expect("reap");
+    kill_build_after(&book, &master, Duration::from_millis(4000));
     check(&book);
     assert_eq!(games_in(&book), games);
-    assert!(dump(&book) == before, "a killed build changed the book");
+    assert!(
+        positions(&book) == before,
+        "a killed build changed the book"
+    );
 }

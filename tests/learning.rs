@@ -2,8 +2,11 @@
 //! lose sink, lines that win stay, one lucky game does not win, and many
 //! losses as White do not make the book believe every White move loses.
 
-use std::path::{Path, PathBuf};
+mod common;
 
+use std::path::Path;
+
+use common::{sample, shared};
 use learnbook::book::{
     build::build_book,
     ingest::{open_input, Filter, Game, GameStream, RawGame},
@@ -11,25 +14,21 @@ use learnbook::book::{
     select::{choose, Mode},
     Book, BookSettings,
 };
-use rand::{rngs::StdRng, Rng, SeedableRng};
 use pgn_reader::{KnownOutcome, Outcome};
+use rand::{rngs::StdRng, Rng, SeedableRng};
 use shakmaty::{san::SanPlus, Chess, Color, Move, Position};
 use tempfile::TempDir;
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn sample() -> PathBuf {
-    repo().join("data/master-sample.pgn.gz")
-}
-
-fn master() -> PathBuf {
-    repo().join("../shared/data/games/master-games.pgn.gz")
+fn master() -> std::path::PathBuf {
+    shared().join("games/master-games.pgn.gz")
 }
 
 fn filter() -> Filter {
-    Filter { max_ply: 40, min_elo: None, allow_duplicates: false }
+    Filter {
+        max_ply: 40,
+        min_elo: None,
+        allow_duplicates: false,
+    }
 }
 
 /// A fresh book built from the repo's sample of master games.
@@ -44,15 +43,19 @@ fn game(moves: &[Move], result: &str, round: usize) -> Game {
     let mut pos = Chess::default();
     let mut sans = Vec::new();
     for m in moves {
-        sans.push(SanPlus::from_move_and_play_unchecked(&mut pos, m.clone()));
+        sans.push(SanPlus::from_move_and_play_unchecked(&mut pos, *m));
     }
     let raw = RawGame {
         white: "learnbook".into(),
         black: "opponent".into(),
         result_tag: Some(result.into()),
         outcome: Some(match result {
-            "1-0" => Outcome::Known(KnownOutcome::Decisive { winner: Color::White }),
-            "0-1" => Outcome::Known(KnownOutcome::Decisive { winner: Color::Black }),
+            "1-0" => Outcome::Known(KnownOutcome::Decisive {
+                winner: Color::White,
+            }),
+            "0-1" => Outcome::Known(KnownOutcome::Decisive {
+                winner: Color::Black,
+            }),
             "1/2-1/2" => Outcome::Known(KnownOutcome::Draw),
             _ => Outcome::Unknown,
         }),
@@ -71,7 +74,7 @@ fn book_line(book: &Book, plies: usize) -> Vec<Move> {
     while line.len() < plies {
         match choose(book, &pos, Mode::Best, &mut rng).expect("choose") {
             Some(m) => {
-                pos.play_unchecked(m.clone());
+                pos.play_unchecked(m);
                 line.push(m);
             }
             None => break,
@@ -92,7 +95,7 @@ fn white_follows(book: &Book, line: &[Move]) -> usize {
                 return i;
             }
         }
-        pos.play_unchecked(m.clone());
+        pos.play_unchecked(*m);
     }
     line.len()
 }
@@ -103,8 +106,19 @@ fn assert_exact(book: &Book, context: &str) {
     let mut fresh = book.load_graph().expect("load");
     fresh.evaluate(&book.settings.params);
     for (i, (a, b)) in stored.nodes.iter().zip(&fresh.nodes).enumerate() {
-        assert_eq!(a.value.to_bits(), b.value.to_bits(), "{context}: value of {:016x}: {} vs {}", a.key, a.value, b.value);
-        assert_eq!(stored.best[i], fresh.best[i], "{context}: choice of {:016x}", a.key);
+        assert_eq!(
+            a.value.to_bits(),
+            b.value.to_bits(),
+            "{context}: value of {:016x}: {} vs {}",
+            a.key,
+            a.value,
+            b.value
+        );
+        assert_eq!(
+            stored.best[i], fresh.best[i],
+            "{context}: choice of {:016x}",
+            a.key
+        );
     }
 }
 
@@ -149,30 +163,60 @@ fn losing_line_sinks_winning_line_stays() {
     let dir = TempDir::new().expect("tmp");
     let mut book = sample_book(&dir);
     let line = book_line(&book, 16);
-    assert!(line.len() >= 6, "the sample book plays at least 6 plies: {}", line.len());
+    assert!(
+        line.len() >= 6,
+        "the sample book plays at least 6 plies: {}",
+        line.len()
+    );
     assert_eq!(white_follows(&book, &line), line.len());
     let root = polyglot_key(&Chess::default());
     let first = learnbook::book::keys::MoveCode::from_move(&line[0]);
-    let q_first = |b: &Book| b.moves(root).expect("moves").iter().find(|m| m.mv == first).and_then(|m| m.q).expect("q");
+    let q_first = |b: &Book| {
+        b.moves(root)
+            .expect("moves")
+            .iter()
+            .find(|m| m.mv == first)
+            .and_then(|m| m.q)
+            .expect("q")
+    };
     let q_before = q_first(&book);
 
     // (b) The line keeps winning: White keeps playing it, and its value rises.
     let copy = dir.path().join("won.sqlite");
-    book.conn.execute("VACUUM INTO ?1", [copy.to_str().expect("utf8")]).expect("copy");
+    book.conn
+        .execute("VACUUM INTO ?1", [copy.to_str().expect("utf8")])
+        .expect("copy");
     let mut won = Book::open(&copy).expect("open copy");
     for r in 0..3 {
-        won.add_game(&game(&line, "1-0", 100 + r), "test").expect("add").expect("new");
-        assert_eq!(white_follows(&won, &line), line.len(), "after win {r} White left its winning line");
+        won.add_game(&game(&line, "1-0", 100 + r), "test")
+            .expect("add")
+            .expect("new");
+        assert_eq!(
+            white_follows(&won, &line),
+            line.len(),
+            "after win {r} White left its winning line"
+        );
     }
-    assert!(q_first(&won) > q_before, "the winning first move did not rise");
+    assert!(
+        q_first(&won) > q_before,
+        "the winning first move did not rise"
+    );
 
     // (a) The same line loses three games: White no longer plays into it.
     for r in 0..3 {
-        book.add_game(&game(&line, "0-1", r), "test").expect("add").expect("new");
+        book.add_game(&game(&line, "0-1", r), "test")
+            .expect("add")
+            .expect("new");
     }
     let follows = white_follows(&book, &line);
-    assert!(follows < line.len(), "White still plays the line it lost three times");
-    assert!(q_first(&book) < q_before, "the losing first move did not sink");
+    assert!(
+        follows < line.len(),
+        "White still plays the line it lost three times"
+    );
+    assert!(
+        q_first(&book) < q_before,
+        "the losing first move did not sink"
+    );
     assert_exact(&book, "after the losses");
 }
 
@@ -181,21 +225,40 @@ fn one_lucky_game_does_not_outrank_a_solid_line() {
     let dir = TempDir::new().expect("tmp");
     let mut book = sample_book(&dir);
     let pos = Chess::default();
-    let before = book.stored_best(polyglot_key(&pos)).expect("q").expect("a root choice");
+    let before = book
+        .stored_best(polyglot_key(&pos))
+        .expect("q")
+        .expect("a root choice");
     // 1. h4 is not in the sample; one brilliant win with it.
     let mut p = Chess::default();
     let mut moves = Vec::new();
-    for uci in ["h2h4", "e7e5", "h1h3", "d8h4", "h3e3", "f8c5", "e3e5", "e8f8", "e5e8"] {
+    for uci in [
+        "h2h4", "e7e5", "h1h3", "d8h4", "h3e3", "f8c5", "e3e5", "e8f8", "e5e8",
+    ] {
         let m = learnbook::book::ingest::parse_uci(&p, uci).expect("legal");
-        p.play_unchecked(m.clone());
+        p.play_unchecked(m);
         moves.push(m);
     }
-    book.add_game(&game(&moves, "1-0", 1), "lucky").expect("add").expect("new");
-    let after = book.stored_best(polyglot_key(&pos)).expect("q").expect("a root choice");
-    assert_eq!(after, before, "one won game with 1. h4 changed the root choice");
+    book.add_game(&game(&moves, "1-0", 1), "lucky")
+        .expect("add")
+        .expect("new");
+    let after = book
+        .stored_best(polyglot_key(&pos))
+        .expect("q")
+        .expect("a root choice");
+    assert_eq!(
+        after, before,
+        "one won game with 1. h4 changed the root choice"
+    );
     let root_moves = book.moves(polyglot_key(&pos)).expect("moves");
-    let h4 = root_moves.iter().find(|m| m.uci == "h2h4").expect("h4 is in the book now");
-    let best = root_moves.iter().find(|m| m.mv == before).expect("best move");
+    let h4 = root_moves
+        .iter()
+        .find(|m| m.uci == "h2h4")
+        .expect("h4 is in the book now");
+    let best = root_moves
+        .iter()
+        .find(|m| m.mv == before)
+        .expect("best move");
     assert!(best.child_games >= 100, "the choice has solid evidence");
     // One won game is worth at most 1/(1+K): far from a win.
     assert!(h4.q.expect("q") <= 1.0 / (1.0 + book.settings.params.prior_games) + 1e-12);
@@ -208,29 +271,42 @@ fn hossa_failure_does_not_happen() {
     let mut book = sample_book(&dir);
     let start = Chess::default();
     let root = polyglot_key(&start);
-    let solid: Vec<(String, u32)> =
-        book.moves(root).expect("moves").into_iter().map(|m| (m.uci, m.child_games)).collect();
+    let solid: Vec<(String, u32)> = book
+        .moves(root)
+        .expect("moves")
+        .into_iter()
+        .map(|m| (m.uci, m.child_games))
+        .collect();
     let mut rng = StdRng::seed_from_u64(7);
     let first_moves: Vec<Move> = start.legal_moves().into_iter().collect();
     for i in 0..200 {
         let mut pos = start.clone();
-        let mut moves = vec![first_moves[i % first_moves.len()].clone()];
-        pos.play_unchecked(moves[0].clone());
+        let mut moves = vec![first_moves[i % first_moves.len()]];
+        pos.play_unchecked(moves[0]);
         for _ in 0..11 {
             let legal = pos.legal_moves();
             if legal.is_empty() {
                 break;
             }
-            let m = legal[rng.random_range(0..legal.len())].clone();
-            pos.play_unchecked(m.clone());
+            let m = legal[rng.random_range(0..legal.len())];
+            pos.play_unchecked(m);
             moves.push(m);
         }
-        book.add_game(&game(&moves, "0-1", i), "losses").expect("add").expect("new");
+        book.add_game(&game(&moves, "0-1", i), "losses")
+            .expect("add")
+            .expect("new");
         if i % 25 == 24 {
-            let choice = book.stored_best(root).expect("q").expect("White still has a book move");
+            let choice = book
+                .stored_best(root)
+                .expect("q")
+                .expect("White still has a book move");
             let uci = learnbook::book::keys::uci_of(&choice.to_move(&start).expect("legal"));
             let games_before = solid.iter().find(|(u, _)| *u == uci).map_or(0, |(_, n)| *n);
-            assert!(games_before >= 100, "after {} losses the book chose {uci}, which had {games_before} games", i + 1);
+            assert!(
+                games_before >= 100,
+                "after {} losses the book chose {uci}, which had {games_before} games",
+                i + 1
+            );
             let v = book.position(root).expect("q").expect("root").value;
             let p = book.settings.params;
             assert!(v >= p.deviation && v < 1.0, "root value {v} outside [D, 1)");
@@ -238,4 +314,3 @@ fn hossa_failure_does_not_happen() {
     }
     assert_exact(&book, "after 200 losses");
 }
-

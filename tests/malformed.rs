@@ -3,17 +3,19 @@
 //! games. Each valid game is used, each bad one skipped with its reason, and
 //! nothing panics. (`polyglot make-book` stops at the first illegal move.)
 
+mod common;
+
 use std::{
     collections::BTreeMap,
     path::{Path, PathBuf},
-    process::Command,
 };
 
+use common::{ok, repo, s};
 use rusqlite::Connection;
 use tempfile::TempDir;
 
 fn corpus(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/corpus").join(name)
+    repo().join("tests/corpus").join(name)
 }
 
 struct Run {
@@ -28,33 +30,47 @@ struct Run {
 fn build(dir: &Path, files: &[PathBuf]) -> Run {
     let book = dir.join(format!("book-{}.sqlite", files.len()));
     let _ = std::fs::remove_file(&book);
-    let out = Command::new(env!("CARGO_BIN_EXE_learnbook"))
-        .args(["build", "--book", book.to_str().expect("utf-8")])
-        .args(files)
-        .output()
-        .expect("run learnbook");
-    let summary = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "build failed: {summary}");
-    assert!(!summary.contains("panicked"), "{summary}");
-    let first = summary.lines().find(|l| l.starts_with("games read:")).expect("summary");
+    let mut args = vec!["build", "--book", s(&book)];
+    args.extend(files.iter().map(|f| s(f)));
+    let summary = String::from_utf8_lossy(&ok(&args).stderr).into_owned();
+    let first = summary
+        .lines()
+        .find(|l| l.starts_with("games read:"))
+        .expect("summary");
     let num = |label: &str| -> u64 {
-        first.split(label).nth(1).and_then(|r| r.trim().split([',', ' ']).next()).and_then(|n| n.parse().ok()).expect(label)
+        first
+            .split(label)
+            .nth(1)
+            .and_then(|r| r.trim().split([',', ' ']).next())
+            .and_then(|n| n.parse().ok())
+            .expect(label)
     };
     let mut reasons = BTreeMap::new();
-    for line in summary.lines().filter(|l| l.trim_start().starts_with("skipped ")) {
+    for line in summary
+        .lines()
+        .filter(|l| l.trim_start().starts_with("skipped "))
+    {
         let mut words = line.split_whitespace().skip(1);
         let n: u64 = words.next().and_then(|n| n.parse().ok()).expect("count");
         reasons.insert(words.collect::<Vec<_>>().join(" "), n);
     }
-    let check = Command::new(env!("CARGO_BIN_EXE_learnbook"))
-        .args(["check", "--book", book.to_str().expect("utf-8")])
-        .output()
-        .expect("check");
-    assert!(check.status.success(), "{}", String::from_utf8_lossy(&check.stdout));
+    ok(&["check", "--book", s(&book)]);
     let conn = Connection::open(&book).expect("open");
-    let mut stmt = conn.prepare("SELECT white FROM games ORDER BY white").expect("prep");
-    let whites = stmt.query_map([], |r| r.get(0)).expect("q").map(|r| r.expect("row")).collect();
-    Run { read: num("games read:"), used: num("used:"), reasons, whites, summary }
+    let mut stmt = conn
+        .prepare("SELECT white FROM games ORDER BY white")
+        .expect("prep");
+    let whites = stmt
+        .query_map([], |r| r.get(0))
+        .expect("q")
+        .map(|r| r.expect("row"))
+        .collect();
+    Run {
+        read: num("games read:"),
+        used: num("used:"),
+        reasons,
+        whites,
+        summary,
+    }
 }
 
 fn reasons(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
@@ -64,7 +80,11 @@ fn reasons(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
 /// Every used game is a valid one (or the documented junk-token case).
 fn assert_only_valid(run: &Run) {
     for w in &run.whites {
-        assert!(w.starts_with("Valid-") || w == "Bad-junk-tokens-skipped", "a bad game was used: {w}\n{}", run.summary);
+        assert!(
+            w.starts_with("Valid-") || w == "Bad-junk-tokens-skipped",
+            "a bad game was used: {w}\n{}",
+            run.summary
+        );
     }
 }
 
@@ -76,7 +96,13 @@ fn mixed_file_skips_each_bad_game_with_its_reason() {
     // 13 valid master games, and the game whose junk tokens pgn-reader skips
     // (what remains, 1. e4 e5, is legal).
     assert_eq!(run.used, 14, "{}", run.summary);
-    assert_eq!(run.whites.iter().filter(|w| w.starts_with("Valid-")).count(), 13);
+    assert_eq!(
+        run.whites
+            .iter()
+            .filter(|w| w.starts_with("Valid-"))
+            .count(),
+        13
+    );
     assert_only_valid(&run);
     assert_eq!(
         run.reasons,
@@ -95,7 +121,11 @@ fn mixed_file_skips_each_bad_game_with_its_reason() {
         "{}",
         run.summary
     );
-    assert!(run.summary.contains("illegal move \"Ke3\" at ply 3"), "{}", run.summary);
+    assert!(
+        run.summary.contains("illegal move \"Ke3\" at ply 3"),
+        "{}",
+        run.summary
+    );
 }
 
 #[test]
@@ -103,14 +133,27 @@ fn annotations_nesting_bom_crlf_and_latin1_are_valid() {
     let dir = TempDir::new().expect("tmp");
     for (file, used) in [("annotated.pgn", 3), ("bom-crlf.pgn", 2), ("latin1.pgn", 2)] {
         let run = build(dir.path(), &[corpus(file)]);
-        assert_eq!((run.read, run.used), (used, used), "{file}: {}", run.summary);
+        assert_eq!(
+            (run.read, run.used),
+            (used, used),
+            "{file}: {}",
+            run.summary
+        );
         assert!(run.reasons.is_empty(), "{file}: {}", run.summary);
         assert_only_valid(&run);
         if file == "latin1.pgn" {
-            assert!(run.whites.iter().any(|w| w == "Valid-latin1 M\u{fffd}ller"), "{:?}", run.whites);
+            assert!(
+                run.whites.iter().any(|w| w == "Valid-latin1 M\u{fffd}ller"),
+                "{:?}",
+                run.whites
+            );
         }
         if file == "annotated.pgn" {
-            assert!(run.whites.iter().any(|w| w == "Valid-nested"), "2,000 nested variations: {:?}", run.whites);
+            assert!(
+                run.whites.iter().any(|w| w == "Valid-nested"),
+                "2,000 nested variations: {:?}",
+                run.whites
+            );
         }
     }
 }
@@ -118,7 +161,9 @@ fn annotations_nesting_bom_crlf_and_latin1_are_valid() {
 #[test]
 fn empty_truncated_garbage_and_cut_inputs() {
     let dir = TempDir::new().expect("tmp");
-    let cases: [(&str, u64, u64, &[(&str, u64)]); 5] = [
+    // (file, games read, games used, skip reasons)
+    type Case<'a> = (&'a str, u64, u64, &'a [(&'a str, u64)]);
+    let cases: [Case; 5] = [
         ("empty.pgn", 0, 0, &[]),
         ("whitespace.pgn", 0, 0, &[]),
         ("truncated.pgn", 2, 1, &[("truncated game", 1)]),
@@ -129,7 +174,12 @@ fn empty_truncated_garbage_and_cut_inputs() {
     ];
     for (file, read, used, why) in cases {
         let run = build(dir.path(), &[corpus(file)]);
-        assert_eq!((run.read, run.used), (read, used), "{file}: {}", run.summary);
+        assert_eq!(
+            (run.read, run.used),
+            (read, used),
+            "{file}: {}",
+            run.summary
+        );
         assert_eq!(run.reasons, reasons(why), "{file}: {}", run.summary);
         assert_only_valid(&run);
     }

@@ -2,41 +2,17 @@
 //! the reference book shipped in ../shared/data, GNU Chess's book, and
 //! python-chess as an independent reader.
 
+mod common;
+
 use std::{
     collections::{HashMap, HashSet},
     path::{Path, PathBuf},
     process::Command,
 };
 
+use common::{ok, repo, run as learnbook, s, sample, sample_text, shared};
 use rusqlite::Connection;
 use tempfile::TempDir;
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_learnbook")
-}
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn shared() -> PathBuf {
-    repo().join("../shared/data")
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().expect("utf-8 path")
-}
-
-fn learnbook(args: &[&str]) -> std::process::Output {
-    let out = Command::new(bin()).args(args).output().expect("run learnbook");
-    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"), "{}", String::from_utf8_lossy(&out.stderr));
-    out
-}
-
-fn ok(args: &[&str]) {
-    let out = learnbook(args);
-    assert!(out.status.success(), "learnbook {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
-}
 
 /// (key, move, weight, learn) entries of a .bin, read here independently.
 fn entries(path: &Path) -> Vec<(u64, u16, u16, u32)> {
@@ -54,6 +30,36 @@ fn entries(path: &Path) -> Vec<(u64, u16, u16, u32)> {
         .collect()
 }
 
+/// `build --allow-duplicates` (max ply 40) and `export --weights polyglot`,
+/// the counterpart of `polyglot make-book -max-ply 40 -min-game N`.
+/// Returns the book and the .bin.
+fn as_polyglot_makes_it(dir: &Path, pgn: &Path, min_games: u32) -> (PathBuf, PathBuf) {
+    let book = dir.join("book.sqlite");
+    let bin = dir.join("ours.bin");
+    ok(&[
+        "build",
+        "--allow-duplicates",
+        "--max-ply",
+        "40",
+        "--book",
+        s(&book),
+        s(pgn),
+    ]);
+    let n = min_games.to_string();
+    ok(&[
+        "export",
+        "--book",
+        s(&book),
+        "--polyglot",
+        s(&bin),
+        "--weights",
+        "polyglot",
+        "--min-games",
+        &n,
+    ]);
+    (book, bin)
+}
+
 fn polyglot_bin() -> &'static str {
     "/usr/games/polyglot"
 }
@@ -62,19 +68,33 @@ fn polyglot_bin() -> &'static str {
 fn export_is_read_by_python_chess() {
     let dir = TempDir::new().expect("tmp");
     let book = dir.path().join("book.sqlite");
-    ok(&["build", "--book", s(&book), s(&repo().join("data/master-sample.pgn.gz"))]);
+    ok(&["build", "--book", s(&book), s(&sample())]);
     for weights in ["polyglot", "value", "games"] {
         let out_bin = dir.path().join(format!("{weights}.bin"));
-        ok(&["export", "--book", s(&book), "--polyglot", s(&out_bin), "--weights", weights, "--min-games", "1"]);
+        ok(&[
+            "export",
+            "--book",
+            s(&book),
+            "--polyglot",
+            s(&out_bin),
+            "--weights",
+            weights,
+            "--min-games",
+            "1",
+        ]);
         let n = entries(&out_bin).len();
         assert!(n > 20_000, "{weights}: only {n} entries");
         let out = Command::new("python3")
             .arg(repo().join("tests/py/verify_polyglot.py"))
-            .args([s(&out_bin), s(&repo().join("data/master-sample.pgn.gz"))])
+            .args([s(&out_bin), s(&sample())])
             .output()
             .expect("python3");
         let report = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "python-chess rejects the {weights} export: {report}{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "python-chess rejects the {weights} export: {report}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         assert!(report.contains(&format!("entries: {n},")), "{report}");
         assert!(report.contains("illegal: 0, unknown keys: 0"), "{report}");
     }
@@ -84,44 +104,53 @@ fn export_is_read_by_python_chess() {
 fn same_entries_as_polyglot_make_book_run_here() {
     let dir = TempDir::new().expect("tmp");
     let pgn = dir.path().join("sample.pgn");
-    let mut text = Vec::new();
-    std::io::Read::read_to_end(
-        &mut flate2::read::MultiGzDecoder::new(std::fs::File::open(repo().join("data/master-sample.pgn.gz")).expect("sample")),
-        &mut text,
-    )
-    .expect("gunzip");
+    let text = sample_text();
     std::fs::write(&pgn, text).expect("write");
     let theirs = dir.path().join("polyglot.bin");
     let status = Command::new(polyglot_bin())
-        .args(["make-book", "-pgn", s(&pgn), "-bin", s(&theirs), "-max-ply", "40", "-min-game", "1"])
+        .args([
+            "make-book",
+            "-pgn",
+            s(&pgn),
+            "-bin",
+            s(&theirs),
+            "-max-ply",
+            "40",
+            "-min-game",
+            "1",
+        ])
         .output()
         .expect("polyglot is installed (.ci/run installs it)");
     assert!(status.status.success());
-    let book = dir.path().join("book.sqlite");
-    let ours = dir.path().join("ours.bin");
-    ok(&["build", "--allow-duplicates", "--book", s(&book), s(&pgn)]);
-    ok(&["export", "--book", s(&book), "--polyglot", s(&ours), "--weights", "polyglot", "--min-games", "1"]);
+    let (_, ours) = as_polyglot_makes_it(dir.path(), &pgn, 1);
     let a: HashSet<_> = entries(&ours).into_iter().collect();
     let b: HashSet<_> = entries(&theirs).into_iter().collect();
     assert!(b.len() > 20_000);
     assert_eq!(a.len(), b.len());
-    assert!(a == b, "{} entries only ours, {} only polyglot's", a.difference(&b).count(), b.difference(&a).count());
+    assert!(
+        a == b,
+        "{} entries only ours, {} only polyglot's",
+        a.difference(&b).count(),
+        b.difference(&a).count()
+    );
 }
 
 #[test]
 fn same_book_as_polyglot_on_the_master_games() {
     let dir = TempDir::new().expect("tmp");
-    let book = dir.path().join("master.sqlite");
-    let ours = dir.path().join("ours.bin");
-    ok(&["build", "--allow-duplicates", "--max-ply", "40", "--book", s(&book), s(&shared().join("games/master-games.pgn.gz"))]);
-    ok(&["export", "--book", s(&book), "--polyglot", s(&ours), "--weights", "polyglot", "--min-games", "3"]);
+    let (book, ours) =
+        as_polyglot_makes_it(dir.path(), &shared().join("games/master-games.pgn.gz"), 3);
     let key = |e: &(u64, u16, u16, u32)| (e.0, e.1, e.2);
     let a: HashSet<_> = entries(&ours).iter().map(key).collect();
     let reference = entries(&shared().join("polyglot/master-games-maxply40-mingame3.bin"));
     let b: HashSet<_> = reference.iter().map(key).collect();
     let same = a.intersection(&b).count();
     let share = same as f64 / b.len() as f64;
-    eprintln!("{same} of {} reference entries equal: {:.3}%", b.len(), 100.0 * share);
+    eprintln!(
+        "{same} of {} reference entries equal: {:.3}%",
+        b.len(),
+        100.0 * share
+    );
     assert!(share >= 0.999, "only {:.3}% equal", 100.0 * share);
     // Every difference is in a position where Polyglot halved its counts:
     // some move there was played in 16,384 games or more.
@@ -129,10 +158,17 @@ fn same_book_as_polyglot_on_the_master_games() {
     let mut most: HashMap<u64, i64> = HashMap::new();
     for &(k, _, _) in a.symmetric_difference(&b) {
         let n = *most.entry(k).or_insert_with(|| {
-            conn.query_row("SELECT max(white + draws + black) FROM moves WHERE parent = ?1", [k as i64], |r| r.get(0))
-                .expect("query")
+            conn.query_row(
+                "SELECT max(white + draws + black) FROM moves WHERE parent = ?1",
+                [k as i64],
+                |r| r.get(0),
+            )
+            .expect("query")
         });
-        assert!(n >= 16_384, "entry of {k:016x} differs, but its most played move has only {n} games");
+        assert!(
+            n >= 16_384,
+            "entry of {k:016x} differs, but its most played move has only {n} games"
+        );
     }
     assert!(most.len() <= 5, "differences in {} positions", most.len());
 }
@@ -144,7 +180,15 @@ fn gnuchess_book_round_trip() {
     let out_bin = dir.path().join("gnu.bin");
     let original = shared().join("polyglot/gnuchess-book.bin");
     ok(&["import", "--book", s(&book), "--polyglot", s(&original)]);
-    ok(&["export", "--book", s(&book), "--polyglot", s(&out_bin), "--weights", "imported"]);
+    ok(&[
+        "export",
+        "--book",
+        s(&book),
+        "--polyglot",
+        s(&out_bin),
+        "--weights",
+        "imported",
+    ]);
     let mut a = entries(&out_bin);
     let mut b = entries(&original);
     assert_eq!(a.len(), b.len());
@@ -156,7 +200,11 @@ fn gnuchess_book_round_trip() {
     let out = learnbook(&["choose", "--book", s(&book)]);
     assert!(out.status.success());
     let chosen = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    let start = b.iter().filter(|e| e.0 == 0x463b96181691fc9c).max_by_key(|e| e.2).expect("start entries");
+    let start = b
+        .iter()
+        .filter(|e| e.0 == 0x463b96181691fc9c)
+        .max_by_key(|e| e.2)
+        .expect("start entries");
     let to = start.1 & 63;
     let from = (start.1 >> 6) & 63;
     let sq = |x: u16| format!("{}{}", (b'a' + (x % 8) as u8) as char, x / 8 + 1);
@@ -167,13 +215,17 @@ fn gnuchess_book_round_trip() {
 fn a_broken_polyglot_file_is_a_clear_error_and_changes_nothing() {
     let dir = TempDir::new().expect("tmp");
     let book = dir.path().join("book.sqlite");
-    ok(&["build", "--book", s(&book), s(&repo().join("data/master-sample.pgn.gz"))]);
+    ok(&["build", "--book", s(&book), s(&sample())]);
     let before = learnbook(&["stats", "--book", s(&book)]).stdout;
     let broken = dir.path().join("broken.bin");
     std::fs::write(&broken, vec![7u8; 16 * 10 + 5]).expect("write");
     let out = learnbook(&["import", "--book", s(&book), "--polyglot", s(&broken)]);
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("not a multiple of 16"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not a multiple of 16"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(learnbook(&["stats", "--book", s(&book)]).stdout, before);
     ok(&["check", "--book", s(&book)]);
 }

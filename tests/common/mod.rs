@@ -1,0 +1,93 @@
+//! Helpers shared by the integration tests: paths, running the binary,
+//! reading a book back.
+#![allow(dead_code)] // each test crate uses a different subset
+
+use std::{
+    io::Read,
+    path::{Path, PathBuf},
+    process::{Command, Output},
+};
+
+use rusqlite::Connection;
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_learnbook")
+}
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The 1,458 master games the repository ships.
+pub fn sample() -> PathBuf {
+    repo().join("data/master-sample.pgn.gz")
+}
+
+/// `../shared/data`.
+pub fn shared() -> PathBuf {
+    repo().join("../shared/data")
+}
+
+pub fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+/// Runs `learnbook` and fails the test if it panicked.
+pub fn run(args: &[&str]) -> Output {
+    let out = Command::new(bin())
+        .args(args)
+        .output()
+        .expect("run learnbook");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.contains("panicked"),
+        "learnbook {args:?} panicked: {stderr}"
+    );
+    out
+}
+
+/// Runs `learnbook` and fails the test unless it succeeded.
+pub fn ok(args: &[&str]) -> Output {
+    let out = run(args);
+    assert!(
+        out.status.success(),
+        "learnbook {args:?} failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The sample's PGN text, decompressed.
+pub fn sample_text() -> Vec<u8> {
+    let mut text = Vec::new();
+    flate2::read::MultiGzDecoder::new(std::fs::File::open(sample()).expect("sample"))
+        .read_to_end(&mut text)
+        .expect("gunzip");
+    text
+}
+
+/// One position as stored: key, depth, white, draws, black, value, best.
+pub type PositionRow = (i64, Option<i64>, i64, i64, i64, f64, Option<i64>);
+
+/// Every position's counts, value and choice, in key order.
+pub fn positions(book: &Path) -> Vec<PositionRow> {
+    let c = Connection::open(book).expect("open");
+    let mut st = c
+        .prepare("SELECT key, depth, white, draws, black, value, best FROM positions ORDER BY key")
+        .expect("prep");
+    let rows = st
+        .query_map([], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+                r.get(6)?,
+            ))
+        })
+        .expect("query");
+    rows.map(|r| r.expect("row")).collect()
+}
