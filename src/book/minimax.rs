@@ -203,6 +203,7 @@ pub fn node_value<'a>(
 }
 
 /// The whole book in memory, for full evaluation and `check`.
+#[derive(Clone)]
 pub struct Graph {
     pub nodes: Vec<NodeInfo>,
     pub best: Vec<Option<MoveCode>>,

@@ -48,16 +48,7 @@ pub fn show(book: &Book, pos: &Chess) -> Result<String> {
         node.value
     )?;
     let moves = book.moves(key)?;
-    let best = if moves.iter().any(|m| m.child_games > 0) {
-        best_of(&moves, book)
-    } else {
-        // An imported book has no games: the choice is the highest weight.
-        moves
-            .iter()
-            .filter(|m| m.weight.unwrap_or(0) > 0)
-            .max_by_key(|m| m.weight)
-            .map(|m| m.mv)
-    };
+    let best = best_of(&moves, book);
     let d = book.settings.params.deviation;
     writeln!(
         s,

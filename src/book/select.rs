@@ -66,11 +66,7 @@ pub fn choose<R: Rng>(book: &Book, pos: &Chess, mode: Mode, rng: &mut R) -> Resu
     let has_games = moves.iter().any(|m| m.child_games > 0);
     let code: Option<MoveCode> = match mode {
         Mode::Best if has_games => book.stored_best(key)?,
-        Mode::Best => moves
-            .iter()
-            .filter(|m| m.weight.unwrap_or(0) > 0)
-            .max_by_key(|m| (m.weight, std::cmp::Reverse(m.mv)))
-            .map(|m| m.mv),
+        Mode::Best => best_of(&moves, book),
         Mode::Weighted => {
             let d = book.settings.params.deviation;
             let weights: Vec<u32> = moves.iter().map(|m| move_weight(m, d)).collect();
@@ -95,9 +91,17 @@ pub fn choose<R: Rng>(book: &Book, pos: &Chess, mode: Mode, rng: &mut R) -> Resu
     Ok(code.and_then(|c| c.to_move(pos)))
 }
 
-/// The `best` choice recomputed from the moves (what `show` marks); equal to
-/// the stored choice in a consistent book.
+/// The `best` choice computed from the moves (what `show` marks): the
+/// minimax choice, equal to the stored one in a consistent book; in an
+/// imported book without games, the highest weight (ties to the lower move).
 pub fn best_of(moves: &[BookMove], book: &Book) -> Option<MoveCode> {
+    if !moves.iter().any(|m| m.child_games > 0) {
+        return moves
+            .iter()
+            .filter(|m| m.weight.unwrap_or(0) > 0)
+            .max_by_key(|m| (m.weight, std::cmp::Reverse(m.mv)))
+            .map(|m| m.mv);
+    }
     let choices: Vec<minimax::Choice> = moves
         .iter()
         .filter_map(|m| {
