@@ -1,0 +1,348 @@
+//! Evaluation: a weighted sum of named features ([`Weights`]), tapered
+//! between middlegame and endgame by the material left on the board.
+//! Scores are centipawns from the side to move's point of view.
+
+use shakmaty::{attacks, Bitboard, Board, Chess, Color, Position as _, Role, Square};
+
+use super::params::Weights;
+
+const FILE_A: u64 = 0x0101_0101_0101_0101;
+const FILE_H: u64 = FILE_A << 7;
+const CENTER: u64 = (1 << 27) | (1 << 28) | (1 << 35) | (1 << 36);
+/// Phase units: knight and bishop 1, rook 2, queen 4; 24 is the opening.
+const MAX_PHASE: i32 = 24;
+
+#[derive(Default, Clone, Copy)]
+struct Score {
+    mg: i32,
+    eg: i32,
+}
+
+impl Score {
+    #[inline]
+    fn add(&mut self, mg: i32, eg: i32) {
+        self.mg += mg;
+        self.eg += eg;
+    }
+}
+
+#[inline]
+fn file_mask(f: u32) -> u64 {
+    FILE_A << f
+}
+
+#[inline]
+fn adjacent_files(f: u32) -> u64 {
+    let mut m = 0;
+    if f > 0 {
+        m |= file_mask(f - 1);
+    }
+    if f < 7 {
+        m |= file_mask(f + 1);
+    }
+    m
+}
+
+/// Squares strictly in front of rank `r` from `color`'s side.
+#[inline]
+fn ranks_ahead(color: Color, r: u32) -> u64 {
+    match color {
+        Color::White if r >= 7 => 0,
+        Color::White => !0u64 << (8 * (r + 1)),
+        Color::Black => (1u64 << (8 * r)) - 1,
+    }
+}
+
+#[inline]
+fn pawn_attacks(color: Color, pawns: u64) -> u64 {
+    match color {
+        Color::White => ((pawns & !FILE_H) << 9) | ((pawns & !FILE_A) << 7),
+        Color::Black => ((pawns & !FILE_A) >> 9) | ((pawns & !FILE_H) >> 7),
+    }
+}
+
+/// Index into a half-board table for a piece of `color` on `sq`.
+#[inline]
+fn half_board(color: Color, sq: Square) -> usize {
+    let f = sq.file() as usize;
+    let r = relative_rank(color, sq) as usize;
+    r * 4 + if f < 4 { f } else { 7 - f }
+}
+
+#[inline]
+fn relative_rank(color: Color, sq: Square) -> u32 {
+    let r = sq.rank() as u32;
+    match color {
+        Color::White => r,
+        Color::Black => 7 - r,
+    }
+}
+
+fn bits(b: u64) -> impl Iterator<Item = Square> {
+    Bitboard(b).into_iter()
+}
+
+/// The static evaluation of `pos` for the side to move.
+pub fn evaluate(pos: &Chess, w: &Weights) -> i32 {
+    let board = pos.board();
+    let white = side(board, pos, Color::White, w);
+    let black = side(board, pos, Color::Black, w);
+    let mg = white.mg - black.mg;
+    let eg = white.eg - black.eg;
+    let phase = phase(board);
+    let mut score = (mg * phase + eg * (MAX_PHASE - phase)) / MAX_PHASE;
+    score = scale_drawish(board, w, score);
+    let stm = if pos.turn() == Color::White { score } else { -score };
+    stm + w.tempo
+}
+
+fn phase(board: &Board) -> i32 {
+    let minors = (board.knights() | board.bishops()).count() as i32;
+    let rooks = board.rooks().count() as i32;
+    let queens = board.queens().count() as i32;
+    (minors + 2 * rooks + 4 * queens).min(MAX_PHASE)
+}
+
+/// Without pawns, an edge of less than a rook rarely wins.
+fn scale_drawish(board: &Board, w: &Weights, score: i32) -> i32 {
+    let strong = if score > 0 { Color::White } else { Color::Black };
+    if (board.pawns() & board.by_color(strong)).any() {
+        return score;
+    }
+    let material = |c: Color| -> i32 {
+        let b = board.by_color(c);
+        (board.knights() & b).count() as i32 * w.knight_eg
+            + (board.bishops() & b).count() as i32 * w.bishop_eg
+            + (board.rooks() & b).count() as i32 * w.rook_eg
+            + (board.queens() & b).count() as i32 * w.queen_eg
+            + (board.pawns() & b).count() as i32 * w.pawn_eg
+    };
+    if material(strong) - material(!strong) < w.rook_eg {
+        score * w.scale_no_pawns / 64
+    } else {
+        score
+    }
+}
+
+/// Everything that counts for `us`, in white-positive middlegame/endgame parts.
+fn side(board: &Board, pos: &Chess, us: Color, w: &Weights) -> Score {
+    let mut s = Score::default();
+    let occ = board.occupied();
+    let own = board.by_color(us).0;
+    let own_pawns = (board.pawns() & board.by_color(us)).0;
+    let their_pawns = (board.pawns() & board.by_color(!us)).0;
+    let their_pawn_attacks = pawn_attacks(!us, their_pawns);
+    let own_pawn_attacks = pawn_attacks(us, own_pawns);
+    let mobility_area = !own & !their_pawn_attacks;
+    let their_king = board.king_of(!us);
+    let king_zone = their_king.map_or(0, |k| attacks::king_attacks(k).0 | (1u64 << k as u32));
+    let own_king = board.king_of(us);
+    let mut attackers = 0;
+    let mut attack_units = 0;
+    let mut center_attacks = (own_pawn_attacks & CENTER).count_ones() as i32;
+
+    // Pawns.
+    for sq in bits(own_pawns) {
+        let i = half_board(us, sq);
+        s.add(w.pawn_mg + w.pst_pawn_mg[i], w.pawn_eg + w.pst_pawn_eg[i]);
+        let f = sq.file() as u32;
+        let r = sq.rank() as u32;
+        let ahead = ranks_ahead(us, r);
+        let adjacent = adjacent_files(f);
+        if own_pawns & adjacent == 0 {
+            s.add(-w.isolated_mg, -w.isolated_eg);
+        } else {
+            // Backward: no own pawn beside or behind on the adjacent files, and
+            // the stop square is covered by an enemy pawn.
+            let not_ahead = !ranks_ahead(us, r);
+            let stop = match us {
+                Color::White => (1u64 << sq as u32) << 8,
+                Color::Black => (1u64 << sq as u32) >> 8,
+            };
+            if own_pawns & adjacent & not_ahead == 0 && stop & their_pawn_attacks != 0 {
+                s.add(-w.backward_mg, -w.backward_eg);
+            }
+        }
+        if own_pawns & file_mask(f) & ahead != 0 {
+            s.add(-w.doubled_mg, -w.doubled_eg);
+        }
+        if f < 7 && own_pawns & (1u64 << (sq as u32 + 1)) != 0 {
+            s.add(w.phalanx_mg, w.phalanx_eg);
+        }
+        if their_pawns & (file_mask(f) | adjacent) & ahead == 0 {
+            let rr = relative_rank(us, sq) as usize;
+            s.add(w.passed_mg[rr], w.passed_eg[rr]);
+            let stop = match us {
+                Color::White => sq.offset(8),
+                Color::Black => sq.offset(-8),
+            };
+            if let Some(stop) = stop {
+                let own_d = own_king.map_or(0, |k| k.distance(stop) as i32);
+                let their_d = their_king.map_or(0, |k| k.distance(stop) as i32);
+                s.add(0, their_d * w.passed_their_king_eg - own_d * w.passed_own_king_eg);
+            }
+        }
+    }
+
+    // Pieces.
+    for sq in bits((board.knights() & board.by_color(us)).0) {
+        let i = half_board(us, sq);
+        s.add(w.knight_mg + w.pst_knight_mg[i], w.knight_eg + w.pst_knight_eg[i]);
+        let a = attacks::knight_attacks(sq).0;
+        let m = (a & mobility_area).count_ones() as i32;
+        s.add(m * w.knight_mobility_mg, m * w.knight_mobility_eg);
+        center_attacks += (a & CENTER).count_ones() as i32;
+        if a & king_zone != 0 {
+            attackers += 1;
+            attack_units += w.king_attack_knight * (a & king_zone).count_ones() as i32;
+        }
+    }
+    let bishops = board.bishops() & board.by_color(us);
+    for sq in bishops {
+        let i = half_board(us, sq);
+        s.add(w.bishop_mg + w.pst_bishop_mg[i], w.bishop_eg + w.pst_bishop_eg[i]);
+        let a = attacks::bishop_attacks(sq, occ).0;
+        let m = (a & mobility_area).count_ones() as i32;
+        s.add(m * w.bishop_mobility_mg, m * w.bishop_mobility_eg);
+        center_attacks += (a & CENTER).count_ones() as i32;
+        if a & king_zone != 0 {
+            attackers += 1;
+            attack_units += w.king_attack_bishop * (a & king_zone).count_ones() as i32;
+        }
+    }
+    if bishops.count() >= 2 {
+        s.add(w.bishop_pair_mg, w.bishop_pair_eg);
+    }
+    for sq in board.rooks() & board.by_color(us) {
+        let i = half_board(us, sq);
+        s.add(w.rook_mg + w.pst_rook_mg[i], w.rook_eg + w.pst_rook_eg[i]);
+        let a = attacks::rook_attacks(sq, occ).0;
+        let m = (a & mobility_area).count_ones() as i32;
+        s.add(m * w.rook_mobility_mg, m * w.rook_mobility_eg);
+        let file = file_mask(sq.file() as u32);
+        if own_pawns & file == 0 {
+            if their_pawns & file == 0 {
+                s.add(w.rook_open_mg, w.rook_open_eg);
+            } else {
+                s.add(w.rook_semi_open_mg, w.rook_semi_open_eg);
+            }
+        }
+        if relative_rank(us, sq) == 6 {
+            let seventh = 0xffu64 << (8 * sq.rank() as u32);
+            let king_on_eighth = their_king.is_some_and(|k| relative_rank(us, k) == 7);
+            if king_on_eighth || their_pawns & seventh != 0 {
+                s.add(w.rook_seventh_mg, w.rook_seventh_eg);
+            }
+        }
+        center_attacks += (a & CENTER).count_ones() as i32;
+        if a & king_zone != 0 {
+            attackers += 1;
+            attack_units += w.king_attack_rook * (a & king_zone).count_ones() as i32;
+        }
+    }
+    for sq in board.queens() & board.by_color(us) {
+        let i = half_board(us, sq);
+        s.add(w.queen_mg + w.pst_queen_mg[i], w.queen_eg + w.pst_queen_eg[i]);
+        let a = attacks::queen_attacks(sq, occ).0;
+        let m = (a & mobility_area).count_ones() as i32;
+        s.add(m * w.queen_mobility_mg, m * w.queen_mobility_eg);
+        if a & king_zone != 0 {
+            attackers += 1;
+            attack_units += w.king_attack_queen * (a & king_zone).count_ones() as i32;
+        }
+    }
+    if attackers >= 2 {
+        let penalty = (attack_units * attack_units / w.king_attack_divisor.max(1)).min(w.king_attack_cap);
+        s.add(penalty, 0);
+    }
+    s.add(center_attacks * w.center_control_mg, 0);
+
+    // The own king: table, pawn shield, castling.
+    if let Some(k) = own_king {
+        let i = half_board(us, k);
+        s.add(w.pst_king_mg[i], w.pst_king_eg[i]);
+        let f = k.file() as u32;
+        let files = file_mask(f) | adjacent_files(f);
+        let r = relative_rank(us, k);
+        if r <= 1 {
+            let rank = |rel: u32| -> u64 {
+                let abs = if us == Color::White { rel } else { 7 - rel };
+                0xffu64 << (8 * abs)
+            };
+            let shield2 = (own_pawns & files & rank(r + 1)).count_ones() as i32;
+            let shield3 = (own_pawns & files & rank(r + 2)).count_ones() as i32;
+            s.add(shield2 * w.shield_rank2_mg + shield3 * w.shield_rank3_mg, 0);
+        }
+        if own_pawns & file_mask(f) == 0 {
+            s.add(-w.king_open_file_mg, 0);
+        }
+        // Castled: the king on the back rank beside a corner (b, c, g, h files).
+        if r == 0 && matches!(f, 1 | 2 | 6 | 7) {
+            s.add(w.castled_mg, 0);
+        }
+    }
+    if pos.castles().has_color(us) {
+        s.add(w.castling_rights_mg, 0);
+    }
+
+    // Development: minor pieces at home, blocked d/e pawns at home.
+    let (minor_home, de_home, shift): (u64, u64, i32) = match us {
+        Color::White => (0x66, 0x18 << 8, 8),
+        Color::Black => (0x66 << 56, 0x18 << 48, -8),
+    };
+    let minors = ((board.knights() | board.bishops()) & board.by_color(us)).0;
+    let undeveloped = (minors & minor_home).count_ones() as i32;
+    let home_de = own_pawns & de_home;
+    let blocked_squares = if shift > 0 { home_de << 8 } else { home_de >> 8 };
+    let blocked = (blocked_squares & occ.0).count_ones() as i32;
+    s.add(-undeveloped * w.undeveloped_minor_mg - blocked * w.blocked_center_pawn_mg, 0);
+
+    // The enemy's attack on our side is counted in their pass; here `s` holds
+    // our attack on them as a bonus.
+    s
+}
+
+/// Material values for move ordering and exchange evaluation (not tuned).
+pub const SEE_VALUE: [i32; 7] = [0, 100, 320, 330, 500, 950, 20_000];
+
+#[inline]
+pub fn see_value(role: Role) -> i32 {
+    SEE_VALUE[role as usize]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shakmaty::{fen::Fen, CastlingMode};
+
+    fn pos(fen: &str) -> Chess {
+        fen.parse::<Fen>().unwrap().into_position(CastlingMode::Standard).unwrap()
+    }
+
+    #[test]
+    fn symmetric_positions_score_the_tempo() {
+        let w = Weights::default();
+        assert_eq!(evaluate(&Chess::default(), &w), w.tempo);
+        // A mirrored position scores the same for the side to move.
+        let a = pos("r1bqkb1r/pppp1ppp/2n2n2/4p3/2B1P3/5N2/PPPP1PPP/RNBQK2R w KQkq - 4 4");
+        let b = pos("rnbqk2r/pppp1ppp/5n2/2b1p3/4P3/2N2N2/PPPP1PPP/R1BQKB1R b KQkq - 4 4");
+        assert_eq!(evaluate(&a, &w), evaluate(&b, &w));
+    }
+
+    #[test]
+    fn material_and_terms_point_the_right_way() {
+        let w = Weights::default();
+        // White is a queen up: strongly positive for white, negative for black to move.
+        let up = pos("rnb1kbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1");
+        assert!(evaluate(&up, &w) > 700);
+        let up_b = pos("rnb1kbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR b KQkq - 0 1");
+        assert!(evaluate(&up_b, &w) < -700);
+        // A passed pawn on the seventh is worth more than one on the third.
+        let far = pos("4k3/P7/8/8/8/8/8/4K3 w - - 0 1");
+        let near = pos("4k3/8/8/8/8/P7/8/4K3 w - - 0 1");
+        assert!(evaluate(&far, &w) > evaluate(&near, &w) + 100);
+        // A lone bishop is scaled towards a draw.
+        let kbk = pos("4k3/8/8/8/8/8/8/2B1K3 w - - 0 1");
+        assert!(evaluate(&kbk, &w) < 100);
+    }
+}

@@ -1,0 +1,7 @@
+//! The shared search core: evaluation weights, position keys, search, UCI.
+
+pub mod eval;
+pub mod params;
+pub mod position;
+pub mod search;
+pub mod tt;

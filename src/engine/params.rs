@@ -1,0 +1,433 @@
+//! The evaluation's parameter set: every number the evaluation uses, with a
+//! name, a default and bounds. The UCI options, the TOML files and the tuner
+//! all go through [`Weights::params`] and [`Weights::set`], so a name means the
+//! same number everywhere.
+//!
+//! Arrays expand to one parameter per entry: piece-square tables are stored
+//! for the half board a..d (files e..h mirror them) and named by square
+//! (`pst_knight_mg_c3`); per-rank tables are named `passed_mg_r6`.
+
+use std::{fmt::Write as _, path::Path};
+
+use anyhow::{bail, Context, Result};
+
+/// One named number.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Param {
+    pub name: String,
+    pub value: i32,
+    pub min: i32,
+    pub max: i32,
+}
+
+/// How the entries of an array parameter are named.
+#[derive(Clone, Copy)]
+enum Labels {
+    /// `a1 b1 c1 d1 a2 ... d8`: a half-board table.
+    HalfBoard,
+    /// `r1 ... r8`: relative ranks.
+    Ranks,
+}
+
+impl Labels {
+    fn label(self, i: usize) -> String {
+        match self {
+            Labels::HalfBoard => format!("{}{}", (b'a' + (i % 4) as u8) as char, i / 4 + 1),
+            Labels::Ranks => format!("r{}", i + 1),
+        }
+    }
+}
+
+/// A parameter field: a single number or an array of them.
+trait Field {
+    fn len(&self) -> usize;
+    fn get(&self, i: usize) -> i32;
+    fn slot(&mut self, i: usize) -> &mut i32;
+}
+
+impl Field for i32 {
+    fn len(&self) -> usize {
+        1
+    }
+    fn get(&self, _: usize) -> i32 {
+        *self
+    }
+    fn slot(&mut self, _: usize) -> &mut i32 {
+        self
+    }
+}
+
+impl<const N: usize> Field for [i32; N] {
+    fn len(&self) -> usize {
+        N
+    }
+    fn get(&self, i: usize) -> i32 {
+        self[i]
+    }
+    fn slot(&mut self, i: usize) -> &mut i32 {
+        &mut self[i]
+    }
+}
+
+fn entry_name(field: &str, labels: Option<Labels>, len: usize, i: usize) -> String {
+    match labels {
+        Some(l) if len > 1 => format!("{field}_{}", l.label(i)),
+        _ => field.to_string(),
+    }
+}
+
+macro_rules! weights {
+    ($( $(#[doc = $doc:literal])* $field:ident : $ty:ty = $default:expr, $labels:expr, [$lo:expr, $hi:expr]; )*) => {
+        /// The evaluation's weights, in centipawns (`_mg`: middlegame,
+        /// `_eg`: endgame; the evaluation tapers between them).
+        #[derive(Clone, Debug, PartialEq, Eq)]
+        pub struct Weights {
+            $( $(#[doc = $doc])* pub $field: $ty, )*
+        }
+
+        impl Default for Weights {
+            fn default() -> Self {
+                Weights { $( $field: $default, )* }
+            }
+        }
+
+        impl Weights {
+            /// Every number, in a fixed order, with its name and bounds.
+            pub fn params(&self) -> Vec<Param> {
+                let mut out = Vec::new();
+                $(
+                    let f = &self.$field;
+                    for i in 0..Field::len(f) {
+                        out.push(Param {
+                            name: entry_name(stringify!($field), $labels, Field::len(f), i),
+                            value: Field::get(f, i),
+                            min: $lo,
+                            max: $hi,
+                        });
+                    }
+                )*
+                out
+            }
+
+            /// The slot of the `index`-th number of [`Weights::params`].
+            fn slot(&mut self, mut index: usize) -> Option<&mut i32> {
+                $(
+                    let n = Field::len(&self.$field);
+                    if index < n {
+                        return Some(Field::slot(&mut self.$field, index));
+                    }
+                    index -= n;
+                )*
+                let _ = index;
+                None
+            }
+        }
+    };
+}
+
+const NONE: Option<Labels> = None;
+const SQ: Option<Labels> = Some(Labels::HalfBoard);
+const RANKS: Option<Labels> = Some(Labels::Ranks);
+
+#[rustfmt::skip]
+weights! {
+    /// Material.
+    pawn_mg: i32 = 85, NONE, [40, 200];
+    pawn_eg: i32 = 105, NONE, [40, 250];
+    knight_mg: i32 = 320, NONE, [150, 600];
+    knight_eg: i32 = 300, NONE, [150, 600];
+    bishop_mg: i32 = 330, NONE, [150, 600];
+    bishop_eg: i32 = 320, NONE, [150, 600];
+    rook_mg: i32 = 470, NONE, [250, 900];
+    rook_eg: i32 = 530, NONE, [250, 900];
+    queen_mg: i32 = 960, NONE, [500, 1800];
+    queen_eg: i32 = 970, NONE, [500, 1800];
+
+    /// Piece-square tables, ranks 1..8 of files a..d from the owner's side.
+    pst_pawn_mg: [i32; 32] = [
+          0,   0,   0,   0,
+          0,   5,   0, -10,
+          0,   0,   5,   5,
+          0,   0,  10,  20,
+          5,   5,  15,  25,
+         10,  15,  25,  35,
+         40,  40,  40,  40,
+          0,   0,   0,   0], SQ, [-100, 150];
+    pst_pawn_eg: [i32; 32] = [
+          0,   0,   0,   0,
+          0,   0,   0,   0,
+          5,   5,   5,   5,
+         10,  10,  10,  10,
+         20,  20,  20,  20,
+         40,  40,  40,  40,
+         70,  70,  70,  70,
+          0,   0,   0,   0], SQ, [-100, 200];
+    pst_knight_mg: [i32; 32] = [
+        -60, -25, -20, -15,
+        -30, -15,   0,   5,
+        -20,   5,  10,  15,
+        -15,   5,  15,  20,
+        -10,  10,  20,  25,
+        -15,  10,  20,  25,
+        -25, -10,   5,  10,
+        -60, -30, -20, -15], SQ, [-150, 150];
+    pst_knight_eg: [i32; 32] = [
+        -40, -25, -15, -10,
+        -25, -10,  -5,   0,
+        -15,  -5,   5,  10,
+        -10,   0,  10,  15,
+        -10,   0,  10,  15,
+        -15,  -5,   5,  10,
+        -25, -10,  -5,   0,
+        -40, -25, -15, -10], SQ, [-150, 150];
+    pst_bishop_mg: [i32; 32] = [
+        -15,  -5, -10,  -5,
+         -5,  10,   5,   5,
+         -5,   5,   5,   5,
+         -5,   5,  10,  10,
+         -5,  10,  10,  10,
+         -5,   5,  10,  10,
+        -10,   0,   0,   0,
+        -20, -10, -10, -10], SQ, [-150, 150];
+    pst_bishop_eg: [i32; 32] = [
+        -15, -10,  -5,  -5,
+        -10,  -5,   0,   0,
+         -5,   0,   5,   5,
+         -5,   0,   5,  10,
+         -5,   0,   5,  10,
+         -5,   0,   5,   5,
+        -10,  -5,   0,   0,
+        -15, -10,  -5,  -5], SQ, [-150, 150];
+    pst_rook_mg: [i32; 32] = [
+         -5,   0,   5,  10,
+        -10,  -5,   0,   0,
+        -10,  -5,   0,   0,
+        -10,  -5,   0,   0,
+         -5,   0,   0,   5,
+          0,   5,   5,  10,
+         10,  15,  15,  15,
+          5,   5,   5,  10], SQ, [-150, 150];
+    pst_rook_eg: [i32; 32] = [
+          0,   0,   0,   0,
+          0,   0,   0,   0,
+          0,   0,   0,   0,
+          0,   0,   0,   0,
+          0,   0,   0,   0,
+          0,   0,   0,   0,
+         10,  10,  10,  10,
+          5,   5,   5,   5], SQ, [-150, 150];
+    pst_queen_mg: [i32; 32] = [
+        -10,  -5,  -5,   0,
+        -10,   0,   5,   5,
+         -5,   0,   5,   5,
+         -5,   0,   5,   5,
+         -5,   0,   5,   5,
+        -10,   0,   5,   5,
+        -10,  -5,   0,   0,
+        -20, -10, -10,  -5], SQ, [-150, 150];
+    pst_queen_eg: [i32; 32] = [
+        -30, -20, -10,  -5,
+        -20, -10,   0,   5,
+        -10,   0,  10,  15,
+         -5,   5,  15,  20,
+         -5,   5,  15,  20,
+        -10,   0,  10,  15,
+        -20, -10,   0,   5,
+        -30, -20, -10,  -5], SQ, [-150, 150];
+    pst_king_mg: [i32; 32] = [
+         15,  30,  10, -10,
+         10,  15, -10, -20,
+        -10, -20, -25, -30,
+        -20, -30, -35, -40,
+        -30, -40, -45, -50,
+        -40, -50, -55, -60,
+        -40, -50, -55, -60,
+        -40, -50, -55, -60], SQ, [-200, 150];
+    pst_king_eg: [i32; 32] = [
+        -50, -30, -20, -15,
+        -30, -15,  -5,   0,
+        -20,  -5,  10,  15,
+        -15,   0,  15,  25,
+        -15,   0,  15,  25,
+        -20,  -5,  10,  15,
+        -30, -15,  -5,   0,
+        -50, -30, -20, -15], SQ, [-200, 150];
+
+    /// Pawn structure (penalties are subtracted).
+    isolated_mg: i32 = 12, NONE, [0, 100];
+    isolated_eg: i32 = 15, NONE, [0, 100];
+    doubled_mg: i32 = 10, NONE, [0, 100];
+    doubled_eg: i32 = 20, NONE, [0, 100];
+    backward_mg: i32 = 8, NONE, [0, 100];
+    backward_eg: i32 = 10, NONE, [0, 100];
+    phalanx_mg: i32 = 6, NONE, [0, 100];
+    phalanx_eg: i32 = 8, NONE, [0, 100];
+    /// Passed pawn bonus by relative rank.
+    passed_mg: [i32; 8] = [0, 2, 5, 10, 20, 40, 60, 0], RANKS, [0, 300];
+    passed_eg: [i32; 8] = [0, 10, 15, 30, 55, 90, 140, 0], RANKS, [0, 400];
+    /// Endgame: per square of the own king's distance to a passed pawn's stop square (subtracted).
+    passed_own_king_eg: i32 = 4, NONE, [0, 50];
+    /// Endgame: per square of the enemy king's distance to that square (added).
+    passed_their_king_eg: i32 = 8, NONE, [0, 50];
+
+    /// Mobility per reachable square (not own-occupied, not attacked by enemy pawns).
+    knight_mobility_mg: i32 = 4, NONE, [0, 30];
+    knight_mobility_eg: i32 = 4, NONE, [0, 30];
+    bishop_mobility_mg: i32 = 5, NONE, [0, 30];
+    bishop_mobility_eg: i32 = 5, NONE, [0, 30];
+    rook_mobility_mg: i32 = 3, NONE, [0, 30];
+    rook_mobility_eg: i32 = 5, NONE, [0, 30];
+    queen_mobility_mg: i32 = 1, NONE, [0, 30];
+    queen_mobility_eg: i32 = 3, NONE, [0, 30];
+
+    /// Rooks.
+    rook_open_mg: i32 = 25, NONE, [0, 100];
+    rook_open_eg: i32 = 10, NONE, [0, 100];
+    rook_semi_open_mg: i32 = 12, NONE, [0, 100];
+    rook_semi_open_eg: i32 = 8, NONE, [0, 100];
+    rook_seventh_mg: i32 = 20, NONE, [0, 100];
+    rook_seventh_eg: i32 = 30, NONE, [0, 100];
+
+    bishop_pair_mg: i32 = 30, NONE, [0, 150];
+    bishop_pair_eg: i32 = 50, NONE, [0, 150];
+
+    /// King safety (middlegame): own pawns in front of the king.
+    shield_rank2_mg: i32 = 12, NONE, [0, 60];
+    shield_rank3_mg: i32 = 6, NONE, [0, 60];
+    /// No own pawn on the king's file (subtracted).
+    king_open_file_mg: i32 = 20, NONE, [0, 100];
+    /// Attack units per square of the king zone attacked, by piece.
+    king_attack_knight: i32 = 2, NONE, [0, 20];
+    king_attack_bishop: i32 = 2, NONE, [0, 20];
+    king_attack_rook: i32 = 3, NONE, [0, 20];
+    king_attack_queen: i32 = 5, NONE, [0, 20];
+    /// With two or more attackers: penalty = units^2 / divisor, at most the cap.
+    king_attack_divisor: i32 = 8, NONE, [1, 64];
+    king_attack_cap: i32 = 500, NONE, [0, 1000];
+    castled_mg: i32 = 20, NONE, [0, 100];
+    castling_rights_mg: i32 = 10, NONE, [0, 100];
+
+    /// Attacks (by pawns and pieces) on d4 e4 d5 e5, each.
+    center_control_mg: i32 = 4, NONE, [0, 30];
+    /// Knights and bishops still on their initial squares (subtracted).
+    undeveloped_minor_mg: i32 = 10, NONE, [0, 60];
+    /// A d or e pawn on its initial square blocked by a piece (subtracted).
+    blocked_center_pawn_mg: i32 = 20, NONE, [0, 80];
+
+    /// The side to move's bonus.
+    tempo: i32 = 10, NONE, [0, 50];
+    /// Scale (of 64) of the stronger side's edge when it has no pawns and is up less than a rook.
+    scale_no_pawns: i32 = 12, NONE, [0, 64];
+}
+
+impl Weights {
+    /// The number with this name.
+    pub fn get(&self, name: &str) -> Option<i32> {
+        self.params().into_iter().find(|p| p.name == name).map(|p| p.value)
+    }
+
+    /// Sets the number `name`; errors on an unknown name or a value out of bounds.
+    pub fn set(&mut self, name: &str, value: i32) -> Result<()> {
+        let params = self.params();
+        let Some(i) = params.iter().position(|p| p.name == name) else {
+            bail!("unknown evaluation parameter {name:?}");
+        };
+        let p = &params[i];
+        if value < p.min || value > p.max {
+            bail!("{name} = {value} is outside its bounds [{}, {}]", p.min, p.max);
+        }
+        if let Some(slot) = self.slot(i) {
+            *slot = value;
+        }
+        Ok(())
+    }
+
+    /// All numbers in [`Weights::params`] order (for the tuner).
+    pub fn values(&self) -> Vec<i32> {
+        self.params().into_iter().map(|p| p.value).collect()
+    }
+
+    /// Sets all numbers in [`Weights::params`] order, clamped to their bounds.
+    pub fn set_values(&mut self, values: &[i32]) {
+        let params = self.params();
+        for (i, (p, &v)) in params.iter().zip(values).enumerate() {
+            if let Some(slot) = self.slot(i) {
+                *slot = v.clamp(p.min, p.max);
+            }
+        }
+    }
+
+    /// The parameter set as TOML: one `name = value` per number, bounds in comments.
+    pub fn to_toml(&self, title: &str) -> String {
+        let mut s = format!("# learnbook evaluation weights: {title}\n# name = value  # [min, max]\n");
+        for p in self.params() {
+            let _ = writeln!(s, "{} = {}  # [{}, {}]", p.name, p.value, p.min, p.max);
+        }
+        s
+    }
+
+    /// Reads TOML written by [`Weights::to_toml`]; names not given keep their
+    /// defaults, unknown names and out-of-bounds values are errors.
+    pub fn from_toml(text: &str) -> Result<Weights> {
+        let table: toml::Table = text.parse().context("not valid TOML")?;
+        let mut w = Weights::default();
+        for (name, value) in &table {
+            let Some(v) = value.as_integer() else {
+                bail!("{name}: expected an integer, found {value}");
+            };
+            let v = i32::try_from(v).with_context(|| format!("{name}: {v} is out of range"))?;
+            w.set(name, v)?;
+        }
+        Ok(w)
+    }
+
+    pub fn load(path: &Path) -> Result<Weights> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read weights file {}", path.display()))?;
+        Weights::from_toml(&text).with_context(|| format!("in weights file {}", path.display()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_defaults_in_bounds() {
+        let params = Weights::default().params();
+        let mut names: Vec<&str> = params.iter().map(|p| p.name.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), params.len());
+        for p in &params {
+            assert!(p.min <= p.value && p.value <= p.max, "{p:?}");
+        }
+        assert!(params.iter().any(|p| p.name == "pst_knight_mg_c3"));
+        assert!(params.iter().any(|p| p.name == "passed_eg_r7"));
+    }
+
+    #[test]
+    fn toml_round_trip_and_errors() {
+        let mut w = Weights::default();
+        w.set("pst_knight_mg_c3", 33).unwrap();
+        w.set("pawn_eg", 111).unwrap();
+        let back = Weights::from_toml(&w.to_toml("test")).unwrap();
+        assert_eq!(back, w);
+        assert_eq!(back.pst_knight_mg[2 * 4 + 2], 33);
+        assert!(Weights::from_toml("no_such_weight = 3").is_err());
+        assert!(Weights::from_toml("pawn_mg = 100000").is_err());
+        assert!(Weights::from_toml("pawn_mg = \"x\"").is_err());
+        assert!(w.set("pawn_mg", 10).is_err());
+    }
+
+    #[test]
+    fn values_round_trip_clamped() {
+        let w = Weights::default();
+        let mut v = w.values();
+        v[0] = 1_000_000;
+        let mut w2 = Weights::default();
+        w2.set_values(&v);
+        assert_eq!(w2.pawn_mg, 200);
+        assert_eq!(w2.values()[1..], w.values()[1..]);
+    }
+}
