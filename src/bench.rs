@@ -18,6 +18,27 @@ use crate::book::{
 
 #[derive(Subcommand, Debug)]
 pub enum BenchCommand {
+    /// An EPD test suite (bm/am), a fixed time per position: solved/total and the misses.
+    Wac {
+        #[arg(default_value = "../shared/data/positions/wac-001-200.epd")]
+        file: PathBuf,
+        /// Milliseconds per position.
+        #[arg(long, default_value_t = 1000)]
+        movetime: u64,
+        /// Positions searched at once (one search thread each).
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
+        /// Transposition table per search, MB.
+        #[arg(long, default_value_t = 64)]
+        hash: usize,
+    },
+    /// Perft of a perft EPD suite through the engine's position handling, timed against shakmaty's perft.
+    Perft {
+        #[arg(default_value = "../shared/data/positions/perftsuite.epd")]
+        file: PathBuf,
+        #[arg(long, default_value_t = 4)]
+        depth: u32,
+    },
     /// Full build (parse, SQLite, values) against `polyglot make-book` on the same decompressed PGN.
     Build {
         /// The PGN (any compression); it is decompressed once, for both tools.
@@ -60,6 +81,19 @@ pub enum BenchCommand {
 
 pub fn run(cmd: BenchCommand) -> Result<()> {
     match cmd {
+        BenchCommand::Wac { file, movetime, threads, hash } => {
+            let (_, report) = crate::engine::bench::wac(&file, movetime, threads, hash)?;
+            print!("{report}");
+            Ok(())
+        }
+        BenchCommand::Perft { file, depth } => {
+            let (ok, report) = crate::engine::bench::perft_suite(&file, depth)?;
+            print!("{report}");
+            if !ok {
+                bail!("perft counts differ from {}", file.display());
+            }
+            Ok(())
+        }
         BenchCommand::Build {
             pgn,
             max_ply,

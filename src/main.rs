@@ -134,10 +134,32 @@ enum Command {
         #[arg(long, default_value = "best")]
         mode: Mode,
     },
-    /// Benchmarks: `bench build` (against polyglot make-book), `bench learn`.
+    /// Benchmarks. Alone: the engine's fixed-depth search (nodes, nps, signature);
+    /// `bench wac`, `bench perft`, `bench build` (against polyglot make-book), `bench learn`.
     Bench {
         #[command(subcommand)]
-        what: learnbook::bench::BenchCommand,
+        what: Option<learnbook::bench::BenchCommand>,
+        /// Search depth of the fixed-position bench.
+        #[arg(long, default_value_t = 12)]
+        depth: i32,
+        /// Transposition table, MB.
+        #[arg(long, default_value_t = 64)]
+        hash: usize,
+    },
+    /// Run as a UCI engine (for GUIs and match runners).
+    Uci {
+        /// A learnbook book to play from (UCI options OwnBook, BookFile, BookMode).
+        #[arg(long, value_name = "BOOK.sqlite")]
+        book: Option<PathBuf>,
+        /// Evaluation weights (TOML, as `learnbook weights` writes).
+        #[arg(long, value_name = "W.toml")]
+        weights: Option<PathBuf>,
+    },
+    /// Print an evaluation parameter set as TOML.
+    Weights {
+        /// default, kaissa or kotok.
+        #[arg(long, default_value = "default")]
+        preset: String,
     },
 }
 
@@ -273,7 +295,18 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 }
             }
         }
-        Command::Bench { what } => learnbook::bench::run(what)?,
+        Command::Bench { what, depth, hash } => match what {
+            Some(what) => learnbook::bench::run(what)?,
+            None => print!("{}", learnbook::engine::bench::search(depth, hash)?),
+        },
+        Command::Uci { book, weights } => {
+            let stdin = std::io::stdin();
+            learnbook::engine::uci::run(stdin.lock(), learnbook::engine::uci::Config { book, weights })?;
+        }
+        Command::Weights { preset } => {
+            let (w, notes) = learnbook::engine::presets::preset(&preset)?;
+            print!("{notes}{}", w.to_toml(&preset));
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

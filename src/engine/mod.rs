@@ -5,3 +5,7 @@ pub mod params;
 pub mod position;
 pub mod search;
 pub mod tt;
+pub mod uci;
+pub mod bench;
+pub mod epd;
+pub mod presets;

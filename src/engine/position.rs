@@ -78,8 +78,12 @@ impl Position {
 
     pub fn from_fen(fen: &str) -> Result<Position> {
         let fen: Fen = fen.trim().parse().map_err(|e| anyhow!("bad FEN {fen:?}: {e}"))?;
+        // Lenient like GUIs: positions from composed studies may have "impossible"
+        // checks or extra promoted material; both are still playable.
         let chess: Chess = fen
             .into_position(CastlingMode::Standard)
+            .or_else(|e| e.ignore_impossible_check())
+            .or_else(|e| e.ignore_too_much_material())
             .map_err(|e| anyhow!("illegal position in FEN: {e}"))?;
         Ok(Position::new(chess))
     }
@@ -106,13 +110,20 @@ impl Position {
     }
 
     /// The position after the legal move `m`.
+    #[inline]
     pub fn play(&self, m: Move) -> Position {
+        let mut child = self.clone();
+        child.play_in_place(m);
+        child
+    }
+
+    /// Plays the legal move `m` on this position.
+    pub fn play_in_place(&mut self, m: Move) {
         let us = self.chess.turn();
         let mut key = self.key ^ SIDE;
-        if let Some(f) = self.ep_file {
+        if let Some(f) = self.ep_file.take() {
             key ^= KEYS[EP_BASE + f as usize];
         }
-        let mut ep_file = None;
         match m {
             Move::Normal { role, from, capture, to, promotion } => {
                 key ^= piece_key(us, role, from) ^ piece_key(us, promotion.unwrap_or(role), to);
@@ -120,7 +131,7 @@ impl Position {
                     key ^= piece_key(!us, c, to);
                 }
                 if role == Role::Pawn && (from as i32 - to as i32).abs() == 16 {
-                    ep_file = Some(from.file() as u8);
+                    self.ep_file = Some(from.file() as u8);
                     key ^= KEYS[EP_BASE + from.file() as usize];
                 }
             }
@@ -140,12 +151,13 @@ impl Position {
             Move::Put { .. } => {}
         }
         let rights_before = self.chess.castles().castling_rights();
-        let mut chess = self.chess.clone();
-        chess.play_unchecked(m);
-        for sq in rights_before ^ chess.castles().castling_rights() {
-            key ^= KEYS[CASTLE_BASE + sq as usize];
+        self.chess.play_unchecked(m);
+        if rights_before.any() {
+            for sq in rights_before ^ self.chess.castles().castling_rights() {
+                key ^= KEYS[CASTLE_BASE + sq as usize];
+            }
         }
-        Position { chess, key, ep_file }
+        self.key = key;
     }
 
     /// The position with the side to move passing (for null-move pruning);

@@ -1,0 +1,395 @@
+//! The UCI engine loop: reads commands, searches on a second thread so that
+//! `stop`, `isready` and `quit` are answered at once, and plays the book's
+//! choice while the position is in the book. Malformed commands are answered
+//! with an `info string` and otherwise ignored.
+
+use std::{
+    io::{BufRead, Write},
+    path::PathBuf,
+    str::FromStr,
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc,
+    },
+    thread::JoinHandle,
+    time::Duration,
+};
+
+use shakmaty::{CastlingMode, Move};
+
+use super::{
+    params::Weights,
+    position::Position,
+    search::{uci_score, Info, Limits, Searcher},
+};
+use crate::book::{
+    select::{choose, Mode},
+    Book,
+};
+
+const NAME: &str = concat!("learnbook ", env!("CARGO_PKG_VERSION"));
+const DEFAULT_HASH_MB: usize = 64;
+
+/// How the engine starts (from the command line).
+#[derive(Default)]
+pub struct Config {
+    pub book: Option<PathBuf>,
+    pub weights: Option<PathBuf>,
+}
+
+struct Engine {
+    searcher: Option<Searcher>,
+    thread: Option<JoinHandle<Searcher>>,
+    stop: Arc<AtomicBool>,
+    ponder: Arc<AtomicBool>,
+    pos: Position,
+    /// Keys of the game's positions before `pos`.
+    history: Vec<u64>,
+    hash_mb: usize,
+    own_book: bool,
+    book_file: Option<PathBuf>,
+    book: Option<Book>,
+    book_mode: Mode,
+    weights_file: Option<PathBuf>,
+}
+
+fn say(line: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+fn uci_move(m: &Move) -> String {
+    m.to_uci(CastlingMode::Standard).to_string()
+}
+
+fn info_line(i: &Info) -> String {
+    let ms = i.time.as_millis().max(1);
+    let nps = i.nodes as u128 * 1000 / ms;
+    let pv: Vec<String> = i.pv.iter().map(uci_move).collect();
+    format!(
+        "info depth {} seldepth {} multipv 1 score {} nodes {} nps {} hashfull {} time {} pv {}",
+        i.depth,
+        i.seldepth,
+        uci_score(i.score),
+        i.nodes,
+        nps,
+        i.hashfull,
+        i.time.as_millis(),
+        pv.join(" ")
+    )
+}
+
+/// Runs the UCI loop on `input` until `quit` or end of input.
+pub fn run(input: impl BufRead, config: Config) -> anyhow::Result<()> {
+    let weights = match &config.weights {
+        Some(p) => Weights::load(p)?,
+        None => Weights::default(),
+    };
+    let mut e = Engine {
+        searcher: Some(Searcher::new(DEFAULT_HASH_MB, weights)),
+        thread: None,
+        stop: Arc::new(AtomicBool::new(false)),
+        ponder: Arc::new(AtomicBool::new(false)),
+        pos: Position::default(),
+        history: Vec::new(),
+        hash_mb: DEFAULT_HASH_MB,
+        own_book: config.book.is_some(),
+        book_file: config.book.clone(),
+        book: None,
+        book_mode: Mode::Best,
+        weights_file: config.weights,
+    };
+    if let Some(p) = &config.book {
+        e.book = Some(Book::open(p)?);
+    }
+    for line in input.lines() {
+        let line = match line {
+            Ok(l) => l,
+            Err(err) => {
+                say(&format!("info string cannot read input: {err}"));
+                break;
+            }
+        };
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let Some((&cmd, args)) = words.split_first() else {
+            continue;
+        };
+        match cmd {
+            "uci" => e.uci(),
+            "isready" => say("readyok"),
+            "ucinewgame" => {
+                e.finish_search();
+                if let Some(s) = e.searcher.as_mut() {
+                    s.clear();
+                }
+            }
+            "setoption" => e.setoption(args),
+            "position" => e.position(args),
+            "go" => e.go(args),
+            "stop" => e.finish_search(),
+            "ponderhit" => e.ponder.store(false, Ordering::Relaxed),
+            "quit" => break,
+            "eval" => {
+                if let Some(s) = &e.searcher {
+                    say(&format!("info string static eval {} cp (side to move)", s.evaluate(&e.pos)));
+                }
+            }
+            _ => say(&format!("info string unknown command {cmd:?} ignored")),
+        }
+    }
+    e.finish_search();
+    Ok(())
+}
+
+impl Engine {
+    fn searcher(&mut self) -> &mut Searcher {
+        self.wait_search();
+        self.searcher.get_or_insert_with(|| Searcher::new(DEFAULT_HASH_MB, Weights::default()))
+    }
+
+    fn uci(&mut self) {
+        say(&format!("id name {NAME}"));
+        say("id author the learnbook developers");
+        say(&format!("option name Hash type spin default {DEFAULT_HASH_MB} min 1 max 65536"));
+        say("option name Clear Hash type button");
+        say("option name Move Overhead type spin default 30 min 0 max 5000");
+        say("option name Ponder type check default false");
+        say(&format!("option name OwnBook type check default {}", self.own_book));
+        let book = self.book_file.as_ref().map_or("<empty>".to_string(), |p| p.display().to_string());
+        say(&format!("option name BookFile type string default {book}"));
+        say("option name BookMode type combo default best var best var weighted");
+        say("option name WeightsFile type string default <empty>");
+        for p in Weights::default().params() {
+            say(&format!("option name {} type spin default {} min {} max {}", p.name, p.value, p.min, p.max));
+        }
+        say("uciok");
+    }
+
+    fn setoption(&mut self, args: &[&str]) {
+        if self.thread.is_some() {
+            say("info string setoption ignored while searching");
+            return;
+        }
+        // setoption name <id...> [value <x...>]
+        let Some(name_at) = args.iter().position(|w| w.eq_ignore_ascii_case("name")) else {
+            say("info string setoption without a name ignored");
+            return;
+        };
+        let value_at = args.iter().position(|w| w.eq_ignore_ascii_case("value"));
+        let name = args[name_at + 1..value_at.unwrap_or(args.len())].join(" ");
+        let value = value_at.map(|v| args[v + 1..].join(" ")).unwrap_or_default();
+        let lower = name.to_ascii_lowercase();
+        match lower.as_str() {
+            "hash" => match value.parse::<usize>() {
+                Ok(mb) if (1..=65536).contains(&mb) => {
+                    self.hash_mb = mb;
+                    self.searcher().resize(mb);
+                }
+                _ => say(&format!("info string Hash must be 1..65536 MB, not {value:?}")),
+            },
+            "clear hash" => self.searcher().clear(),
+            "move overhead" => match value.parse::<u64>() {
+                Ok(ms) if ms <= 5000 => self.searcher().move_overhead = Duration::from_millis(ms),
+                _ => say(&format!("info string Move Overhead must be 0..5000 ms, not {value:?}")),
+            },
+            "ponder" => {}
+            "ownbook" => match value.as_str() {
+                "true" => self.own_book = true,
+                "false" => self.own_book = false,
+                _ => say(&format!("info string OwnBook must be true or false, not {value:?}")),
+            },
+            "bookfile" => {
+                if value.is_empty() || value == "<empty>" {
+                    self.book_file = None;
+                    self.book = None;
+                    return;
+                }
+                let path = PathBuf::from(&value);
+                match Book::open(&path) {
+                    Ok(b) => {
+                        self.book = Some(b);
+                        self.book_file = Some(path);
+                    }
+                    Err(err) => say(&format!("info string cannot open book {value:?}: {err:#}")),
+                }
+            }
+            "bookmode" => match Mode::from_str(&value) {
+                Ok(m) => self.book_mode = m,
+                Err(err) => say(&format!("info string BookMode: {err}")),
+            },
+            "weightsfile" => {
+                if value.is_empty() || value == "<empty>" {
+                    self.weights_file = None;
+                    self.searcher().weights = Weights::default();
+                    return;
+                }
+                let path = PathBuf::from(&value);
+                match Weights::load(&path) {
+                    Ok(w) => {
+                        self.searcher().weights = w;
+                        self.weights_file = Some(path);
+                    }
+                    Err(err) => say(&format!("info string {err:#}")),
+                }
+            }
+            _ => {
+                let Some(p) = Weights::default().params().into_iter().find(|p| p.name.eq_ignore_ascii_case(&name)) else {
+                    say(&format!("info string unknown option {name:?} ignored"));
+                    return;
+                };
+                match value.parse::<i32>() {
+                    Ok(v) => {
+                        if let Err(err) = self.searcher().weights.set(&p.name, v) {
+                            say(&format!("info string {err}"));
+                        }
+                    }
+                    Err(_) => say(&format!("info string {} needs an integer value, not {value:?}", p.name)),
+                }
+            }
+        }
+    }
+
+    fn position(&mut self, args: &[&str]) {
+        let moves_at = args.iter().position(|&w| w == "moves");
+        let setup = &args[..moves_at.unwrap_or(args.len())];
+        let mut pos = match setup.first() {
+            Some(&"startpos") => Position::default(),
+            Some(&"fen") => match Position::from_fen(&setup[1..].join(" ")) {
+                Ok(p) => p,
+                Err(err) => {
+                    say(&format!("info string position ignored: {err:#}"));
+                    return;
+                }
+            },
+            _ => {
+                say("info string position needs startpos or fen; ignored");
+                return;
+            }
+        };
+        let mut history = Vec::new();
+        for &uci in moves_at.map_or(&[][..], |i| &args[i + 1..]) {
+            let Some(m) = pos.parse_uci(uci) else {
+                say(&format!("info string position ignored: illegal move {uci:?}"));
+                return;
+            };
+            history.push(pos.key);
+            pos = pos.play(m);
+        }
+        self.pos = pos;
+        self.history = history;
+    }
+
+    fn go(&mut self, args: &[&str]) {
+        if self.thread.is_some() {
+            say("info string go ignored: already searching (send stop first)");
+            return;
+        }
+        let mut limits = Limits::default();
+        let mut i = 0;
+        while i < args.len() {
+            let word = args[i];
+            let mut number = |field: &mut Option<u64>| {
+                let v = args.get(i + 1).and_then(|s| s.parse::<i64>().ok());
+                match v {
+                    Some(v) => *field = Some(v.max(0) as u64),
+                    None => say(&format!("info string go {word}: expected a number")),
+                }
+                i += 1;
+            };
+            match word {
+                "wtime" => number(&mut limits.wtime),
+                "btime" => number(&mut limits.btime),
+                "winc" => number(&mut limits.winc),
+                "binc" => number(&mut limits.binc),
+                "movestogo" => number(&mut limits.movestogo),
+                "movetime" => number(&mut limits.movetime),
+                "nodes" => number(&mut limits.nodes),
+                "depth" | "mate" => {
+                    let mut d = None;
+                    number(&mut d);
+                    let d = d.map(|d| d.min(200) as i32);
+                    limits.depth = if word == "mate" { d.map(|m| 2 * m) } else { d };
+                }
+                "infinite" => limits.infinite = true,
+                "ponder" => limits.ponder = true,
+                "searchmoves" => say("info string searchmoves is not supported; searching all moves"),
+                _ => {}
+            }
+            i += 1;
+        }
+        if !limits.infinite && !limits.ponder {
+            if let Some(m) = self.book_move() {
+                say("info string book move");
+                say(&format!("bestmove {}", uci_move(&m)));
+                return;
+            }
+        }
+        let Some(mut searcher) = self.searcher.take() else {
+            say("info string internal: no searcher");
+            return;
+        };
+        self.stop.store(false, Ordering::Relaxed);
+        self.ponder.store(limits.ponder, Ordering::Relaxed);
+        let stop = Arc::clone(&self.stop);
+        let ponder = Arc::clone(&self.ponder);
+        let pos = self.pos.clone();
+        let history = self.history.clone();
+        let handle = std::thread::Builder::new()
+            .name("search".into())
+            .stack_size(64 << 20)
+            .spawn(move || {
+                let result = searcher.search(&pos, &history, &limits, &stop, &ponder, &mut |i| say(&info_line(i)));
+                // UCI: after `infinite` or `ponder`, bestmove waits for stop (or ponderhit).
+                while (limits.infinite && !stop.load(Ordering::Relaxed))
+                    || (ponder.load(Ordering::Relaxed) && !stop.load(Ordering::Relaxed))
+                {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                match result.best {
+                    Some(m) => match result.ponder {
+                        Some(p) => say(&format!("bestmove {} ponder {}", uci_move(&m), uci_move(&p))),
+                        None => say(&format!("bestmove {}", uci_move(&m))),
+                    },
+                    None => say("bestmove 0000"),
+                }
+                searcher
+            });
+        match handle {
+            Ok(h) => self.thread = Some(h),
+            Err(err) => say(&format!("info string cannot start the search: {err}")),
+        }
+    }
+
+    fn book_move(&mut self) -> Option<Move> {
+        if !self.own_book {
+            return None;
+        }
+        let book = self.book.as_ref()?;
+        match choose(book, &self.pos.chess, self.book_mode, &mut rand::rng()) {
+            Ok(m) => m,
+            Err(err) => {
+                say(&format!("info string book lookup failed: {err:#}"));
+                None
+            }
+        }
+    }
+
+    /// Stops a running search (its bestmove is printed) and takes the searcher back.
+    fn finish_search(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.wait_search();
+    }
+
+    fn wait_search(&mut self) {
+        if let Some(h) = self.thread.take() {
+            match h.join() {
+                Ok(s) => self.searcher = Some(s),
+                Err(_) => {
+                    say("info string the search thread failed; starting afresh");
+                    self.searcher = Some(Searcher::new(self.hash_mb, Weights::default()));
+                }
+            }
+        }
+    }
+}
