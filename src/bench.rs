@@ -81,7 +81,12 @@ pub enum BenchCommand {
 
 pub fn run(cmd: BenchCommand) -> Result<()> {
     match cmd {
-        BenchCommand::Wac { file, movetime, threads, hash } => {
+        BenchCommand::Wac {
+            file,
+            movetime,
+            threads,
+            hash,
+        } => {
             let (_, report) = crate::engine::bench::wac(&file, movetime, threads, hash)?;
             print!("{report}");
             Ok(())

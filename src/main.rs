@@ -301,7 +301,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
         },
         Command::Uci { book, weights } => {
             let stdin = std::io::stdin();
-            learnbook::engine::uci::run(stdin.lock(), learnbook::engine::uci::Config { book, weights })?;
+            learnbook::engine::uci::run(
+                stdin.lock(),
+                learnbook::engine::uci::Config { book, weights },
+            )?;
         }
         Command::Weights { preset } => {
             let (w, notes) = learnbook::engine::presets::preset(&preset)?;

@@ -37,7 +37,11 @@ pub const BENCH_FENS: [&str; 10] = [
     "1r6/1pb1k1p1/4p2p/1p1p4/3Pp2P/1R2P1PB/1P2P1K1/8 b - - 0 1",
 ];
 
-fn quiet_search(searcher: &mut Searcher, pos: &Position, limits: &Limits) -> super::search::SearchResult {
+fn quiet_search(
+    searcher: &mut Searcher,
+    pos: &Position,
+    limits: &Limits,
+) -> super::search::SearchResult {
     let (stop, ponder) = (AtomicBool::new(false), AtomicBool::new(false));
     searcher.search(pos, &[], limits, &stop, &ponder, &mut |_| {})
 }
@@ -52,14 +56,33 @@ pub fn search(depth: i32, hash_mb: usize) -> Result<String> {
         let pos = Position::from_fen(fen)?;
         searcher.clear();
         let t = Instant::now();
-        let r = quiet_search(&mut searcher, &pos, &Limits { depth: Some(depth), ..Limits::default() });
+        let r = quiet_search(
+            &mut searcher,
+            &pos,
+            &Limits {
+                depth: Some(depth),
+                ..Limits::default()
+            },
+        );
         let ms = t.elapsed().as_millis();
-        let best = r.best.map_or("0000".into(), |m| m.to_uci(CastlingMode::Standard).to_string());
-        writeln!(out, "position {:>2}: bestmove {best:<5} score {:<10} nodes {:>10} time {ms:>6} ms", i + 1, uci_score(r.score), r.nodes)?;
+        let best = r.best.map_or("0000".into(), |m| {
+            m.to_uci(CastlingMode::Standard).to_string()
+        });
+        writeln!(
+            out,
+            "position {:>2}: bestmove {best:<5} score {:<10} nodes {:>10} time {ms:>6} ms",
+            i + 1,
+            uci_score(r.score),
+            r.nodes
+        )?;
         total += r.nodes;
     }
     let secs = start.elapsed().as_secs_f64();
-    writeln!(out, "depth {depth}: {total} nodes in {secs:.2} s, {:.0} nps", total as f64 / secs)?;
+    writeln!(
+        out,
+        "depth {depth}: {total} nodes in {secs:.2} s, {:.0} nps",
+        total as f64 / secs
+    )?;
     writeln!(out, "signature {total}")?;
     Ok(out)
 }
@@ -77,12 +100,21 @@ pub struct Solve {
 
 /// Runs every `bm`/`am` position of `file` for `movetime` ms on `threads`
 /// threads (one position per thread, each with its own table).
-pub fn wac(file: &Path, movetime: u64, threads: usize, hash_mb: usize) -> Result<(Vec<Solve>, String)> {
-    let records: Vec<Epd> = epd::read(file)?.into_iter().filter(|e| e.op("bm").is_some() || e.op("am").is_some()).collect();
+pub fn wac(
+    file: &Path,
+    movetime: u64,
+    threads: usize,
+    hash_mb: usize,
+) -> Result<(Vec<Solve>, String)> {
+    let records: Vec<Epd> = epd::read(file)?
+        .into_iter()
+        .filter(|e| e.op("bm").is_some() || e.op("am").is_some())
+        .collect();
     if records.is_empty() {
         bail!("{} has no positions with bm or am", file.display());
     }
-    let results: Mutex<Vec<Option<Result<Solve>>>> = Mutex::new((0..records.len()).map(|_| None).collect());
+    let results: Mutex<Vec<Option<Result<Solve>>>> =
+        Mutex::new((0..records.len()).map(|_| None).collect());
     let next = AtomicUsize::new(0);
     std::thread::scope(|scope| {
         for _ in 0..threads.max(1) {
@@ -99,7 +131,9 @@ pub fn wac(file: &Path, movetime: u64, threads: usize, hash_mb: usize) -> Result
             });
         }
     });
-    let results = results.into_inner().map_err(|_| anyhow::anyhow!("a worker thread failed"))?;
+    let results = results
+        .into_inner()
+        .map_err(|_| anyhow::anyhow!("a worker thread failed"))?;
     let mut solves = Vec::new();
     for r in results {
         match r {
@@ -109,9 +143,24 @@ pub fn wac(file: &Path, movetime: u64, threads: usize, hash_mb: usize) -> Result
     }
     let solved = solves.iter().filter(|s| s.solved).count();
     let mut out = String::new();
-    writeln!(out, "{}: solved {solved} of {} at {movetime} ms per position", file.display(), solves.len())?;
+    writeln!(
+        out,
+        "{}: solved {solved} of {} at {movetime} ms per position",
+        file.display(),
+        solves.len()
+    )?;
+    if solves.len() <= 20 {
+        for s in solves.iter().filter(|s| s.solved) {
+            let ms = s.found_after.map_or(0, |d| d.as_millis());
+            writeln!(out, "solved {}: {} found after {ms} ms", s.id, s.played)?;
+        }
+    }
     for s in solves.iter().filter(|s| !s.solved) {
-        writeln!(out, "missed {}: played {}, expected {}", s.id, s.played, s.expected)?;
+        writeln!(
+            out,
+            "missed {}: played {}, expected {}",
+            s.id, s.played, s.expected
+        )?;
     }
     Ok((solves, out))
 }
@@ -121,7 +170,10 @@ fn solve(searcher: &mut Searcher, e: &Epd, movetime: u64) -> Result<Solve> {
     let am = e.moves("am")?;
     searcher.clear();
     let (stop, ponder) = (AtomicBool::new(false), AtomicBool::new(false));
-    let limits = Limits { movetime: Some(movetime), ..Limits::default() };
+    let limits = Limits {
+        movetime: Some(movetime),
+        ..Limits::default()
+    };
     let mut changes: Vec<(Duration, Option<shakmaty::Move>)> = Vec::new();
     let r = searcher.search(&e.pos, &[], &limits, &stop, &ponder, &mut |i| {
         let first = i.pv.first().copied();
@@ -132,7 +184,12 @@ fn solve(searcher: &mut Searcher, e: &Epd, movetime: u64) -> Result<Solve> {
     let ok = |m: &shakmaty::Move| (bm.is_empty() || bm.contains(m)) && !am.contains(m);
     let solved = r.best.as_ref().is_some_and(ok);
     let found_after = if solved {
-        changes.iter().rev().take_while(|c| c.1 == r.best).last().map(|c| c.0)
+        changes
+            .iter()
+            .rev()
+            .take_while(|c| c.1 == r.best)
+            .last()
+            .map(|c| c.0)
     } else {
         None
     };
@@ -160,8 +217,13 @@ pub fn perft_suite(file: &Path, depth: u32) -> Result<(bool, String)> {
     let mut nodes = 0u64;
     let mut all_ok = true;
     for (i, e) in records.iter().enumerate() {
-        let Some(expected) = e.op(&format!("D{depth}")) else { continue };
-        let expected: u64 = expected.trim().parse().map_err(|_| anyhow::anyhow!("record {}: bad D{depth} count", i + 1))?;
+        let Some(expected) = e.op(&format!("D{depth}")) else {
+            continue;
+        };
+        let expected: u64 = expected
+            .trim()
+            .parse()
+            .map_err(|_| anyhow::anyhow!("record {}: bad D{depth} count", i + 1))?;
         let t = Instant::now();
         let ours = perft(&e.pos, depth);
         ours_t += t.elapsed();
@@ -171,7 +233,12 @@ pub fn perft_suite(file: &Path, depth: u32) -> Result<(bool, String)> {
         nodes += ours;
         if ours != expected || theirs != expected {
             all_ok = false;
-            writeln!(out, "MISMATCH record {}: {} expected {expected}, ours {ours}, shakmaty {theirs}", i + 1, e.fen)?;
+            writeln!(
+                out,
+                "MISMATCH record {}: {} expected {expected}, ours {ours}, shakmaty {theirs}",
+                i + 1,
+                e.fen
+            )?;
         }
     }
     writeln!(

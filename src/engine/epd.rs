@@ -23,7 +23,12 @@ impl Epd {
         }
         let rest: Vec<&str> = fields.collect();
         // Optional halfmove and fullmove counters before the operations.
-        let counters: Vec<&str> = rest.iter().take(2).take_while(|w| w.parse::<u32>().is_ok()).copied().collect();
+        let counters: Vec<&str> = rest
+            .iter()
+            .take(2)
+            .take_while(|w| w.parse::<u32>().is_ok())
+            .copied()
+            .collect();
         let fen = if counters.len() == 2 {
             format!("{} {}", board.join(" "), counters.join(" "))
         } else {
@@ -36,7 +41,10 @@ impl Epd {
             .filter(|s| !s.is_empty())
             .map(|op| {
                 let (code, operands) = op.split_once(char::is_whitespace).unwrap_or((op, ""));
-                (code.to_string(), operands.trim().trim_matches('"').to_string())
+                (
+                    code.to_string(),
+                    operands.trim().trim_matches('"').to_string(),
+                )
             })
             .collect();
         let pos = Position::from_fen(&fen)?;
@@ -44,7 +52,10 @@ impl Epd {
     }
 
     pub fn op(&self, code: &str) -> Option<&str> {
-        self.ops.iter().find(|(c, _)| c == code).map(|(_, v)| v.as_str())
+        self.ops
+            .iter()
+            .find(|(c, _)| c == code)
+            .map(|(_, v)| v.as_str())
     }
 
     pub fn id(&self) -> String {
@@ -59,7 +70,8 @@ impl Epd {
         list.split_whitespace()
             .map(|san| {
                 let san: San = san.parse().map_err(|e| anyhow!("bad SAN {san:?}: {e}"))?;
-                san.to_move(&self.pos.chess).map_err(|e| anyhow!("{san} is not legal here: {e}"))
+                san.to_move(&self.pos.chess)
+                    .map_err(|e| anyhow!("{san} is not legal here: {e}"))
             })
             .collect()
     }
@@ -67,7 +79,8 @@ impl Epd {
 
 /// All records of an EPD file; a bad line is an error naming its line number.
 pub fn read(path: &std::path::Path) -> Result<Vec<Epd>> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     text.lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty() && !l.starts_with('#'))
@@ -81,7 +94,10 @@ mod tests {
 
     #[test]
     fn parses_wac_and_perft_records() {
-        let e = Epd::parse("2rr3k/pp3pp1/1nnqbN1p/3pN3/2pP4/2P3Q1/PPB4P/R4RK1 w - - bm Qg6; id \"WAC.001\";").unwrap();
+        let e = Epd::parse(
+            "2rr3k/pp3pp1/1nnqbN1p/3pN3/2pP4/2P3Q1/PPB4P/R4RK1 w - - bm Qg6; id \"WAC.001\";",
+        )
+        .unwrap();
         assert_eq!(e.id(), "WAC.001");
         assert_eq!(e.moves("bm").unwrap().len(), 1);
         let p = Epd::parse("4k3/8/8/8/8/8/8/4K2R w K - 0 1 ;D1 15 ;D2 66").unwrap();

@@ -92,7 +92,11 @@ pub fn evaluate(pos: &Chess, w: &Weights) -> i32 {
     let phase = phase(board);
     let mut score = (mg * phase + eg * (MAX_PHASE - phase)) / MAX_PHASE;
     score = scale_drawish(board, w, score);
-    let stm = if pos.turn() == Color::White { score } else { -score };
+    let stm = if pos.turn() == Color::White {
+        score
+    } else {
+        -score
+    };
     stm + w.tempo
 }
 
@@ -105,7 +109,11 @@ fn phase(board: &Board) -> i32 {
 
 /// Without pawns, an edge of less than a rook rarely wins.
 fn scale_drawish(board: &Board, w: &Weights, score: i32) -> i32 {
-    let strong = if score > 0 { Color::White } else { Color::Black };
+    let strong = if score > 0 {
+        Color::White
+    } else {
+        Color::Black
+    };
     if (board.pawns() & board.by_color(strong)).any() {
         return score;
     }
@@ -179,7 +187,10 @@ fn side(board: &Board, pos: &Chess, us: Color, w: &Weights) -> Score {
             if let Some(stop) = stop {
                 let own_d = own_king.map_or(0, |k| k.distance(stop) as i32);
                 let their_d = their_king.map_or(0, |k| k.distance(stop) as i32);
-                s.add(0, their_d * w.passed_their_king_eg - own_d * w.passed_own_king_eg);
+                s.add(
+                    0,
+                    their_d * w.passed_their_king_eg - own_d * w.passed_own_king_eg,
+                );
             }
         }
     }
@@ -187,7 +198,10 @@ fn side(board: &Board, pos: &Chess, us: Color, w: &Weights) -> Score {
     // Pieces.
     for sq in bits((board.knights() & board.by_color(us)).0) {
         let i = half_board(us, sq);
-        s.add(w.knight_mg + w.pst_knight_mg[i], w.knight_eg + w.pst_knight_eg[i]);
+        s.add(
+            w.knight_mg + w.pst_knight_mg[i],
+            w.knight_eg + w.pst_knight_eg[i],
+        );
         let a = attacks::knight_attacks(sq).0;
         let m = (a & mobility_area).count_ones() as i32;
         s.add(m * w.knight_mobility_mg, m * w.knight_mobility_eg);
@@ -200,7 +214,10 @@ fn side(board: &Board, pos: &Chess, us: Color, w: &Weights) -> Score {
     let bishops = board.bishops() & board.by_color(us);
     for sq in bishops {
         let i = half_board(us, sq);
-        s.add(w.bishop_mg + w.pst_bishop_mg[i], w.bishop_eg + w.pst_bishop_eg[i]);
+        s.add(
+            w.bishop_mg + w.pst_bishop_mg[i],
+            w.bishop_eg + w.pst_bishop_eg[i],
+        );
         let a = attacks::bishop_attacks(sq, occ).0;
         let m = (a & mobility_area).count_ones() as i32;
         s.add(m * w.bishop_mobility_mg, m * w.bishop_mobility_eg);
@@ -242,7 +259,10 @@ fn side(board: &Board, pos: &Chess, us: Color, w: &Weights) -> Score {
     }
     for sq in board.queens() & board.by_color(us) {
         let i = half_board(us, sq);
-        s.add(w.queen_mg + w.pst_queen_mg[i], w.queen_eg + w.pst_queen_eg[i]);
+        s.add(
+            w.queen_mg + w.pst_queen_mg[i],
+            w.queen_eg + w.pst_queen_eg[i],
+        );
         let a = attacks::queen_attacks(sq, occ).0;
         let m = (a & mobility_area).count_ones() as i32;
         s.add(m * w.queen_mobility_mg, m * w.queen_mobility_eg);
@@ -252,7 +272,8 @@ fn side(board: &Board, pos: &Chess, us: Color, w: &Weights) -> Score {
         }
     }
     if attackers >= 2 {
-        let penalty = (attack_units * attack_units / w.king_attack_divisor.max(1)).min(w.king_attack_cap);
+        let penalty =
+            (attack_units * attack_units / w.king_attack_divisor.max(1)).min(w.king_attack_cap);
         s.add(penalty, 0);
     }
     s.add(center_attacks * w.center_control_mg, 0);
@@ -293,9 +314,16 @@ fn side(board: &Board, pos: &Chess, us: Color, w: &Weights) -> Score {
     let minors = ((board.knights() | board.bishops()) & board.by_color(us)).0;
     let undeveloped = (minors & minor_home).count_ones() as i32;
     let home_de = own_pawns & de_home;
-    let blocked_squares = if shift > 0 { home_de << 8 } else { home_de >> 8 };
+    let blocked_squares = if shift > 0 {
+        home_de << 8
+    } else {
+        home_de >> 8
+    };
     let blocked = (blocked_squares & occ.0).count_ones() as i32;
-    s.add(-undeveloped * w.undeveloped_minor_mg - blocked * w.blocked_center_pawn_mg, 0);
+    s.add(
+        -undeveloped * w.undeveloped_minor_mg - blocked * w.blocked_center_pawn_mg,
+        0,
+    );
 
     // The enemy's attack on our side is counted in their pass; here `s` holds
     // our attack on them as a bonus.
@@ -316,7 +344,10 @@ mod tests {
     use shakmaty::{fen::Fen, CastlingMode};
 
     fn pos(fen: &str) -> Chess {
-        fen.parse::<Fen>().unwrap().into_position(CastlingMode::Standard).unwrap()
+        fen.parse::<Fen>()
+            .unwrap()
+            .into_position(CastlingMode::Standard)
+            .unwrap()
     }
 
     #[test]

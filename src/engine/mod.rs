@@ -1,11 +1,11 @@
 //! The shared search core: evaluation weights, position keys, search, UCI.
 
+pub mod bench;
+pub mod epd;
 pub mod eval;
 pub mod params;
 pub mod position;
+pub mod presets;
 pub mod search;
 pub mod tt;
 pub mod uci;
-pub mod bench;
-pub mod epd;
-pub mod presets;

@@ -323,7 +323,10 @@ weights! {
 impl Weights {
     /// The number with this name.
     pub fn get(&self, name: &str) -> Option<i32> {
-        self.params().into_iter().find(|p| p.name == name).map(|p| p.value)
+        self.params()
+            .into_iter()
+            .find(|p| p.name == name)
+            .map(|p| p.value)
     }
 
     /// Sets the number `name`; errors on an unknown name or a value out of bounds.
@@ -334,7 +337,11 @@ impl Weights {
         };
         let p = &params[i];
         if value < p.min || value > p.max {
-            bail!("{name} = {value} is outside its bounds [{}, {}]", p.min, p.max);
+            bail!(
+                "{name} = {value} is outside its bounds [{}, {}]",
+                p.min,
+                p.max
+            );
         }
         if let Some(slot) = self.slot(i) {
             *slot = value;
@@ -359,7 +366,8 @@ impl Weights {
 
     /// The parameter set as TOML: one `name = value` per number, bounds in comments.
     pub fn to_toml(&self, title: &str) -> String {
-        let mut s = format!("# learnbook evaluation weights: {title}\n# name = value  # [min, max]\n");
+        let mut s =
+            format!("# learnbook evaluation weights: {title}\n# name = value  # [min, max]\n");
         for p in self.params() {
             let _ = writeln!(s, "{} = {}  # [{}, {}]", p.name, p.value, p.min, p.max);
         }

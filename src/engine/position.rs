@@ -4,8 +4,8 @@
 //! double pushes).
 
 use shakmaty::{
-    fen::Fen, uci::UciMove, CastlingMode, Chess, Color, EnPassantMode, Move, MoveList, Position as _, Role,
-    Square,
+    fen::Fen, uci::UciMove, CastlingMode, Chess, Color, EnPassantMode, Move, MoveList,
+    Position as _, Role, Square,
 };
 
 use anyhow::{anyhow, Result};
@@ -71,13 +71,23 @@ impl Default for Position {
 
 impl Position {
     pub fn new(chess: Chess) -> Position {
-        let ep_file = chess.ep_square(EnPassantMode::Legal).map(|sq| sq.file() as u8);
+        let ep_file = chess
+            .ep_square(EnPassantMode::Legal)
+            .map(|sq| sq.file() as u8);
         let key = full_key(&chess, ep_file);
-        Position { chess, key, ep_file }
+        Position {
+            chess,
+            key,
+            ep_file,
+        }
     }
 
+    #[allow(clippy::result_large_err)] // the shakmaty error is consumed at once
     pub fn from_fen(fen: &str) -> Result<Position> {
-        let fen: Fen = fen.trim().parse().map_err(|e| anyhow!("bad FEN {fen:?}: {e}"))?;
+        let fen: Fen = fen
+            .trim()
+            .parse()
+            .map_err(|e| anyhow!("bad FEN {fen:?}: {e}"))?;
         // Lenient like GUIs: positions from composed studies may have "impossible"
         // checks or extra promoted material; both are still playable.
         let chess: Chess = fen
@@ -125,7 +135,13 @@ impl Position {
             key ^= KEYS[EP_BASE + f as usize];
         }
         match m {
-            Move::Normal { role, from, capture, to, promotion } => {
+            Move::Normal {
+                role,
+                from,
+                capture,
+                to,
+                promotion,
+            } => {
                 key ^= piece_key(us, role, from) ^ piece_key(us, promotion.unwrap_or(role), to);
                 if let Some(c) = capture {
                     key ^= piece_key(!us, c, to);
@@ -142,7 +158,9 @@ impl Position {
                     ^ piece_key(!us, Role::Pawn, taken);
             }
             Move::Castle { king, rook } => {
-                let side = m.castling_side().unwrap_or(shakmaty::CastlingSide::KingSide);
+                let side = m
+                    .castling_side()
+                    .unwrap_or(shakmaty::CastlingSide::KingSide);
                 key ^= piece_key(us, Role::King, king)
                     ^ piece_key(us, Role::King, side.king_to(us))
                     ^ piece_key(us, Role::Rook, rook)
@@ -168,7 +186,11 @@ impl Position {
         if let Some(f) = self.ep_file {
             key ^= KEYS[EP_BASE + f as usize];
         }
-        Some(Position { chess, key, ep_file: None })
+        Some(Position {
+            chess,
+            key,
+            ep_file: None,
+        })
     }
 
     /// The key computed from scratch (equal to `key` after any sequence of moves).
@@ -197,7 +219,10 @@ mod tests {
 
     #[test]
     fn incremental_key_equals_full_key() {
-        let mut pos = Position::from_fen("r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1").unwrap();
+        let mut pos = Position::from_fen(
+            "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1",
+        )
+        .unwrap();
         // Walk a deterministic path through castling, captures, double pushes, en passant.
         for step in 0..200u64 {
             let moves = pos.legal_moves();

@@ -22,7 +22,13 @@ pub fn preset(name: &str) -> Result<(Weights, String)> {
 fn center_distance(i: usize) -> i32 {
     let (file, rank) = ((i % 4) as i32, (i / 4) as i32);
     let df = 3 - file; // d is the centre file of the half board
-    let dr = if rank < 3 { 3 - rank } else if rank > 4 { rank - 4 } else { 0 };
+    let dr = if rank < 3 {
+        3 - rank
+    } else if rank > 4 {
+        rank - 4
+    } else {
+        0
+    };
     df.max(dr)
 }
 
@@ -33,7 +39,11 @@ fn blank() -> Weights {
     for name in names {
         let keep = ["pawn_", "knight_", "bishop_", "rook_", "queen_"]
             .iter()
-            .any(|p| name.starts_with(p) && (name.ends_with("_mg") || name.ends_with("_eg")) && name.matches('_').count() == 1);
+            .any(|p| {
+                name.starts_with(p)
+                    && (name.ends_with("_mg") || name.ends_with("_eg"))
+                    && name.matches('_').count() == 1
+            });
         if !keep && name != "king_attack_divisor" {
             // Every non-material bound admits 0 except the divisor.
             let _ = w.set(&name, 0);

@@ -154,7 +154,10 @@ impl Searcher {
         let start = Instant::now();
         self.tt.new_search();
         let (soft, hard) = deadlines(limits, root.turn(), self.move_overhead);
-        let max_depth = limits.depth.unwrap_or(MAX_PLY as i32 - 1).clamp(1, MAX_PLY as i32 - 1);
+        let max_depth = limits
+            .depth
+            .unwrap_or(MAX_PLY as i32 - 1)
+            .clamp(1, MAX_PLY as i32 - 1);
         let mut search = Search {
             s: self,
             stop,
@@ -167,7 +170,13 @@ impl Searcher {
             stopped: false,
             keys: history.to_vec(),
             null_barrier: vec![0],
-            stack: (0..MAX_PLY + 4).map(|_| Stack { killers: [0; 2], eval: 0, mv: 0 }).collect(),
+            stack: (0..MAX_PLY + 4)
+                .map(|_| Stack {
+                    killers: [0; 2],
+                    eval: 0,
+                    mv: 0,
+                })
+                .collect(),
             pv: vec![Vec::new(); MAX_PLY + 1],
         };
         let root_moves = root.legal_moves();
@@ -238,7 +247,12 @@ impl Searcher {
                     break;
                 }
             }
-            if score.abs() >= MATE_BOUND && depth > 8 && limits.depth.is_none() && !limits.infinite && !pondering {
+            if score.abs() >= MATE_BOUND
+                && depth > 8
+                && limits.depth.is_none()
+                && !limits.infinite
+                && !pondering
+            {
                 // A forced mate found with margin: more depth will not change the move.
                 if (MATE - score.abs()) < depth - 4 {
                     break;
@@ -251,12 +265,18 @@ impl Searcher {
 }
 
 /// (soft, hard) time budgets: stop iterating after the soft one, abort at the hard one.
-fn deadlines(limits: &Limits, turn: Color, overhead: Duration) -> (Option<Duration>, Option<Duration>) {
+fn deadlines(
+    limits: &Limits,
+    turn: Color,
+    overhead: Duration,
+) -> (Option<Duration>, Option<Duration>) {
     if limits.infinite {
         return (None, None);
     }
     if let Some(mt) = limits.movetime {
-        let t = Duration::from_millis(mt).saturating_sub(overhead).max(Duration::from_millis(1));
+        let t = Duration::from_millis(mt)
+            .saturating_sub(overhead)
+            .max(Duration::from_millis(1));
         return (None, Some(t));
     }
     let (time, inc) = match turn {
@@ -270,7 +290,10 @@ fn deadlines(limits: &Limits, turn: Color, overhead: Duration) -> (Option<Durati
     let mtg = limits.movestogo.unwrap_or(30).clamp(1, 50);
     let soft = (usable / mtg + inc * 3 / 4).min(usable / 2).max(1);
     let hard = (soft * 4).min(usable * 3 / 4).max(1);
-    (Some(Duration::from_millis(soft)), Some(Duration::from_millis(hard)))
+    (
+        Some(Duration::from_millis(soft)),
+        Some(Duration::from_millis(hard)),
+    )
 }
 
 #[inline]
@@ -308,7 +331,13 @@ fn gives_check(pos: &Position, m: Move) -> bool {
         return false;
     };
     match m {
-        Move::Normal { role, from, to, promotion, .. } => {
+        Move::Normal {
+            role,
+            from,
+            to,
+            promotion,
+            ..
+        } => {
             let occ = (board.occupied() ^ Bitboard::from(from)) | Bitboard::from(to);
             let piece = promotion.unwrap_or(role).of(us);
             if attacks::attacks(to, piece, occ).contains(king) {
@@ -317,7 +346,8 @@ fn gives_check(pos: &Position, m: Move) -> bool {
             let ours = board.by_color(us) & !Bitboard::from(from);
             let diag = (board.bishops() | board.queens()) & ours;
             let line = (board.rooks() | board.queens()) & ours;
-            (attacks::bishop_attacks(king, occ) & diag).any() || (attacks::rook_attacks(king, occ) & line).any()
+            (attacks::bishop_attacks(king, occ) & diag).any()
+                || (attacks::rook_attacks(king, occ) & line).any()
         }
         _ => pos.play(m).is_check(),
     }
@@ -355,7 +385,14 @@ pub fn see(pos: &Position, m: Move) -> i32 {
             break;
         }
         let mut next = None;
-        for role in [Role::Pawn, Role::Knight, Role::Bishop, Role::Rook, Role::Queen, Role::King] {
+        for role in [
+            Role::Pawn,
+            Role::Knight,
+            Role::Bishop,
+            Role::Rook,
+            Role::Queen,
+            Role::King,
+        ] {
             let b = attackers & board.by_role(role);
             if let Some(sq) = b.first() {
                 next = Some((sq, role));
@@ -364,7 +401,8 @@ pub fn see(pos: &Position, m: Move) -> i32 {
         }
         let Some((sq, role)) = next else { break };
         // The king may only take last.
-        if role == Role::King && (board.attacks_to(to, !side, occ ^ Bitboard::from(sq)) & occ).any() {
+        if role == Role::King && (board.attacks_to(to, !side, occ ^ Bitboard::from(sq)) & occ).any()
+        {
             break;
         }
         d += 1;
@@ -427,7 +465,13 @@ impl Search<'_> {
         false
     }
 
-    fn order(&self, pos: &Position, moves: &MoveList, tt_move: u16, ply: usize) -> Vec<(Move, i32)> {
+    fn order(
+        &self,
+        pos: &Position,
+        moves: &MoveList,
+        tt_move: u16,
+        ply: usize,
+    ) -> Vec<(Move, i32)> {
         let us = pos.turn() as usize;
         let killers = self.stack[ply].killers;
         let counter = if ply > 0 {
@@ -476,7 +520,15 @@ impl Search<'_> {
         *h += bonus - *h * bonus.abs() / HISTORY_MAX;
     }
 
-    fn negamax(&mut self, pos: &Position, mut alpha: i32, beta: i32, depth: i32, ply: usize, cut_null: bool) -> i32 {
+    fn negamax(
+        &mut self,
+        pos: &Position,
+        mut alpha: i32,
+        beta: i32,
+        depth: i32,
+        ply: usize,
+        cut_null: bool,
+    ) -> i32 {
         let pv_node = beta - alpha > 1;
         self.pv[ply].clear();
         if depth <= 0 {
@@ -551,7 +603,8 @@ impl Search<'_> {
                     self.keys.push(pos.key);
                     self.null_barrier.push(self.keys.len());
                     self.stack[ply].mv = 0;
-                    let score = -self.negamax(&null, -beta, -beta + 1, depth - 1 - r, ply + 1, true);
+                    let score =
+                        -self.negamax(&null, -beta, -beta + 1, depth - 1 - r, ply + 1, true);
                     self.null_barrier.pop();
                     self.keys.pop();
                     if self.stopped {
@@ -569,7 +622,11 @@ impl Search<'_> {
             return if in_check { -MATE + ply as i32 } else { 0 };
         }
         // Without a table move, search a little shallower (internal iterative reduction).
-        let depth = if tt_move == 0 && depth >= 6 { depth - 1 } else { depth };
+        let depth = if tt_move == 0 && depth >= 6 {
+            depth - 1
+        } else {
+            depth
+        };
         let mut scored = self.order(pos, &moves, tt_move, ply);
         let us = pos.turn();
         let mut best = -INF;
@@ -604,7 +661,8 @@ impl Search<'_> {
                         continue;
                     }
                 }
-                if !quiet && depth <= 6 && order_score < GOOD_CAPTURE && see(pos, m) < -100 * depth {
+                if !quiet && depth <= 6 && order_score < GOOD_CAPTURE && see(pos, m) < -100 * depth
+                {
                     continue;
                 }
             }
@@ -618,7 +676,12 @@ impl Search<'_> {
                 score = -self.negamax(&child, -beta, -alpha, new_depth, ply + 1, false);
             } else {
                 let mut r = 0;
-                if depth >= 3 && quiet && !in_check && !check && searched >= if pv_node { 3 } else { 2 } {
+                if depth >= 3
+                    && quiet
+                    && !in_check
+                    && !check
+                    && searched >= if pv_node { 3 } else { 2 }
+                {
                     r = self.s.lmr[depth.min(63) as usize][searched.min(63)];
                     if !pv_node {
                         r += 1;
@@ -691,7 +754,9 @@ impl Search<'_> {
         } else {
             Bound::Upper
         };
-        self.s.tt.store(pos.key, best_move, to_tt(best, ply), eval, depth, bound);
+        self.s
+            .tt
+            .store(pos.key, best_move, to_tt(best, ply), eval, depth, bound);
         best
     }
 
@@ -739,7 +804,11 @@ impl Search<'_> {
         let mut candidates: Vec<(Move, i32)> = Vec::with_capacity(16);
         for &m in &moves {
             if in_check {
-                let s = if m.is_capture() { m.capture().map_or(100, see_value) * 16 } else { 0 };
+                let s = if m.is_capture() {
+                    m.capture().map_or(100, see_value) * 16
+                } else {
+                    0
+                };
                 candidates.push((m, s));
                 continue;
             }
@@ -788,7 +857,14 @@ impl Search<'_> {
         self.keys.pop();
         if best >= beta {
             let stored_eval = if in_check { 0 } else { eval };
-            self.s.tt.store(pos.key, best_move, to_tt(best, ply), stored_eval, 0, Bound::Lower);
+            self.s.tt.store(
+                pos.key,
+                best_move,
+                to_tt(best, ply),
+                stored_eval,
+                0,
+                Bound::Lower,
+            );
         }
         best
     }
@@ -803,10 +879,16 @@ mod tests {
         let mut s = Searcher::new(16, Weights::default());
         let stop = AtomicBool::new(false);
         let ponder = AtomicBool::new(false);
-        let limits = Limits { depth: Some(depth), ..Limits::default() };
+        let limits = Limits {
+            depth: Some(depth),
+            ..Limits::default()
+        };
         let r = s.search(&pos, &[], &limits, &stop, &ponder, &mut |_| {});
         let m = r.best.unwrap();
-        (m.to_uci(shakmaty::CastlingMode::Standard).to_string(), r.score)
+        (
+            m.to_uci(shakmaty::CastlingMode::Standard).to_string(),
+            r.score,
+        )
     }
 
     #[test]
@@ -830,12 +912,17 @@ mod tests {
 
     #[test]
     fn node_limited_search_is_deterministic() {
-        let pos = Position::from_fen("r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3").unwrap();
+        let pos =
+            Position::from_fen("r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3")
+                .unwrap();
         let run = || {
             let mut s = Searcher::new(16, Weights::default());
             let stop = AtomicBool::new(false);
             let ponder = AtomicBool::new(false);
-            let limits = Limits { nodes: Some(30_000), ..Limits::default() };
+            let limits = Limits {
+                nodes: Some(30_000),
+                ..Limits::default()
+            };
             let r = s.search(&pos, &[], &limits, &stop, &ponder, &mut |_| {});
             (r.best, r.nodes)
         };
@@ -851,7 +938,10 @@ mod tests {
         let b = a.play(a.parse_uci("b1a1").unwrap());
         let mut s = Searcher::new(16, Weights::default());
         let (stop, ponder) = (AtomicBool::new(false), AtomicBool::new(false));
-        let limits = Limits { depth: Some(6), ..Limits::default() };
+        let limits = Limits {
+            depth: Some(6),
+            ..Limits::default()
+        };
         let r = s.search(&a, &[b.key], &limits, &stop, &ponder, &mut |_| {});
         assert_eq!(r.score, 0);
         assert_eq!(r.best, a.parse_uci("b1a1"));

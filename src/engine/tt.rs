@@ -39,7 +39,10 @@ pub struct Tt {
 impl Tt {
     pub fn new(mb: usize) -> Tt {
         let n = (mb.max(1) * 1024 * 1024 / std::mem::size_of::<Slot>()).max(1024);
-        Tt { slots: vec![Slot::default(); n], generation: 0 }
+        Tt {
+            slots: vec![Slot::default(); n],
+            generation: 0,
+        }
     }
 
     pub fn clear(&mut self) {
@@ -67,7 +70,13 @@ impl Tt {
             2 => Bound::Lower,
             _ => Bound::Upper,
         };
-        Some(Hit { mv: s.mv, score: s.score as i32, eval: s.eval as i32, depth: s.depth as i32, bound })
+        Some(Hit {
+            mv: s.mv,
+            score: s.score as i32,
+            eval: s.eval as i32,
+            depth: s.depth as i32,
+            bound,
+        })
     }
 
     pub fn store(&mut self, key: u64, mv: u16, score: i32, eval: i32, depth: i32, bound: Bound) {
@@ -96,7 +105,11 @@ impl Tt {
     /// Permille of a sample of slots written in this search (UCI `hashfull`).
     pub fn hashfull(&self) -> u32 {
         let n = self.slots.len().min(1000);
-        self.slots[..n].iter().filter(|s| s.flags != 0 && (s.flags >> 2) == self.generation).count() as u32 * 1000
+        self.slots[..n]
+            .iter()
+            .filter(|s| s.flags != 0 && (s.flags >> 2) == self.generation)
+            .count() as u32
+            * 1000
             / n as u32
     }
 }
@@ -106,9 +119,12 @@ impl Tt {
 #[inline]
 pub fn pack(m: Move) -> u16 {
     match m {
-        Move::Normal { from, to, promotion, .. } => {
-            from as u16 | (to as u16) << 6 | (promotion.map_or(0, |r| r as u16)) << 12
-        }
+        Move::Normal {
+            from,
+            to,
+            promotion,
+            ..
+        } => from as u16 | (to as u16) << 6 | (promotion.map_or(0, |r| r as u16)) << 12,
         Move::EnPassant { from, to } => from as u16 | (to as u16) << 6,
         Move::Castle { king, rook } => king as u16 | (rook as u16) << 6,
         Move::Put { .. } => 0,
@@ -120,4 +136,3 @@ pub fn pack(m: Move) -> u16 {
 pub fn from_to(code: u16) -> (usize, usize) {
     ((code & 63) as usize, ((code >> 6) & 63) as usize)
 }
-

@@ -42,6 +42,8 @@ struct Engine {
     thread: Option<JoinHandle<Searcher>>,
     stop: Arc<AtomicBool>,
     ponder: Arc<AtomicBool>,
+    /// Set by the search thread just before it prints `bestmove`.
+    reported: Arc<AtomicBool>,
     pos: Position,
     /// Keys of the game's positions before `pos`.
     history: Vec<u64>,
@@ -91,6 +93,7 @@ pub fn run(input: impl BufRead, config: Config) -> anyhow::Result<()> {
         thread: None,
         stop: Arc::new(AtomicBool::new(false)),
         ponder: Arc::new(AtomicBool::new(false)),
+        reported: Arc::new(AtomicBool::new(false)),
         pos: Position::default(),
         history: Vec::new(),
         hash_mb: DEFAULT_HASH_MB,
@@ -132,7 +135,10 @@ pub fn run(input: impl BufRead, config: Config) -> anyhow::Result<()> {
             "quit" => break,
             "eval" => {
                 if let Some(s) = &e.searcher {
-                    say(&format!("info string static eval {} cp (side to move)", s.evaluate(&e.pos)));
+                    say(&format!(
+                        "info string static eval {} cp (side to move)",
+                        s.evaluate(&e.pos)
+                    ));
                 }
             }
             _ => say(&format!("info string unknown command {cmd:?} ignored")),
@@ -145,29 +151,49 @@ pub fn run(input: impl BufRead, config: Config) -> anyhow::Result<()> {
 impl Engine {
     fn searcher(&mut self) -> &mut Searcher {
         self.wait_search();
-        self.searcher.get_or_insert_with(|| Searcher::new(DEFAULT_HASH_MB, Weights::default()))
+        self.searcher
+            .get_or_insert_with(|| Searcher::new(DEFAULT_HASH_MB, Weights::default()))
     }
 
     fn uci(&mut self) {
         say(&format!("id name {NAME}"));
         say("id author the learnbook developers");
-        say(&format!("option name Hash type spin default {DEFAULT_HASH_MB} min 1 max 65536"));
+        say(&format!(
+            "option name Hash type spin default {DEFAULT_HASH_MB} min 1 max 65536"
+        ));
         say("option name Clear Hash type button");
         say("option name Move Overhead type spin default 30 min 0 max 5000");
         say("option name Ponder type check default false");
-        say(&format!("option name OwnBook type check default {}", self.own_book));
-        let book = self.book_file.as_ref().map_or("<empty>".to_string(), |p| p.display().to_string());
+        say(&format!(
+            "option name OwnBook type check default {}",
+            self.own_book
+        ));
+        let book = self
+            .book_file
+            .as_ref()
+            .map_or("<empty>".to_string(), |p| p.display().to_string());
         say(&format!("option name BookFile type string default {book}"));
         say("option name BookMode type combo default best var best var weighted");
         say("option name WeightsFile type string default <empty>");
         for p in Weights::default().params() {
-            say(&format!("option name {} type spin default {} min {} max {}", p.name, p.value, p.min, p.max));
+            say(&format!(
+                "option name {} type spin default {} min {} max {}",
+                p.name, p.value, p.min, p.max
+            ));
         }
         say("uciok");
     }
 
+    /// Is a search still running (one that has printed `bestmove` is joined)?
+    fn busy(&mut self) -> bool {
+        if self.thread.is_some() && self.reported.load(Ordering::Acquire) {
+            self.wait_search();
+        }
+        self.thread.is_some()
+    }
+
     fn setoption(&mut self, args: &[&str]) {
-        if self.thread.is_some() {
+        if self.busy() {
             say("info string setoption ignored while searching");
             return;
         }
@@ -178,7 +204,9 @@ impl Engine {
         };
         let value_at = args.iter().position(|w| w.eq_ignore_ascii_case("value"));
         let name = args[name_at + 1..value_at.unwrap_or(args.len())].join(" ");
-        let value = value_at.map(|v| args[v + 1..].join(" ")).unwrap_or_default();
+        let value = value_at
+            .map(|v| args[v + 1..].join(" "))
+            .unwrap_or_default();
         let lower = name.to_ascii_lowercase();
         match lower.as_str() {
             "hash" => match value.parse::<usize>() {
@@ -186,18 +214,24 @@ impl Engine {
                     self.hash_mb = mb;
                     self.searcher().resize(mb);
                 }
-                _ => say(&format!("info string Hash must be 1..65536 MB, not {value:?}")),
+                _ => say(&format!(
+                    "info string Hash must be 1..65536 MB, not {value:?}"
+                )),
             },
             "clear hash" => self.searcher().clear(),
             "move overhead" => match value.parse::<u64>() {
                 Ok(ms) if ms <= 5000 => self.searcher().move_overhead = Duration::from_millis(ms),
-                _ => say(&format!("info string Move Overhead must be 0..5000 ms, not {value:?}")),
+                _ => say(&format!(
+                    "info string Move Overhead must be 0..5000 ms, not {value:?}"
+                )),
             },
             "ponder" => {}
             "ownbook" => match value.as_str() {
                 "true" => self.own_book = true,
                 "false" => self.own_book = false,
-                _ => say(&format!("info string OwnBook must be true or false, not {value:?}")),
+                _ => say(&format!(
+                    "info string OwnBook must be true or false, not {value:?}"
+                )),
             },
             "bookfile" => {
                 if value.is_empty() || value == "<empty>" {
@@ -234,7 +268,11 @@ impl Engine {
                 }
             }
             _ => {
-                let Some(p) = Weights::default().params().into_iter().find(|p| p.name.eq_ignore_ascii_case(&name)) else {
+                let Some(p) = Weights::default()
+                    .params()
+                    .into_iter()
+                    .find(|p| p.name.eq_ignore_ascii_case(&name))
+                else {
                     say(&format!("info string unknown option {name:?} ignored"));
                     return;
                 };
@@ -244,7 +282,10 @@ impl Engine {
                             say(&format!("info string {err}"));
                         }
                     }
-                    Err(_) => say(&format!("info string {} needs an integer value, not {value:?}", p.name)),
+                    Err(_) => say(&format!(
+                        "info string {} needs an integer value, not {value:?}",
+                        p.name
+                    )),
                 }
             }
         }
@@ -270,7 +311,9 @@ impl Engine {
         let mut history = Vec::new();
         for &uci in moves_at.map_or(&[][..], |i| &args[i + 1..]) {
             let Some(m) = pos.parse_uci(uci) else {
-                say(&format!("info string position ignored: illegal move {uci:?}"));
+                say(&format!(
+                    "info string position ignored: illegal move {uci:?}"
+                ));
                 return;
             };
             history.push(pos.key);
@@ -281,11 +324,12 @@ impl Engine {
     }
 
     fn go(&mut self, args: &[&str]) {
-        if self.thread.is_some() {
+        if self.busy() {
             say("info string go ignored: already searching (send stop first)");
             return;
         }
         let mut limits = Limits::default();
+        let mut bad = None;
         let mut i = 0;
         while i < args.len() {
             let word = args[i];
@@ -293,7 +337,7 @@ impl Engine {
                 let v = args.get(i + 1).and_then(|s| s.parse::<i64>().ok());
                 match v {
                     Some(v) => *field = Some(v.max(0) as u64),
-                    None => say(&format!("info string go {word}: expected a number")),
+                    None => bad = Some(format!("go {word}: expected a number")),
                 }
                 i += 1;
             };
@@ -313,10 +357,21 @@ impl Engine {
                 }
                 "infinite" => limits.infinite = true,
                 "ponder" => limits.ponder = true,
-                "searchmoves" => say("info string searchmoves is not supported; searching all moves"),
+                "searchmoves" => {
+                    say("info string searchmoves is not supported; searching all moves")
+                }
                 _ => {}
             }
             i += 1;
+        }
+        if let Some(reason) = bad {
+            say(&format!("info string {reason}; go ignored"));
+            return;
+        }
+        let timed = limits.wtime.is_some() || limits.btime.is_some() || limits.movetime.is_some();
+        if !timed && limits.depth.is_none() && limits.nodes.is_none() {
+            // A bare `go` searches until `stop`, as in other engines.
+            limits.infinite = true;
         }
         if !limits.infinite && !limits.ponder {
             if let Some(m) = self.book_move() {
@@ -331,6 +386,8 @@ impl Engine {
         };
         self.stop.store(false, Ordering::Relaxed);
         self.ponder.store(limits.ponder, Ordering::Relaxed);
+        self.reported.store(false, Ordering::Release);
+        let reported = Arc::clone(&self.reported);
         let stop = Arc::clone(&self.stop);
         let ponder = Arc::clone(&self.ponder);
         let pos = self.pos.clone();
@@ -339,16 +396,23 @@ impl Engine {
             .name("search".into())
             .stack_size(64 << 20)
             .spawn(move || {
-                let result = searcher.search(&pos, &history, &limits, &stop, &ponder, &mut |i| say(&info_line(i)));
+                let result = searcher.search(&pos, &history, &limits, &stop, &ponder, &mut |i| {
+                    say(&info_line(i))
+                });
                 // UCI: after `infinite` or `ponder`, bestmove waits for stop (or ponderhit).
                 while (limits.infinite && !stop.load(Ordering::Relaxed))
                     || (ponder.load(Ordering::Relaxed) && !stop.load(Ordering::Relaxed))
                 {
                     std::thread::sleep(Duration::from_millis(1));
                 }
+                reported.store(true, Ordering::Release);
                 match result.best {
                     Some(m) => match result.ponder {
-                        Some(p) => say(&format!("bestmove {} ponder {}", uci_move(&m), uci_move(&p))),
+                        Some(p) => say(&format!(
+                            "bestmove {} ponder {}",
+                            uci_move(&m),
+                            uci_move(&p)
+                        )),
                         None => say(&format!("bestmove {}", uci_move(&m))),
                     },
                     None => say("bestmove 0000"),

@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""Drive `learnbook uci` with python-chess's chess.engine, as GUIs do.
+
+usage: uci_games.py LEARNBOOK_BINARY OPPONENT [GAMES_PER_PAIRING] [BASE_SECONDS] [INC_SECONDS]
+
+Plays learnbook against itself and against OPPONENT (a UCI engine such as
+/usr/games/glaurung) at BASE+INC with real clocks, checking that every
+move is legal, no side loses on time and no engine dies; then checks that
+`stop` during an infinite search is answered within 50 ms. Exits non-zero
+with the reason on any failure.
+"""
+import sys
+import time
+
+import chess
+import chess.engine
+
+MAX_PLIES = 400
+
+
+def play(white, black, base, inc, label):
+    board = chess.Board()
+    clocks = {chess.WHITE: base, chess.BLACK: base}
+    engines = {chess.WHITE: white, chess.BLACK: black}
+    while not board.is_game_over(claim_draw=True) and board.ply() < MAX_PLIES:
+        side = board.turn
+        limit = chess.engine.Limit(
+            white_clock=clocks[chess.WHITE], black_clock=clocks[chess.BLACK],
+            white_inc=inc, black_inc=inc)
+        t0 = time.monotonic()
+        result = engines[side].play(board, limit)
+        used = time.monotonic() - t0
+        clocks[side] -= used
+        if clocks[side] < 0:
+            sys.exit(f"{label}: {'white' if side else 'black'} lost on time at ply {board.ply()} "
+                     f"({-clocks[side]:.3f} s over)")
+        clocks[side] += inc
+        if result.move is None or result.move not in board.legal_moves:
+            sys.exit(f"{label}: illegal move {result.move} at ply {board.ply()} in {board.fen()}")
+        board.push(result.move)
+    outcome = board.outcome(claim_draw=True)
+    res = outcome.result() if outcome else "1/2-1/2 (ply limit)"
+    print(f"{label}: {res} in {board.ply()} plies; clocks left "
+          f"white {clocks[chess.WHITE]:.2f} s, black {clocks[chess.BLACK]:.2f} s")
+    return res
+
+
+def check_stop(engine):
+    board = chess.Board("r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3")
+    worst = 0.0
+    for _ in range(5):
+        with engine.analysis(board) as analysis:
+            time.sleep(0.3)
+            t0 = time.monotonic()
+            analysis.stop()
+            best = analysis.wait()
+            elapsed = time.monotonic() - t0
+        if best.move is None or best.move not in board.legal_moves:
+            sys.exit(f"stop: no legal bestmove ({best.move})")
+        worst = max(worst, elapsed)
+    print(f"stop answered within {worst * 1000:.1f} ms (worst of 5)")
+    if worst > 0.050:
+        sys.exit(f"stop took {worst * 1000:.1f} ms (limit 50 ms)")
+
+
+def main():
+    binary, opponent = sys.argv[1], sys.argv[2]
+    games = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+    base = float(sys.argv[4]) if len(sys.argv) > 4 else 5.0
+    inc = float(sys.argv[5]) if len(sys.argv) > 5 else 0.05
+    ours = chess.engine.SimpleEngine.popen_uci([binary, "uci"])
+    ours2 = chess.engine.SimpleEngine.popen_uci([binary, "uci"])
+    other = chess.engine.SimpleEngine.popen_uci([opponent])
+    try:
+        if ours.id.get("name", "").split()[0] != "learnbook":
+            sys.exit(f"unexpected engine name {ours.id}")
+        if "Hash" not in ours.options or "pawn_mg" not in ours.options:
+            sys.exit("missing UCI options Hash / pawn_mg")
+        ours.configure({"Hash": 32})
+        check_stop(ours)
+        for g in range(games):
+            play(ours, ours2, base, inc, f"self-play game {g + 1}")
+        for g in range(games):
+            play(ours, other, base, inc, f"learnbook-{opponent.split('/')[-1]} game {g + 1}")
+            play(other, ours, base, inc, f"{opponent.split('/')[-1]}-learnbook game {g + 1}")
+        for name, e in (("learnbook", ours), ("learnbook (2)", ours2), ("opponent", other)):
+            if e.protocol.returncode.done():
+                sys.exit(f"{name} exited during the games")
+    finally:
+        for e in (ours, ours2, other):
+            try:
+                e.quit()
+            except Exception:
+                pass
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
