@@ -25,6 +25,9 @@ pub enum BenchCommand {
         /// Milliseconds per position.
         #[arg(long, default_value_t = 1000)]
         movetime: u64,
+        /// Nodes per position instead of time (the result does not depend on the machine).
+        #[arg(long)]
+        nodes: Option<u64>,
         /// Positions searched at once (one search thread each).
         #[arg(long, default_value_t = 1)]
         threads: usize,
@@ -84,10 +87,22 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
         BenchCommand::Wac {
             file,
             movetime,
+            nodes,
             threads,
             hash,
         } => {
-            let (_, report) = crate::engine::bench::wac(&file, movetime, threads, hash)?;
+            use crate::engine::search::Limits;
+            let limits = match nodes {
+                Some(n) => Limits {
+                    nodes: Some(n),
+                    ..Limits::default()
+                },
+                None => Limits {
+                    movetime: Some(movetime),
+                    ..Limits::default()
+                },
+            };
+            let (_, report) = crate::engine::bench::wac(&file, &limits, threads, hash)?;
             print!("{report}");
             Ok(())
         }

@@ -265,3 +265,37 @@ fn python_chess_plays_full_games() {
         "{stdout}"
     );
 }
+
+#[test]
+fn solves_win_at_chess_at_a_fixed_node_count() {
+    // Node-limited, so the count does not depend on the machine: 182 of 200
+    // at 200,000 nodes when this was written; 1 s per position solves more
+    // (docs/BENCHMARKS.md).
+    let wac = shared().join("positions/wac-001-200.epd");
+    let out = ok(&[
+        "bench",
+        "wac",
+        s(&wac),
+        "--nodes",
+        "200000",
+        "--threads",
+        "2",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let solved: usize = text
+        .split("solved ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no solved count in {text}"));
+    assert!(solved >= 180, "{text}");
+    assert!(text.contains("of 200 at 200000 nodes"), "{text}");
+}
+
+#[test]
+fn finds_hossas_trapped_rook_move() {
+    let seeds = shared().join("positions/seed-positions.epd");
+    let out = ok(&["bench", "wac", s(&seeds), "--nodes", "1000000"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("solved hossa.trapped-rook: b4"), "{text}");
+}

@@ -98,11 +98,12 @@ pub struct Solve {
     pub found_after: Option<Duration>,
 }
 
-/// Runs every `bm`/`am` position of `file` for `movetime` ms on `threads`
+/// Runs every `bm`/`am` position of `file` under `limits` (`movetime`, or
+/// `nodes` for a result that does not depend on the machine) on `threads`
 /// threads (one position per thread, each with its own table).
 pub fn wac(
     file: &Path,
-    movetime: u64,
+    limits: &Limits,
     threads: usize,
     hash_mb: usize,
 ) -> Result<(Vec<Solve>, String)> {
@@ -123,7 +124,7 @@ pub fn wac(
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(e) = records.get(i) else { break };
-                    let r = solve(&mut searcher, e, movetime);
+                    let r = solve(&mut searcher, e, limits);
                     if let Ok(mut all) = results.lock() {
                         all[i] = Some(r);
                     }
@@ -143,9 +144,14 @@ pub fn wac(
     }
     let solved = solves.iter().filter(|s| s.solved).count();
     let mut out = String::new();
+    let per = match (limits.nodes, limits.movetime) {
+        (Some(n), _) => format!("{n} nodes"),
+        (None, Some(ms)) => format!("{ms} ms"),
+        _ => "the given limits".to_string(),
+    };
     writeln!(
         out,
-        "{}: solved {solved} of {} at {movetime} ms per position",
+        "{}: solved {solved} of {} at {per} per position",
         file.display(),
         solves.len()
     )?;
@@ -165,17 +171,13 @@ pub fn wac(
     Ok((solves, out))
 }
 
-fn solve(searcher: &mut Searcher, e: &Epd, movetime: u64) -> Result<Solve> {
+fn solve(searcher: &mut Searcher, e: &Epd, limits: &Limits) -> Result<Solve> {
     let bm = e.moves("bm")?;
     let am = e.moves("am")?;
     searcher.clear();
     let (stop, ponder) = (AtomicBool::new(false), AtomicBool::new(false));
-    let limits = Limits {
-        movetime: Some(movetime),
-        ..Limits::default()
-    };
     let mut changes: Vec<(Duration, Option<shakmaty::Move>)> = Vec::new();
-    let r = searcher.search(&e.pos, &[], &limits, &stop, &ponder, &mut |i| {
+    let r = searcher.search(&e.pos, &[], limits, &stop, &ponder, &mut |i| {
         let first = i.pv.first().copied();
         if changes.last().map(|c| c.1) != Some(first) {
             changes.push((i.time, first));
