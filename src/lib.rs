@@ -6,3 +6,4 @@
 pub mod bench;
 pub mod book;
 pub mod engine;
+pub mod play;

@@ -1,0 +1,3 @@
+//! Games between engines: protocol clients, statistics.
+
+pub mod stats;
