@@ -155,6 +155,60 @@ enum Command {
         #[arg(long, value_name = "W.toml")]
         weights: Option<PathBuf>,
     },
+    /// Play a match between two engines (UCI, xboard, or the built-in search core).
+    Play {
+        /// name=N,cmd=CMD[,proto=uci|xboard][,option.X=V][,dir=D]; cmd=builtin[,weights=W][,book=B][,bookmode=M]. Twice.
+        #[arg(long = "engine", required = true, num_args = 1)]
+        engines: Vec<String>,
+        /// Time control moves/seconds+increment (10+0.1, 40/60).
+        #[arg(long, conflicts_with_all = ["nodes", "depth"])]
+        tc: Option<String>,
+        /// Fixed nodes per move (UCI and builtin engines).
+        #[arg(long, conflicts_with = "depth")]
+        nodes: Option<u64>,
+        /// Fixed depth per move.
+        #[arg(long)]
+        depth: Option<u32>,
+        #[arg(long, default_value_t = 2)]
+        games: usize,
+        /// Games played at once (each worker owns its engine processes).
+        #[arg(long, default_value_t = 1)]
+        concurrency: usize,
+        /// Openings: EPD (one position per line) or PGN (.gz, .zst); default the start position.
+        #[arg(long)]
+        openings: Option<PathBuf>,
+        /// Shuffle the openings (seeded with --seed).
+        #[arg(long)]
+        random: bool,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Play each opening twice, colours swapped.
+        #[arg(long)]
+        repeat: bool,
+        /// Append the games to this PGN file.
+        #[arg(long)]
+        pgnout: Option<PathBuf>,
+        /// elo0=E0,elo1=E1,alpha=A,beta=B: stop when the GSPRT decides.
+        #[arg(long)]
+        sprt: Option<String>,
+        /// movenumber=N,movecount=N,score=CP: adjudicate draws.
+        #[arg(long)]
+        draw: Option<String>,
+        /// movecount=N,score=CP: adjudicate losses.
+        #[arg(long)]
+        resign: Option<String>,
+        /// A draw after this many moves.
+        #[arg(long)]
+        maxmoves: Option<u32>,
+        /// Add each game of --learn-as to this book and re-evaluate at once.
+        #[arg(long, requires = "learn_as")]
+        learn: Option<PathBuf>,
+        /// The engine (name=) whose games are learned.
+        #[arg(long)]
+        learn_as: Option<String>,
+        #[arg(long, default_value = "learnbook match")]
+        event: String,
+    },
     /// Print an evaluation parameter set as TOML.
     Weights {
         /// default, kaissa or kotok.
@@ -305,6 +359,78 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 stdin.lock(),
                 learnbook::engine::uci::Config { book, weights },
             )?;
+        }
+        Command::Play {
+            engines,
+            tc,
+            nodes,
+            depth,
+            games,
+            concurrency,
+            openings,
+            random,
+            seed,
+            repeat,
+            pgnout,
+            sprt,
+            draw,
+            resign,
+            maxmoves,
+            learn,
+            learn_as,
+            event,
+        } => {
+            use learnbook::play::{game, runner, spec};
+            let [a, b] = engines.as_slice() else {
+                anyhow::bail!("--engine must be given exactly twice");
+            };
+            let limit = match (tc, nodes, depth) {
+                (Some(tc), None, None) => {
+                    game::Limit::Clock(tc.parse().map_err(anyhow::Error::msg)?)
+                }
+                (None, Some(n), None) => game::Limit::Nodes(n),
+                (None, None, Some(d)) => game::Limit::Depth(d),
+                _ => anyhow::bail!("give one of --tc, --nodes, --depth"),
+            };
+            let cfg = runner::MatchConfig {
+                players: [spec::parse_player(a)?, spec::parse_player(b)?],
+                limit,
+                games,
+                concurrency,
+                openings: match openings {
+                    Some(p) => runner::read_openings(&p)?,
+                    None => vec![game::Opening {
+                        fen: None,
+                        moves: Vec::new(),
+                    }],
+                },
+                random_seed: random.then_some(seed),
+                repeat,
+                pgn_out: pgnout,
+                sprt: sprt.as_deref().map(spec::parse_sprt).transpose()?,
+                adjudication: game::Adjudication {
+                    draw: draw.as_deref().map(spec::parse_draw).transpose()?,
+                    resign: resign.as_deref().map(spec::parse_resign).transpose()?,
+                    max_moves: maxmoves,
+                },
+                learn: learn.zip(learn_as),
+                event,
+            };
+            let first = cfg.players[0].name().to_string();
+            let standing = runner::run_match(&cfg, |round, g, st| {
+                println!(
+                    "game {round} ({} done): {} - {} {} ({}); {first}: +{} ={} -{}",
+                    st.played,
+                    g.white,
+                    g.black,
+                    g.result,
+                    g.termination,
+                    st.wdl.wins,
+                    st.wdl.draws,
+                    st.wdl.losses
+                );
+            })?;
+            print!("{}", runner::final_report(&cfg, &standing));
         }
         Command::Weights { preset } => {
             let (w, notes) = learnbook::engine::presets::preset(&preset)?;

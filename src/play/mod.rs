@@ -1,3 +1,8 @@
 //! Games between engines: protocol clients, statistics.
 
+pub mod builtin;
+pub mod game;
+pub mod protocol;
+pub mod runner;
+pub mod spec;
 pub mod stats;

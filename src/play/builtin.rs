@@ -1,0 +1,111 @@
+//! The search core as an in-process player (no pipes, no process per game):
+//! what the tuner and fast self-play use.
+
+use std::{path::Path, sync::atomic::AtomicBool};
+
+use rand::{rngs::StdRng, SeedableRng};
+
+use super::protocol::{Budget, Fault, Player, Reply, Request};
+use crate::{
+    book::{
+        select::{choose, Mode},
+        Book,
+    },
+    engine::{
+        params::Weights,
+        position::Position,
+        search::{Limits, Searcher},
+    },
+};
+
+pub struct Builtin {
+    name: String,
+    searcher: Searcher,
+    book: Option<Book>,
+    book_mode: Mode,
+    rng: StdRng,
+}
+
+impl Builtin {
+    pub fn new(
+        name: &str,
+        weights: Weights,
+        book: Option<&Path>,
+        book_mode: Mode,
+        seed: u64,
+    ) -> anyhow::Result<Builtin> {
+        let book = book.map(Book::open).transpose()?;
+        Ok(Builtin {
+            name: name.to_string(),
+            searcher: Searcher::new(16, weights),
+            book,
+            book_mode,
+            rng: StdRng::seed_from_u64(seed),
+        })
+    }
+}
+
+impl Player for Builtin {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn new_game(&mut self) -> Result<(), Fault> {
+        self.searcher.clear();
+        Ok(())
+    }
+
+    fn think(&mut self, req: &Request) -> Result<Reply, Fault> {
+        if let Some(book) = &self.book {
+            match choose(book, req.position, self.book_mode, &mut self.rng) {
+                Ok(Some(mv)) => return Ok(Reply::Move { mv, score_cp: None }),
+                Ok(None) => {}
+                Err(e) => return Err(Fault::Crash(format!("{}: book: {e:#}", self.name))),
+            }
+        }
+        let mut pos = Position::new(req.start.clone());
+        let mut history = Vec::with_capacity(req.moves.len());
+        for &m in req.moves {
+            history.push(pos.key);
+            pos = pos.play(m);
+        }
+        let limits = match req.budget {
+            Budget::Clock {
+                wtime,
+                btime,
+                winc,
+                binc,
+                movestogo,
+            } => Limits {
+                wtime: Some(wtime),
+                btime: Some(btime),
+                winc: Some(winc),
+                binc: Some(binc),
+                movestogo: movestogo.map(u64::from),
+                ..Limits::default()
+            },
+            Budget::Nodes(n) => Limits {
+                nodes: Some(n),
+                ..Limits::default()
+            },
+            Budget::Depth(d) => Limits {
+                depth: Some(d as i32),
+                ..Limits::default()
+            },
+        };
+        let (stop, ponder) = (AtomicBool::new(false), AtomicBool::new(false));
+        let r = self
+            .searcher
+            .search(&pos, &history, &limits, &stop, &ponder, &mut |_| {});
+        match r.best {
+            Some(mv) => Ok(Reply::Move {
+                mv,
+                score_cp: Some(r.score),
+            }),
+            None => Err(Fault::Illegal(format!(
+                "{}: no move in a position with legal moves",
+                self.name
+            ))),
+        }
+    }
+}

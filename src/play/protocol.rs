@@ -1,0 +1,597 @@
+//! External engines as child processes, spoken to in UCI or CECP (xboard
+//! protocol 2). Every wait has a timeout; a dead, silent or confused engine
+//! becomes a [`Fault`] that the game records, never a hang of the runner.
+
+use std::{
+    io::{BufRead, BufReader, Write},
+    process::{Child, ChildStdin, Command, Stdio},
+    sync::mpsc::{self, Receiver, RecvTimeoutError},
+    time::{Duration, Instant},
+};
+
+use shakmaty::{san::San, uci::UciMove, CastlingMode, Chess, Move};
+
+/// Why an engine lost a game other than on the board.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// The process died or closed its output.
+    Crash(String),
+    /// No answer within the time allowed.
+    Hang(String),
+    /// A move that is not legal (or not a move at all).
+    Illegal(String),
+}
+
+impl std::fmt::Display for Fault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Fault::Crash(s) => write!(f, "crash: {s}"),
+            Fault::Hang(s) => write!(f, "no answer: {s}"),
+            Fault::Illegal(s) => write!(f, "illegal move: {s}"),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Proto {
+    Uci,
+    Xboard,
+}
+
+/// How long a move may take: the clocks, or a fixed node count or depth.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Budget {
+    /// Remaining times and increments in milliseconds, and moves to the next
+    /// time control (if any).
+    Clock {
+        wtime: u64,
+        btime: u64,
+        winc: u64,
+        binc: u64,
+        movestogo: Option<u32>,
+    },
+    Nodes(u64),
+    Depth(u32),
+}
+
+/// What a player is asked: the game so far and the budget.
+pub struct Request<'a> {
+    /// The start position as FEN, `None` for the standard start.
+    pub start_fen: Option<&'a str>,
+    pub start: &'a Chess,
+    pub moves: &'a [Move],
+    pub position: &'a Chess,
+    pub budget: Budget,
+}
+
+/// A player's answer.
+#[derive(Clone, Debug)]
+pub enum Reply {
+    Move { mv: Move, score_cp: Option<i32> },
+    Resign,
+}
+
+/// Anything that can play a game (external engines, the built-in engine).
+pub trait Player: Send {
+    fn name(&self) -> &str;
+    fn new_game(&mut self) -> Result<(), Fault>;
+    fn think(&mut self, req: &Request) -> Result<Reply, Fault>;
+}
+
+/// A child process with line-based input and output.
+pub struct Process {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<String>,
+    pub label: String,
+}
+
+impl Process {
+    /// Starts `argv` (`argv[0]` the program).
+    pub fn spawn(
+        argv: &[String],
+        dir: Option<&std::path::Path>,
+        label: &str,
+    ) -> Result<Process, Fault> {
+        let (program, args) = argv
+            .split_first()
+            .ok_or_else(|| Fault::Crash("empty command".into()))?;
+        let mut cmd = Command::new(program);
+        cmd.args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        if let Some(d) = dir {
+            cmd.current_dir(d);
+        }
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| Fault::Crash(format!("cannot start {program:?}: {e}")))?;
+        let stdin = child
+            .stdin
+            .take()
+            .ok_or_else(|| Fault::Crash("no stdin".into()))?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| Fault::Crash("no stdout".into()))?;
+        let (tx, rx) = mpsc::channel();
+        std::thread::Builder::new()
+            .name(format!("{label} reader"))
+            .spawn(move || {
+                for line in BufReader::new(stdout).lines() {
+                    match line {
+                        Ok(l) => {
+                            if tx.send(l).is_err() {
+                                break;
+                            }
+                        }
+                        Err(_) => break,
+                    }
+                }
+            })
+            .map_err(|e| Fault::Crash(format!("cannot start a reader thread: {e}")))?;
+        Ok(Process {
+            child,
+            stdin,
+            lines: rx,
+            label: label.to_string(),
+        })
+    }
+
+    pub fn send(&mut self, line: &str) -> Result<(), Fault> {
+        writeln!(self.stdin, "{line}")
+            .and_then(|_| self.stdin.flush())
+            .map_err(|e| Fault::Crash(format!("{}: cannot write {line:?}: {e}", self.label)))
+    }
+
+    /// The next line, waiting at most until `deadline`.
+    pub fn recv(&mut self, deadline: Instant, waiting_for: &str) -> Result<String, Fault> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match self.lines.recv_timeout(left) {
+            Ok(l) => Ok(l),
+            Err(RecvTimeoutError::Timeout) => {
+                Err(Fault::Hang(format!("{} sent no {waiting_for}", self.label)))
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                let status = self
+                    .child
+                    .try_wait()
+                    .ok()
+                    .flatten()
+                    .map(|s| s.to_string())
+                    .unwrap_or_default();
+                Err(Fault::Crash(format!(
+                    "{} exited {status} while we waited for {waiting_for}",
+                    self.label
+                )))
+            }
+        }
+    }
+
+    /// Lines until one for which `done` is true (that line is returned).
+    pub fn until(
+        &mut self,
+        deadline: Instant,
+        waiting_for: &str,
+        mut done: impl FnMut(&str) -> bool,
+    ) -> Result<String, Fault> {
+        loop {
+            let line = self.recv(deadline, waiting_for)?;
+            if done(&line) {
+                return Ok(line);
+            }
+        }
+    }
+
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = writeln!(self.stdin, "quit");
+        let _ = self.stdin.flush();
+        // Give it a moment to exit cleanly, then kill.
+        let until = Instant::now() + Duration::from_millis(200);
+        while Instant::now() < until {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        self.kill();
+    }
+}
+
+/// How to start an engine: cutechess-style `name=`, `cmd=`, `proto=`, `option.X=`.
+#[derive(Clone, Debug)]
+pub struct EngineSpec {
+    pub name: String,
+    pub argv: Vec<String>,
+    pub proto: Proto,
+    pub options: Vec<(String, String)>,
+    pub dir: Option<std::path::PathBuf>,
+}
+
+/// Time allowed for the handshake and `isready`.
+const HANDSHAKE: Duration = Duration::from_secs(10);
+/// Slack on top of a move's own budget before an engine is declared hung.
+const GRACE: Duration = Duration::from_secs(2);
+/// A move under a node or depth budget may take at most this long.
+const FIXED_BUDGET_LIMIT: Duration = Duration::from_secs(120);
+
+fn parse_move(pos: &Chess, text: &str) -> Option<Move> {
+    if let Ok(u) = text.parse::<UciMove>() {
+        if let Ok(m) = u.to_move(pos) {
+            return Some(m);
+        }
+    }
+    text.parse::<San>().ok().and_then(|s| s.to_move(pos).ok())
+}
+
+fn uci_of(m: &Move) -> String {
+    m.to_uci(CastlingMode::Standard).to_string()
+}
+
+/// The time this move may take before the engine is declared hung.
+fn move_deadline(req: &Request) -> Instant {
+    let allowed = match req.budget {
+        Budget::Clock {
+            wtime,
+            btime,
+            winc,
+            binc,
+            ..
+        } => {
+            let (t, i) = match shakmaty::Position::turn(req.position) {
+                shakmaty::Color::White => (wtime, winc),
+                shakmaty::Color::Black => (btime, binc),
+            };
+            Duration::from_millis(t + i) + GRACE
+        }
+        Budget::Nodes(_) | Budget::Depth(_) => FIXED_BUDGET_LIMIT,
+    };
+    Instant::now() + allowed
+}
+
+/// A UCI engine.
+pub struct UciEngine {
+    spec: EngineSpec,
+    p: Process,
+}
+
+impl UciEngine {
+    pub fn start(spec: &EngineSpec) -> Result<UciEngine, Fault> {
+        let mut p = Process::spawn(&spec.argv, spec.dir.as_deref(), &spec.name)?;
+        p.send("uci")?;
+        p.until(Instant::now() + HANDSHAKE, "uciok", |l| l.trim() == "uciok")?;
+        for (k, v) in &spec.options {
+            p.send(&format!("setoption name {k} value {v}"))?;
+        }
+        let mut e = UciEngine {
+            spec: spec.clone(),
+            p,
+        };
+        e.ready()?;
+        Ok(e)
+    }
+
+    fn ready(&mut self) -> Result<(), Fault> {
+        self.p.send("isready")?;
+        self.p.until(Instant::now() + HANDSHAKE, "readyok", |l| {
+            l.trim() == "readyok"
+        })?;
+        Ok(())
+    }
+}
+
+impl Player for UciEngine {
+    fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    fn new_game(&mut self) -> Result<(), Fault> {
+        self.p.send("ucinewgame")?;
+        self.ready()
+    }
+
+    fn think(&mut self, req: &Request) -> Result<Reply, Fault> {
+        let mut pos = match req.start_fen {
+            Some(fen) => format!("position fen {fen}"),
+            None => "position startpos".to_string(),
+        };
+        if !req.moves.is_empty() {
+            pos.push_str(" moves");
+            for m in req.moves {
+                pos.push(' ');
+                pos.push_str(&uci_of(m));
+            }
+        }
+        self.p.send(&pos)?;
+        let go = match req.budget {
+            Budget::Clock {
+                wtime,
+                btime,
+                winc,
+                binc,
+                movestogo,
+            } => {
+                let mut g = format!("go wtime {wtime} btime {btime} winc {winc} binc {binc}");
+                if let Some(m) = movestogo {
+                    g.push_str(&format!(" movestogo {m}"));
+                }
+                g
+            }
+            Budget::Nodes(n) => format!("go nodes {n}"),
+            Budget::Depth(d) => format!("go depth {d}"),
+        };
+        self.p.send(&go)?;
+        let deadline = move_deadline(req);
+        let mut score = None;
+        let line = self.p.until(deadline, "bestmove", |l| {
+            if let Some(rest) = l.strip_prefix("info ") {
+                let words: Vec<&str> = rest.split_whitespace().collect();
+                if let Some(i) = words.iter().position(|w| *w == "score") {
+                    match (
+                        words.get(i + 1),
+                        words.get(i + 2).and_then(|v| v.parse::<i32>().ok()),
+                    ) {
+                        (Some(&"cp"), Some(v)) => score = Some(v),
+                        (Some(&"mate"), Some(v)) => {
+                            score = Some(if v > 0 { 30_000 - v } else { -30_000 - v })
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            l.starts_with("bestmove")
+        })?;
+        let text = line.split_whitespace().nth(1).unwrap_or("");
+        match parse_move(req.position, text) {
+            Some(mv) => Ok(Reply::Move {
+                mv,
+                score_cp: score,
+            }),
+            None => Err(Fault::Illegal(format!(
+                "{} played {text:?}",
+                self.spec.name
+            ))),
+        }
+    }
+}
+
+/// A CECP (xboard protocol 2) engine, kept in force mode except while it
+/// thinks, as cutechess does.
+pub struct XboardEngine {
+    spec: EngineSpec,
+    p: Process,
+    usermove: bool,
+    setboard: bool,
+    /// Moves of the current game the engine has been told.
+    synced: usize,
+}
+
+impl XboardEngine {
+    pub fn start(spec: &EngineSpec) -> Result<XboardEngine, Fault> {
+        let mut p = Process::spawn(&spec.argv, spec.dir.as_deref(), &spec.name)?;
+        p.send("xboard")?;
+        p.send("protover 2")?;
+        let (mut usermove, mut setboard) = (false, false);
+        // Features arrive until done=1; engines without protocol 2 send none:
+        // after 2 s of silence, go on with the defaults.
+        let mut deadline = Instant::now() + Duration::from_secs(2);
+        loop {
+            let line = match p.recv(deadline, "feature done=1") {
+                Ok(l) => l,
+                Err(Fault::Hang(_)) => break,
+                Err(e) => return Err(e),
+            };
+            if !line.starts_with("feature") {
+                continue;
+            }
+            for (k, v) in features(&line) {
+                match (k.as_str(), v.as_str()) {
+                    ("usermove", "1") => usermove = true,
+                    ("setboard", "1") => setboard = true,
+                    ("done", "0") => deadline = Instant::now() + Duration::from_secs(3600),
+                    _ => {}
+                }
+                if k != "done" {
+                    p.send(&format!("accepted {k}"))?;
+                }
+            }
+            if line.contains("done=1") {
+                break;
+            }
+        }
+        for (k, v) in &spec.options {
+            p.send(&format!("option {k}={v}"))?;
+        }
+        Ok(XboardEngine {
+            spec: spec.clone(),
+            p,
+            usermove,
+            setboard,
+            synced: 0,
+        })
+    }
+
+    fn send_move(&mut self, m: &Move) -> Result<(), Fault> {
+        let text = uci_of(m);
+        if self.usermove {
+            self.p.send(&format!("usermove {text}"))
+        } else {
+            self.p.send(&text)
+        }
+    }
+}
+
+/// `feature a=1 b="x y"` as pairs.
+fn features(line: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut rest = line.trim_start_matches("feature").trim();
+    while let Some(eq) = rest.find('=') {
+        let key = rest[..eq].trim().to_string();
+        rest = &rest[eq + 1..];
+        let (value, tail) = if let Some(stripped) = rest.strip_prefix('"') {
+            match stripped.find('"') {
+                Some(end) => (stripped[..end].to_string(), &stripped[end + 1..]),
+                None => (stripped.to_string(), ""),
+            }
+        } else {
+            match rest.find(char::is_whitespace) {
+                Some(end) => (rest[..end].to_string(), &rest[end..]),
+                None => (rest.to_string(), ""),
+            }
+        };
+        out.push((key, value));
+        rest = tail.trim_start();
+    }
+    out
+}
+
+impl Player for XboardEngine {
+    fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    fn new_game(&mut self) -> Result<(), Fault> {
+        self.p.send("new")?;
+        self.p.send("force")?;
+        self.p.send("post")?;
+        self.p.send("easy")?;
+        self.synced = usize::MAX; // the start position is set on the first think
+        Ok(())
+    }
+
+    fn think(&mut self, req: &Request) -> Result<Reply, Fault> {
+        if self.synced == usize::MAX || self.synced > req.moves.len() {
+            if let Some(fen) = req.start_fen {
+                if !self.setboard {
+                    return Err(Fault::Illegal(format!(
+                        "{} cannot start from a FEN (no setboard)",
+                        self.spec.name
+                    )));
+                }
+                self.p.send(&format!("setboard {fen}"))?;
+            }
+            self.synced = 0;
+        }
+        for m in &req.moves[self.synced..] {
+            self.send_move(m)?;
+        }
+        self.synced = req.moves.len();
+        match req.budget {
+            Budget::Clock {
+                wtime,
+                btime,
+                winc,
+                binc,
+                movestogo,
+            } => {
+                let white = shakmaty::Position::turn(req.position) == shakmaty::Color::White;
+                let (own, other, inc) = if white {
+                    (wtime, btime, winc)
+                } else {
+                    (btime, wtime, binc)
+                };
+                let mps = movestogo.unwrap_or(0);
+                // `level` takes whole seconds of increment; the clocks below are exact.
+                let base = own / 1000;
+                self.p.send(&format!(
+                    "level {mps} {}:{:02} {}",
+                    base / 60,
+                    base % 60,
+                    inc as f64 / 1000.0
+                ))?;
+                self.p.send(&format!("time {}", own / 10))?;
+                self.p.send(&format!("otim {}", other / 10))?;
+            }
+            Budget::Depth(d) => self.p.send(&format!("sd {d}"))?,
+            Budget::Nodes(_) => {
+                return Err(Fault::Illegal(format!(
+                    "{}: xboard has no node limit",
+                    self.spec.name
+                )))
+            }
+        }
+        self.p.send("go")?;
+        let deadline = move_deadline(req);
+        let mut score = None;
+        loop {
+            let line = self.p.recv(deadline, "move")?;
+            let words: Vec<&str> = line.split_whitespace().collect();
+            match words.as_slice() {
+                ["move", text, ..] => {
+                    self.p.send("force")?;
+                    return match parse_move(req.position, text) {
+                        Some(mv) => {
+                            self.synced += 1;
+                            Ok(Reply::Move {
+                                mv,
+                                score_cp: score,
+                            })
+                        }
+                        None => Err(Fault::Illegal(format!(
+                            "{} played {text:?}",
+                            self.spec.name
+                        ))),
+                    };
+                }
+                ["resign", ..] => return Ok(Reply::Resign),
+                [first, ..] if first.starts_with("Illegal") || first.starts_with("Error") => {
+                    return Err(Fault::Illegal(format!(
+                        "{} rejected our input: {line}",
+                        self.spec.name
+                    )));
+                }
+                // Thinking output: ply score time nodes pv.
+                [ply, sc, ..] if ply.parse::<u32>().is_ok() => {
+                    if let Ok(v) = sc.parse::<i32>() {
+                        score = Some(v);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Starts the engine `spec` in its protocol.
+pub fn start(spec: &EngineSpec) -> Result<Box<dyn Player>, Fault> {
+    Ok(match spec.proto {
+        Proto::Uci => Box::new(UciEngine::start(spec)?),
+        Proto::Xboard => Box::new(XboardEngine::start(spec)?),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn feature_lines() {
+        let f = features(r#"feature usermove=1 myname="Fairy Max 5.0" setboard=1 done=1"#);
+        assert_eq!(
+            f,
+            vec![
+                ("usermove".into(), "1".into()),
+                ("myname".into(), "Fairy Max 5.0".into()),
+                ("setboard".into(), "1".into()),
+                ("done".into(), "1".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn moves_in_uci_or_san() {
+        let pos = Chess::default();
+        assert!(parse_move(&pos, "e2e4").is_some());
+        assert!(parse_move(&pos, "Nf3").is_some());
+        assert!(parse_move(&pos, "e2e5").is_none());
+        assert!(parse_move(&pos, "garbage").is_none());
+    }
+}

@@ -1,0 +1,172 @@
+//! The runner's command-line values, cutechess/fastchess style:
+//! `name=lb,cmd=learnbook uci,proto=uci,option.Hash=64,dir=/tmp` for an
+//! engine (`cmd=builtin` for the in-process search core, with `weights=`,
+//! `book=` and `bookmode=`), `elo0=0,elo1=5,alpha=0.05,beta=0.05` for SPRT,
+//! `movenumber=40,movecount=8,score=10` for draw adjudication,
+//! `movecount=5,score=600` for resign adjudication.
+
+use std::path::PathBuf;
+
+use anyhow::{anyhow, bail, Result};
+
+use super::{
+    protocol::{EngineSpec, Proto},
+    runner::PlayerSpec,
+    stats::Sprt,
+};
+use crate::book::select::Mode;
+
+fn pairs(s: &str) -> Result<Vec<(String, String)>> {
+    s.split(',')
+        .filter(|p| !p.trim().is_empty())
+        .map(|p| {
+            p.split_once('=')
+                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+                .ok_or_else(|| anyhow!("{p:?} is not key=value"))
+        })
+        .collect()
+}
+
+pub fn parse_player(s: &str) -> Result<PlayerSpec> {
+    let mut name = None;
+    let mut cmd = None;
+    let mut proto = Proto::Uci;
+    let mut options = Vec::new();
+    let mut dir = None;
+    let (mut weights, mut book, mut book_mode) = (None, None, Mode::Best);
+    for (k, v) in pairs(s)? {
+        match k.as_str() {
+            "name" => name = Some(v),
+            "cmd" => cmd = Some(v),
+            "proto" => {
+                proto = match v.as_str() {
+                    "uci" => Proto::Uci,
+                    "xboard" | "cecp" => Proto::Xboard,
+                    _ => bail!("proto must be uci or xboard, not {v:?}"),
+                }
+            }
+            "dir" => dir = Some(PathBuf::from(v)),
+            "weights" => weights = Some(PathBuf::from(v)),
+            "book" => book = Some(PathBuf::from(v)),
+            "bookmode" => book_mode = v.parse().map_err(|e: String| anyhow!(e))?,
+            _ => match k.strip_prefix("option.") {
+                Some(opt) => options.push((opt.to_string(), v)),
+                None => bail!("unknown engine setting {k:?} (name, cmd, proto, dir, option.X, weights, book, bookmode)"),
+            },
+        }
+    }
+    let cmd = cmd.ok_or_else(|| anyhow!("engine {s:?} has no cmd="))?;
+    if cmd == "builtin" {
+        return Ok(PlayerSpec::Builtin {
+            name: name.unwrap_or_else(|| "builtin".into()),
+            weights,
+            book,
+            book_mode,
+        });
+    }
+    if weights.is_some() || book.is_some() {
+        bail!("weights= and book= are for cmd=builtin; external engines take option.X=");
+    }
+    let argv: Vec<String> = cmd.split_whitespace().map(String::from).collect();
+    let name = name.unwrap_or_else(|| argv.first().cloned().unwrap_or_default());
+    Ok(PlayerSpec::External(EngineSpec {
+        name,
+        argv,
+        proto,
+        options,
+        dir,
+    }))
+}
+
+pub fn parse_sprt(s: &str) -> Result<Sprt> {
+    let mut sprt = Sprt {
+        elo0: 0.0,
+        elo1: 5.0,
+        alpha: 0.05,
+        beta: 0.05,
+    };
+    for (k, v) in pairs(s)? {
+        let x: f64 = v
+            .parse()
+            .map_err(|_| anyhow!("{k}: {v:?} is not a number"))?;
+        match k.as_str() {
+            "elo0" => sprt.elo0 = x,
+            "elo1" => sprt.elo1 = x,
+            "alpha" => sprt.alpha = x,
+            "beta" => sprt.beta = x,
+            _ => bail!("unknown SPRT setting {k:?} (elo0, elo1, alpha, beta)"),
+        }
+    }
+    if sprt.elo1 <= sprt.elo0
+        || !(0.0..0.5).contains(&sprt.alpha)
+        || !(0.0..0.5).contains(&sprt.beta)
+    {
+        bail!("SPRT needs elo0 < elo1 and 0 < alpha, beta < 0.5");
+    }
+    Ok(sprt)
+}
+
+fn numbers(s: &str, keys: &[&str]) -> Result<Vec<i64>> {
+    let mut out = vec![None; keys.len()];
+    for (k, v) in pairs(s)? {
+        let i = keys
+            .iter()
+            .position(|x| *x == k)
+            .ok_or_else(|| anyhow!("unknown setting {k:?} (expected {keys:?})"))?;
+        out[i] = Some(
+            v.parse::<i64>()
+                .map_err(|_| anyhow!("{k}: {v:?} is not an integer"))?,
+        );
+    }
+    out.into_iter()
+        .zip(keys)
+        .map(|(v, k)| v.ok_or_else(|| anyhow!("missing {k}=")))
+        .collect()
+}
+
+/// `movenumber=N,movecount=N,score=CP`.
+pub fn parse_draw(s: &str) -> Result<(u32, u32, i32)> {
+    let v = numbers(s, &["movenumber", "movecount", "score"])?;
+    Ok((v[0].max(0) as u32, v[1].max(1) as u32, v[2].abs() as i32))
+}
+
+/// `movecount=N,score=CP`.
+pub fn parse_resign(s: &str) -> Result<(u32, i32)> {
+    let v = numbers(s, &["movecount", "score"])?;
+    Ok((v[0].max(1) as u32, v[1].abs() as i32))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn engines_and_settings() {
+        let p =
+            parse_player("name=ph,cmd=/usr/games/phalanx -l-,proto=xboard,option.Hash=16").unwrap();
+        match p {
+            PlayerSpec::External(e) => {
+                assert_eq!(e.name, "ph");
+                assert_eq!(e.argv, vec!["/usr/games/phalanx", "-l-"]);
+                assert_eq!(e.proto, Proto::Xboard);
+                assert_eq!(e.options, vec![("Hash".to_string(), "16".to_string())]);
+            }
+            _ => panic!("external expected"),
+        }
+        assert!(matches!(
+            parse_player("cmd=builtin,bookmode=weighted").unwrap(),
+            PlayerSpec::Builtin { .. }
+        ));
+        assert!(parse_player("name=x").is_err());
+        assert!(parse_player("cmd=x,proto=telnet").is_err());
+        assert!(parse_player("cmd=x,frob=1").is_err());
+        let s = parse_sprt("elo0=0,elo1=10").unwrap();
+        assert_eq!((s.elo0, s.elo1, s.alpha), (0.0, 10.0, 0.05));
+        assert!(parse_sprt("elo0=5,elo1=0").is_err());
+        assert_eq!(
+            parse_draw("movenumber=40,movecount=8,score=10").unwrap(),
+            (40, 8, 10)
+        );
+        assert!(parse_resign("movecount=3").is_err());
+    }
+}
