@@ -274,7 +274,9 @@ pub fn run_match(
                     pending_pairs.insert(i / 2, score);
                 }
             }
-            if let Some(sprt) = &cfg.sprt {
+            let decided = standing.sprt.is_some_and(|st| st != SprtState::Continue);
+            if let (Some(sprt), false) = (&cfg.sprt, decided) {
+                // Games still running when the test decides are recorded but do not reopen it.
                 let llr = if cfg.repeat && standing.pairs.pairs() > 0 {
                     sprt.llr_pentanomial(&standing.pairs)
                 } else {

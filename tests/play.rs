@@ -1,0 +1,196 @@
+//! The match runner: faults of a misbehaving engine, real UCI and xboard
+//! engines, PGN read back by python-chess, learning into a book, SPRT.
+
+mod common;
+
+use std::path::Path;
+
+use common::{ok, repo, s, sample, shared};
+
+fn fake(mode: &str) -> String {
+    format!(
+        "name=fake-{mode},cmd=python3 {} {mode}",
+        s(&repo().join("tests/py/fake_engine.py"))
+    )
+}
+
+/// Reads a PGN with python-chess; fails on any parse error. Returns (games, terminations).
+fn python_chess_reads(pgn: &Path) -> (usize, Vec<String>) {
+    let script = r#"
+import sys, chess.pgn
+f = open(sys.argv[1])
+n = 0
+while True:
+    g = chess.pgn.read_game(f)
+    if g is None:
+        break
+    if g.errors:
+        sys.exit("errors: %r" % g.errors)
+    for tag in ("Event", "White", "Black", "Result", "TimeControl", "Termination", "PlyCount"):
+        if tag not in g.headers:
+            sys.exit("missing tag " + tag)
+    print(g.headers["Termination"])
+    n += 1
+print(n)
+"#;
+    let out = std::process::Command::new("python3")
+        .args(["-c", script, s(pgn)])
+        .output()
+        .expect("python3 (.ci/run installs python-chess)");
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "python-chess: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    let n = lines.pop().and_then(|l| l.parse().ok()).expect("count");
+    (n, lines)
+}
+
+#[test]
+fn every_fault_loses_the_game_and_the_match_goes_on() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (mode, reason) in [
+        ("crash", "crash"),
+        ("hang", "no answer"),
+        ("illegal", "illegal move"),
+        ("garbage", "illegal move"),
+    ] {
+        let pgn = dir.path().join(format!("{mode}.pgn"));
+        let out = ok(&[
+            "play",
+            "--engine",
+            &fake(mode),
+            "--engine",
+            "name=lb,cmd=builtin",
+            "--tc",
+            "1+0",
+            "--games",
+            "2",
+            "--pgnout",
+            s(&pgn),
+        ]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains(&format!("fake-{mode} vs lb: 2 games, +0 =0 -2")),
+            "{mode}: {text}"
+        );
+        let (n, terminations) = python_chess_reads(&pgn);
+        assert_eq!(n, 2);
+        for t in terminations {
+            assert!(t.contains(reason), "{mode}: termination {t:?}");
+        }
+    }
+}
+
+#[test]
+fn real_engines_complete_matches() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pgn = dir.path().join("games.pgn");
+    let lb = format!("name=learnbook,cmd={} uci", env!("CARGO_BIN_EXE_learnbook"));
+    for (other, tc) in [
+        ("name=glaurung,cmd=/usr/games/glaurung", "2+0.05"),
+        (
+            "name=phalanx,cmd=/usr/games/phalanx -l- -b-,proto=xboard",
+            "2+0.05",
+        ),
+        (
+            "name=fairymax,cmd=/usr/games/fairymax,proto=xboard",
+            "2+0.05",
+        ),
+    ] {
+        let out = ok(&[
+            "play",
+            "--engine",
+            &lb,
+            "--engine",
+            other,
+            "--tc",
+            tc,
+            "--games",
+            "2",
+            "--repeat",
+            "--openings",
+            s(&shared().join("openings/8moves_v3.pgn.gz")),
+            "--random",
+            "--pgnout",
+            s(&pgn),
+            "--maxmoves",
+            "150",
+        ]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains(": 2 games"), "{text}");
+        assert!(
+            !text.contains("illegal") && !text.contains("no answer") && !text.contains("crash"),
+            "{text}"
+        );
+    }
+    let (n, _) = python_chess_reads(&pgn);
+    assert_eq!(n, 6);
+}
+
+#[test]
+fn learning_adds_every_game_to_the_book() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let book = dir.path().join("b.sqlite");
+    ok(&["build", "--book", s(&book), "--max-ply", "12", s(&sample())]);
+    let before = String::from_utf8_lossy(&ok(&["stats", "--book", s(&book)]).stdout).to_string();
+    let out = ok(&[
+        "play",
+        "--engine",
+        &format!("name=lb,cmd=builtin,book={}", s(&book)),
+        "--engine",
+        "name=opp,cmd=builtin",
+        "--nodes",
+        "3000",
+        "--games",
+        "4",
+        "--concurrency",
+        "2",
+        "--learn",
+        s(&book),
+        "--learn-as",
+        "lb",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("games learned into the book: 4"), "{text}");
+    ok(&["check", "--book", s(&book)]);
+    let after = String::from_utf8_lossy(&ok(&["stats", "--book", s(&book)]).stdout).to_string();
+    assert_ne!(before, after);
+}
+
+#[test]
+fn sprt_stops_a_lopsided_match_early() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let weak = dir.path().join("kotok.toml");
+    std::fs::write(&weak, ok(&["weights", "--preset", "kotok"]).stdout).expect("write");
+    let out = ok(&[
+        "play",
+        "--engine",
+        "name=default,cmd=builtin",
+        "--engine",
+        &format!("name=kotok,cmd=builtin,weights={}", s(&weak)),
+        "--nodes",
+        "2000",
+        "--games",
+        "400",
+        "--concurrency",
+        "2",
+        "--repeat",
+        "--openings",
+        s(&shared().join("openings/8moves_v3.pgn.gz")),
+        "--random",
+        "--sprt",
+        "elo0=0,elo1=50",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("H1 accepted"), "{text}");
+    let games: usize = text
+        .split("default vs kotok: ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .expect("game count");
+    assert!(games < 400, "{text}");
+}

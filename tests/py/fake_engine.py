@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""A misbehaving UCI engine for the runner's fault tests (not a chess engine).
+
+usage: fake_engine.py crash|hang|illegal|garbage
+
+It answers the handshake like a UCI engine, plays legal moves (the first
+legal move, via python-chess) for two moves, then misbehaves on its third
+`go`: crash exits, hang never answers, illegal sends an illegal move,
+garbage sends noise and no move.
+"""
+import sys
+
+import chess
+
+mode = sys.argv[1]
+board = chess.Board()
+gos = 0
+
+
+def say(s):
+    print(s, flush=True)
+
+
+for line in sys.stdin:
+    words = line.split()
+    if not words:
+        continue
+    cmd = words[0]
+    if cmd == "uci":
+        say("id name fake-" + mode)
+        say("uciok")
+    elif cmd == "isready":
+        say("readyok")
+    elif cmd == "position":
+        if words[1] == "startpos":
+            board = chess.Board()
+            rest = words[2:]
+        else:
+            board = chess.Board(" ".join(words[2:8]))
+            rest = words[8:]
+        if rest and rest[0] == "moves":
+            for m in rest[1:]:
+                board.push_uci(m)
+    elif cmd == "go":
+        gos += 1
+        if gos >= 3:
+            if mode == "crash":
+                sys.exit(3)
+            if mode == "hang":
+                continue
+            if mode == "illegal":
+                say("bestmove a1a8")
+                continue
+            if mode == "garbage":
+                say("\x00\x01 zzz ### not uci at all")
+                say("bestmove")
+                continue
+        say("info depth 1 score cp 0")
+        say("bestmove " + next(iter(board.legal_moves)).uci())
+    elif cmd == "quit":
+        break
