@@ -35,6 +35,16 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 64)]
         hash: usize,
     },
+    /// Games per second of the built-in engine at --concurrency 1 and 2, in one run.
+    Play {
+        #[arg(long, default_value_t = 2000)]
+        nodes: u64,
+        /// Games per measurement.
+        #[arg(long, default_value_t = 40)]
+        games: usize,
+        #[arg(long, default_value = "../shared/data/openings/8moves_v3.pgn.gz")]
+        openings: PathBuf,
+    },
     /// Perft of a perft EPD suite through the engine's position handling, timed against shakmaty's perft.
     Perft {
         #[arg(default_value = "../shared/data/positions/perftsuite.epd")]
@@ -106,6 +116,11 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             print!("{report}");
             Ok(())
         }
+        BenchCommand::Play {
+            nodes,
+            games,
+            openings,
+        } => bench_play(nodes, games, &openings),
         BenchCommand::Perft { file, depth } => {
             let (ok, report) = crate::engine::bench::perft_suite(&file, depth)?;
             print!("{report}");
@@ -337,5 +352,49 @@ fn bench_learn(book: &Path, games: &Path, skip: usize, n: usize, full_runs: usiz
     );
     drop(b);
     let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// Builtin self-play at a fixed node count, one worker and then two.
+fn bench_play(nodes: u64, games: usize, openings: &Path) -> Result<()> {
+    use crate::play::{
+        game::{Adjudication, Limit},
+        runner::{read_openings, run_match, MatchConfig, PlayerSpec},
+    };
+    let openings = read_openings(openings)?;
+    let builtin = |name: &str| PlayerSpec::Builtin {
+        name: name.into(),
+        weights: None,
+        book: None,
+        book_mode: crate::book::select::Mode::Best,
+    };
+    let mut rates = Vec::new();
+    for concurrency in [1, 2] {
+        let cfg = MatchConfig {
+            players: [builtin("a"), builtin("b")],
+            limit: Limit::Nodes(nodes),
+            games,
+            concurrency,
+            openings: openings.clone(),
+            random_seed: Some(1),
+            repeat: true,
+            pgn_out: None,
+            sprt: None,
+            adjudication: Adjudication::default(),
+            learn: None,
+            event: "bench".into(),
+        };
+        let t = Instant::now();
+        let mut plies = 0usize;
+        run_match(&cfg, |_, g, _| plies += g.moves.len())?;
+        let secs = t.elapsed().as_secs_f64();
+        let rate = games as f64 / secs;
+        println!("concurrency {concurrency}: {games} games ({plies} plies) in {secs:.2} s, {rate:.2} games/s");
+        rates.push(rate);
+    }
+    println!(
+        "ratio concurrency 2 / concurrency 1 = {:.2}",
+        rates[1] / rates[0]
+    );
     Ok(())
 }

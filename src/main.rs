@@ -209,6 +209,16 @@ enum Command {
         #[arg(long, default_value = "learnbook match")]
         event: String,
     },
+    /// A player's learning curve from a PGN of games in order: score per window, repeated losses.
+    Report {
+        #[arg(long)]
+        pgn: PathBuf,
+        /// The player's name as in the White/Black tags.
+        #[arg(long)]
+        player: String,
+        #[arg(long, default_value_t = 50)]
+        window: usize,
+    },
     /// Print an evaluation parameter set as TOML.
     Weights {
         /// default, kaissa or kotok.
@@ -431,6 +441,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 );
             })?;
             print!("{}", runner::final_report(&cfg, &standing));
+        }
+        Command::Report {
+            pgn,
+            player,
+            window,
+        } => {
+            let r = learnbook::play::report::report(&pgn, &player, window)?;
+            print!("{}", r.text(&player));
         }
         Command::Weights { preset } => {
             let (w, notes) = learnbook::engine::presets::preset(&preset)?;

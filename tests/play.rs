@@ -194,3 +194,44 @@ fn sprt_stops_a_lopsided_match_early() {
         .expect("game count");
     assert!(games < 400, "{text}");
 }
+
+#[test]
+fn report_counts_windows_and_repeated_losses() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pgn = dir.path().join("g.pgn");
+    let game = |white: &str, black: &str, result: &str, moves: &str| {
+        format!("[White \"{white}\"]\n[Black \"{black}\"]\n[Result \"{result}\"]\n\n{moves} {result}\n\n")
+    };
+    let text = [
+        game("lb", "x", "0-1", "1. f3 e5 2. g4 Qh4#"),
+        game("x", "lb", "0-1", "1. e4 e5"),
+        game("lb", "x", "0-1", "1. f3 e5 2. g4 Qh4#"),
+        game("lb", "x", "0-1", "1. f4 e5 2. g4 Qh4#"),
+        game("x", "y", "1-0", "1. e4 e5"),
+    ]
+    .concat();
+    std::fs::write(&pgn, text).expect("write");
+    let out = ok(&[
+        "report",
+        "--pgn",
+        s(&pgn),
+        "--player",
+        "lb",
+        "--window",
+        "2",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("lb: 4 games, score 25.0%"), "{text}");
+    assert!(
+        text.contains(&format!("games {:>5}-{:<5} {:>5.1}%", 1, 2, 50.0)),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("games {:>5}-{:<5} {:>5.1}%", 3, 4, 0.0)),
+        "{text}"
+    );
+    assert!(
+        text.contains("lost games: 3, of which repeat an earlier lost game move for move: 1"),
+        "{text}"
+    );
+}

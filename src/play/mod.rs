@@ -3,6 +3,7 @@
 pub mod builtin;
 pub mod game;
 pub mod protocol;
+pub mod report;
 pub mod runner;
 pub mod spec;
 pub mod stats;
