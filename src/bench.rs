@@ -373,6 +373,7 @@ fn bench_play(nodes: u64, games: usize, openings: &Path) -> Result<()> {
         let cfg = MatchConfig {
             players: [builtin("a"), builtin("b")],
             limit: Limit::Nodes(nodes),
+            limits: [None, None],
             games,
             concurrency,
             openings: openings.clone(),

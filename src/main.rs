@@ -157,7 +157,7 @@ enum Command {
     },
     /// Play a match between two engines (UCI, xboard, or the built-in search core).
     Play {
-        /// name=N,cmd=CMD[,proto=uci|xboard][,option.X=V][,dir=D]; cmd=builtin[,weights=W][,book=B][,bookmode=M]. Twice.
+        /// name=N,cmd=CMD[,proto=uci|xboard][,option.X=V][,dir=D][,tc=|nodes=|depth=]; cmd=builtin[,weights=W][,book=B][,bookmode=M]. Twice.
         #[arg(long = "engine", required = true, num_args = 1)]
         engines: Vec<String>,
         /// Time control moves/seconds+increment (10+0.1, 40/60).
@@ -394,17 +394,26 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let [a, b] = engines.as_slice() else {
                 anyhow::bail!("--engine must be given exactly twice");
             };
+            let (pa, la) = spec::parse_player_and_limit(a)?;
+            let (pb, lb) = spec::parse_player_and_limit(b)?;
             let limit = match (tc, nodes, depth) {
                 (Some(tc), None, None) => {
                     game::Limit::Clock(tc.parse().map_err(anyhow::Error::msg)?)
                 }
                 (None, Some(n), None) => game::Limit::Nodes(n),
                 (None, None, Some(d)) => game::Limit::Depth(d),
+                (None, None, None) => match (la, lb) {
+                    (Some(l), _) | (None, Some(l)) => l,
+                    _ => anyhow::bail!(
+                        "give one of --tc, --nodes, --depth (or tc=, nodes=, depth= per engine)"
+                    ),
+                },
                 _ => anyhow::bail!("give one of --tc, --nodes, --depth"),
             };
             let cfg = runner::MatchConfig {
-                players: [spec::parse_player(a)?, spec::parse_player(b)?],
+                players: [pa, pb],
                 limit,
+                limits: [la, lb],
                 games,
                 concurrency,
                 openings: match openings {

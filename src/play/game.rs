@@ -199,14 +199,19 @@ pub fn play_game(
     white: &mut dyn Player,
     black: &mut dyn Player,
     opening: &Opening,
-    limit: &Limit,
+    limits: [&Limit; 2],
     adj: &Adjudication,
 ) -> GameRecord {
     let names = [white.name().to_string(), black.name().to_string()];
-    let tc_text = match limit {
+    let describe = |l: &Limit| match l {
         Limit::Clock(tc) => tc.to_string(),
         Limit::Nodes(n) => format!("nodes={n}"),
         Limit::Depth(d) => format!("depth={d}"),
+    };
+    let tc_text = if limits[0] == limits[1] {
+        describe(limits[0])
+    } else {
+        format!("{} vs {}", describe(limits[0]), describe(limits[1]))
     };
     let mut record = GameRecord {
         white: names[0].clone(),
@@ -245,10 +250,11 @@ pub fn play_game(
     if let Err(f) = black.new_game() {
         return lose(record, Color::Black, f.to_string(), true);
     }
-    let mut clock = match limit {
-        Limit::Clock(tc) => [tc.base_ms as i64, tc.base_ms as i64],
-        _ => [0, 0],
+    let base = |l: &Limit| match l {
+        Limit::Clock(tc) => tc.base_ms as i64,
+        _ => 0,
     };
+    let mut clock = [base(limits[0]), base(limits[1])];
     // Adjudication streaks: [white, black] consecutive qualifying moves.
     let mut draw_streak = [0u32; 2];
     let mut resign_streak = [0u32; 2];
@@ -269,12 +275,28 @@ pub fn play_game(
                 return record;
             }
         }
+        let limit = limits[idx];
+        let inc = |l: &Limit| match l {
+            Limit::Clock(tc) => tc.inc_ms,
+            _ => 0,
+        };
+        // An unclocked opponent is shown the mover's own clock.
+        let other = if matches!(limits[1 - idx], Limit::Clock(_)) {
+            clock[1 - idx]
+        } else {
+            clock[idx]
+        };
+        let (wtime, btime) = if idx == 0 {
+            (clock[0], other)
+        } else {
+            (other, clock[1])
+        };
         let budget = match limit {
             Limit::Clock(tc) => Budget::Clock {
-                wtime: clock[0].max(0) as u64,
-                btime: clock[1].max(0) as u64,
-                winc: tc.inc_ms,
-                binc: tc.inc_ms,
+                wtime: wtime.max(0) as u64,
+                btime: btime.max(0) as u64,
+                winc: if idx == 0 { tc.inc_ms } else { inc(limits[0]) },
+                binc: if idx == 1 { tc.inc_ms } else { inc(limits[1]) },
                 movestogo: tc.moves.map(|m| m - moves_in_period[idx] % m),
             },
             Limit::Nodes(n) => Budget::Nodes(*n),

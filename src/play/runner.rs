@@ -76,6 +76,8 @@ impl PlayerSpec {
 pub struct MatchConfig {
     pub players: [PlayerSpec; 2],
     pub limit: Limit,
+    /// Per-player limits overriding `limit` (cutechess's per-engine `tc=`, `nodes=`, `depth=`).
+    pub limits: [Option<Limit>; 2],
     pub games: usize,
     pub concurrency: usize,
     pub openings: Vec<Opening>,
@@ -233,12 +235,18 @@ pub fn run_match(
                         let (Some(a), Some(b)) = (a.as_mut(), b.as_mut()) else {
                             break;
                         };
-                        let (white, black) = if first_white { (a, b) } else { (b, a) };
+                        let la = cfg.limits[0].as_ref().unwrap_or(&cfg.limit);
+                        let lb = cfg.limits[1].as_ref().unwrap_or(&cfg.limit);
+                        let (white, black, limits) = if first_white {
+                            (a, b, [la, lb])
+                        } else {
+                            (b, a, [lb, la])
+                        };
                         play_game(
                             white.as_mut(),
                             black.as_mut(),
                             opening,
-                            &cfg.limit,
+                            limits,
                             &cfg.adjudication,
                         )
                     };

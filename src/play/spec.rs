@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use anyhow::{anyhow, bail, Result};
 
 use super::{
+    game::{Limit, TimeControl},
     protocol::{EngineSpec, Proto},
     runner::PlayerSpec,
     stats::Sprt,
@@ -25,6 +26,33 @@ fn pairs(s: &str) -> Result<Vec<(String, String)>> {
                 .ok_or_else(|| anyhow!("{p:?} is not key=value"))
         })
         .collect()
+}
+
+/// A player and its own limit, if the spec gives `tc=`, `nodes=` or `depth=`.
+pub fn parse_player_and_limit(s: &str) -> Result<(PlayerSpec, Option<Limit>)> {
+    let mut limit = None;
+    let mut rest = Vec::new();
+    for part in s.split(',') {
+        match part.split_once('=') {
+            Some(("tc", v)) => {
+                limit = Some(Limit::Clock(
+                    v.parse::<TimeControl>().map_err(|e| anyhow!(e))?,
+                ))
+            }
+            Some(("nodes", v)) => {
+                limit = Some(Limit::Nodes(
+                    v.parse().map_err(|_| anyhow!("nodes={v}: not a number"))?,
+                ))
+            }
+            Some(("depth", v)) => {
+                limit = Some(Limit::Depth(
+                    v.parse().map_err(|_| anyhow!("depth={v}: not a number"))?,
+                ))
+            }
+            _ => rest.push(part),
+        }
+    }
+    Ok((parse_player(&rest.join(","))?, limit))
 }
 
 pub fn parse_player(s: &str) -> Result<PlayerSpec> {
@@ -158,6 +186,9 @@ mod tests {
             PlayerSpec::Builtin { .. }
         ));
         assert!(parse_player("name=x").is_err());
+        let (p, l) = parse_player_and_limit("name=g,cmd=glaurung,depth=6").unwrap();
+        assert_eq!(p.name(), "g");
+        assert_eq!(l, Some(Limit::Depth(6)));
         assert!(parse_player("cmd=x,proto=telnet").is_err());
         assert!(parse_player("cmd=x,frob=1").is_err());
         let s = parse_sprt("elo0=0,elo1=10").unwrap();
