@@ -379,6 +379,7 @@ fn bench_play(nodes: u64, games: usize, openings: &Path) -> Result<()> {
             openings: openings.clone(),
             random_seed: Some(1),
             repeat: true,
+            noswap: false,
             pgn_out: None,
             sprt: None,
             adjudication: Adjudication::default(),

@@ -185,6 +185,9 @@ enum Command {
         /// Play each opening twice, colours swapped.
         #[arg(long)]
         repeat: bool,
+        /// The first engine always plays White.
+        #[arg(long)]
+        noswap: bool,
         /// Append the games to this PGN file.
         #[arg(long)]
         pgnout: Option<PathBuf>,
@@ -381,6 +384,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             random,
             seed,
             repeat,
+            noswap,
             pgnout,
             sprt,
             draw,
@@ -425,6 +429,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 },
                 random_seed: random.then_some(seed),
                 repeat,
+                noswap,
                 pgn_out: pgnout,
                 sprt: sprt.as_deref().map(spec::parse_sprt).transpose()?,
                 adjudication: game::Adjudication {

@@ -85,6 +85,8 @@ pub struct MatchConfig {
     pub random_seed: Option<u64>,
     /// Each opening twice, colours swapped.
     pub repeat: bool,
+    /// The first player always has White (cutechess `-noswap`).
+    pub noswap: bool,
     pub pgn_out: Option<PathBuf>,
     pub sprt: Option<Sprt>,
     pub adjudication: Adjudication,
@@ -216,7 +218,8 @@ pub fn run_match(
                     if i >= cfg.games {
                         break;
                     }
-                    let (o, first_white) = schedule(i, cfg.repeat, order.len());
+                    let (o, alternate) = schedule(i, cfg.repeat, order.len());
+                    let first_white = cfg.noswap || alternate;
                     let opening = &cfg.openings[order[o]];
                     // Start (or restart) the engines; one that cannot start loses the game.
                     let mut failed = None;
