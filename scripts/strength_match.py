@@ -3,7 +3,10 @@
 
 usage: strength_match.py LEARNBOOK OPPONENT PROTOCOL GAMES [--tc 10+0.1]
                          [--concurrency 2] [--openings FILE.pgn.gz] [--seed N]
-                         [--pgn OUT.pgn]
+                         [--pgn OUT.pgn] [--opt NAME=VALUE ...]
+
+Use --opt Threads=1 for engines that default to several threads (Glaurung
+2.2 defaults to 2), so both sides search on one core.
 
 PROTOCOL is uci or xboard. Openings are drawn (seeded) from an opening suite
 PGN; each opening is played twice with colours swapped. Clocks are kept by
@@ -115,7 +118,10 @@ def main():
     ap.add_argument("--openings", default="../shared/data/openings/8moves_v3.pgn.gz")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--pgn")
+    ap.add_argument("--opt", action="append", default=[],
+                    help="NAME=VALUE option for the opponent (UCI), e.g. Threads=1")
     args = ap.parse_args()
+    opts = dict(o.split("=", 1) for o in args.opt)
     base, inc = (float(x) for x in args.tc.split("+"))
     pairs = openings(args.openings, (args.games + 1) // 2, args.seed)
     jobs = [(pairs[i // 2], i % 2 == 0) for i in range(args.games)]
@@ -128,6 +134,8 @@ def main():
         if not hasattr(local, "pair"):
             ours = start(f"{args.learnbook} uci", "uci")
             theirs = start(args.opponent, args.protocol)
+            if opts:
+                theirs.configure(opts)
             local.pair = (ours, theirs)
             with lock:
                 all_engines.extend(local.pair)
