@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The "killer book" experiment (issue 4): our engine (the built-in search at
-# a fixed node count, so it is deterministic out of book) against a
-# fixed-depth Phalanx, colours alternating, from a book of the master games
+# a fixed node count, so it is deterministic out of book) against Glaurung
+# 2.2 at a fixed depth (one thread; Phalanx has no depth limit over xboard),
+# colours alternating, from a book of the master games
 # to ply 12: once learning every game into the book, once with the book
 # left as it is. Prints the learning curve of both runs.
 #
@@ -11,8 +12,8 @@ cd "$(dirname "$0")/.."
 LB=${LEARNBOOK:-target/release/learnbook}
 OUT=$1
 GAMES=${2:-400}
-NODES=${3:-5000}
-DEPTH=${4:-5}
+NODES=${3:-4000}
+DEPTH=${4:-6}
 mkdir -p "$OUT"
 if [ ! -f "$OUT/base.sqlite" ]; then
   "$LB" build --book "$OUT/base.sqlite" --max-ply 12 ../shared/data/games/master-games.pgn.gz 2>/dev/null
@@ -25,7 +26,7 @@ for mode in learn static; do
   start=$(date +%s)
   "$LB" play \
     --engine "name=lb,cmd=builtin,book=$OUT/$mode.sqlite,nodes=$NODES" \
-    --engine "name=phalanx,cmd=/usr/games/phalanx -l- -b-,proto=xboard,depth=$DEPTH" \
+    --engine "name=glaurung,cmd=/usr/games/glaurung,option.Threads=1,depth=$DEPTH" \
     --games "$GAMES" --pgnout "$OUT/$mode.pgn" "${learn[@]}" > "$OUT/$mode.log"
   echo "== $mode ($(( $(date +%s) - start )) s): $(tail -n 2 "$OUT/$mode.log" | tr '\n' ' ')"
   "$LB" report --pgn "$OUT/$mode.pgn" --player lb --window 100
