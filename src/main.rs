@@ -221,6 +221,9 @@ enum Command {
         player: String,
         #[arg(long, default_value_t = 50)]
         window: usize,
+        /// Draw the learning curve into this PNG.
+        #[arg(long)]
+        plot: Option<PathBuf>,
     },
     /// Print an evaluation parameter set as TOML.
     Weights {
@@ -460,9 +463,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
             pgn,
             player,
             window,
+            plot,
         } => {
             let r = learnbook::play::report::report(&pgn, &player, window)?;
             print!("{}", r.text(&player));
+            if let Some(png) = plot {
+                r.plot(&player, window, &png)?;
+                println!("learning curve written to {}", png.display());
+            }
         }
         Command::Weights { preset } => {
             let (w, notes) = learnbook::engine::presets::preset(&preset)?;

@@ -89,3 +89,63 @@ impl Report {
         s
     }
 }
+
+impl Report {
+    /// The learning curve as a PNG: the score per window (points and line)
+    /// and the moving average over the last `window` games.
+    pub fn plot(&self, player: &str, window: usize, path: &Path) -> Result<()> {
+        use plotters::prelude::*;
+        let err =
+            |e: &dyn std::fmt::Display| anyhow::anyhow!("cannot draw {}: {e}", path.display());
+        let root = BitMapBackend::new(path, (900, 500)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| err(&e))?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                format!("{player}: score per {window} games"),
+                ("sans-serif", 24),
+            )
+            .margin(15)
+            .x_label_area_size(45)
+            .y_label_area_size(55)
+            .build_cartesian_2d(0f64..self.games.max(1) as f64, 0f64..100f64)
+            .map_err(|e| err(&e))?;
+        chart
+            .configure_mesh()
+            .x_desc("games")
+            .y_desc("score %")
+            .draw()
+            .map_err(|e| err(&e))?;
+        let moving: Vec<(f64, f64)> = (window..=self.scores.len())
+            .map(|end| {
+                let s: f64 = self.scores[end - window..end].iter().sum();
+                (end as f64, 100.0 * s / window as f64)
+            })
+            .collect();
+        chart
+            .draw_series(LineSeries::new(moving, RGBColor(160, 160, 220)))
+            .map_err(|e| err(&e))?
+            .label(format!("last {window} games"))
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], RGBColor(160, 160, 220)));
+        let points: Vec<(f64, f64)> = self
+            .windows
+            .iter()
+            .map(|(a, b, s)| ((*a + *b) as f64 / 2.0, 100.0 * s))
+            .collect();
+        chart
+            .draw_series(LineSeries::new(points.clone(), BLUE.stroke_width(3)))
+            .map_err(|e| err(&e))?
+            .label(format!("games in windows of {window}"))
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLUE.stroke_width(3)));
+        chart
+            .draw_series(points.iter().map(|&p| Circle::new(p, 5, BLUE.filled())))
+            .map_err(|e| err(&e))?;
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
+            .map_err(|e| err(&e))?;
+        root.present().map_err(|e| err(&e))?;
+        Ok(())
+    }
+}
