@@ -135,7 +135,7 @@ enum Command {
         mode: Mode,
     },
     /// Benchmarks. Alone: the engine's fixed-depth search (nodes, nps, signature);
-    /// `bench wac`, `bench perft`, `bench build` (against polyglot make-book), `bench learn`.
+    /// `bench wac`, `bench perft`, `bench play`, `bench build` (against polyglot make-book), `bench learn`.
     Bench {
         #[command(subcommand)]
         what: Option<learnbook::bench::BenchCommand>,
