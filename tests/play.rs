@@ -158,6 +158,37 @@ fn learning_adds_every_game_to_the_book() {
     ok(&["check", "--book", s(&book)]);
     let after = String::from_utf8_lossy(&ok(&["stats", "--book", s(&book)]).stdout).to_string();
     assert_ne!(before, after);
+
+    // The same with our UCI engine as a separate process reading the book
+    // (BookFile) while the runner writes to it: WAL, no "database is locked".
+    let out = ok(&[
+        "play",
+        "--engine",
+        &format!(
+            "name=lbuci,cmd={} uci --book {}",
+            env!("CARGO_BIN_EXE_learnbook"),
+            s(&book)
+        ),
+        "--engine",
+        "name=opp,cmd=builtin",
+        "--nodes",
+        "3000",
+        "--games",
+        "6",
+        "--concurrency",
+        "2",
+        "--learn",
+        s(&book),
+        "--learn-as",
+        "lbuci",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("games learned into the book: 6"), "{text}");
+    assert!(
+        !text.contains("locked") && !text.contains("crash"),
+        "{text}"
+    );
+    ok(&["check", "--book", s(&book)]);
 }
 
 #[test]
