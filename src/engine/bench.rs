@@ -13,7 +13,9 @@ use std::{
 };
 
 use anyhow::{bail, Result};
-use shakmaty::{san::San, CastlingMode};
+use shakmaty::san::San;
+
+use crate::book::keys::uci_of;
 
 use super::{
     epd::{self, Epd},
@@ -65,9 +67,7 @@ pub fn search(depth: i32, hash_mb: usize) -> Result<String> {
             },
         );
         let ms = t.elapsed().as_millis();
-        let best = r.best.map_or("0000".into(), |m| {
-            m.to_uci(CastlingMode::Standard).to_string()
-        });
+        let best = r.best.map_or("0000".into(), |m| uci_of(&m));
         writeln!(
             out,
             "position {:>2}: bestmove {best:<5} score {:<10} nodes {:>10} time {ms:>6} ms",

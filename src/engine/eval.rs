@@ -195,81 +195,30 @@ fn side(board: &Board, pos: &Chess, us: Color, w: &Weights) -> Score {
         }
     }
 
-    // Pieces.
-    for sq in bits((board.knights() & board.by_color(us)).0) {
-        let i = half_board(us, sq);
-        s.add(
-            w.knight_mg + w.pst_knight_mg[i],
-            w.knight_eg + w.pst_knight_eg[i],
-        );
-        let a = attacks::knight_attacks(sq).0;
-        let m = (a & mobility_area).count_ones() as i32;
-        s.add(m * w.knight_mobility_mg, m * w.knight_mobility_eg);
-        center_attacks += (a & CENTER).count_ones() as i32;
-        if a & king_zone != 0 {
-            attackers += 1;
-            attack_units += w.king_attack_knight * (a & king_zone).count_ones() as i32;
+    // Pieces: value, table, mobility, centre and king-zone attacks, and the rook's files.
+    for role in [Role::Knight, Role::Bishop, Role::Rook, Role::Queen] {
+        let pw = piece_weights(w, role);
+        for sq in board.by_role(role) & board.by_color(us) {
+            let i = half_board(us, sq);
+            s.add(pw.value.0 + pw.pst.0[i], pw.value.1 + pw.pst.1[i]);
+            let a = attacks::attacks(sq, role.of(us), occ).0;
+            let m = (a & mobility_area).count_ones() as i32;
+            s.add(m * pw.mobility.0, m * pw.mobility.1);
+            // The queen's reach is not counted as centre control.
+            if role != Role::Queen {
+                center_attacks += (a & CENTER).count_ones() as i32;
+            }
+            if a & king_zone != 0 {
+                attackers += 1;
+                attack_units += pw.king_attack * (a & king_zone).count_ones() as i32;
+            }
+            if role == Role::Rook {
+                rook_files(&mut s, w, us, sq, own_pawns, their_pawns, their_king);
+            }
         }
     }
-    let bishops = board.bishops() & board.by_color(us);
-    for sq in bishops {
-        let i = half_board(us, sq);
-        s.add(
-            w.bishop_mg + w.pst_bishop_mg[i],
-            w.bishop_eg + w.pst_bishop_eg[i],
-        );
-        let a = attacks::bishop_attacks(sq, occ).0;
-        let m = (a & mobility_area).count_ones() as i32;
-        s.add(m * w.bishop_mobility_mg, m * w.bishop_mobility_eg);
-        center_attacks += (a & CENTER).count_ones() as i32;
-        if a & king_zone != 0 {
-            attackers += 1;
-            attack_units += w.king_attack_bishop * (a & king_zone).count_ones() as i32;
-        }
-    }
-    if bishops.count() >= 2 {
+    if (board.bishops() & board.by_color(us)).count() >= 2 {
         s.add(w.bishop_pair_mg, w.bishop_pair_eg);
-    }
-    for sq in board.rooks() & board.by_color(us) {
-        let i = half_board(us, sq);
-        s.add(w.rook_mg + w.pst_rook_mg[i], w.rook_eg + w.pst_rook_eg[i]);
-        let a = attacks::rook_attacks(sq, occ).0;
-        let m = (a & mobility_area).count_ones() as i32;
-        s.add(m * w.rook_mobility_mg, m * w.rook_mobility_eg);
-        let file = file_mask(sq.file() as u32);
-        if own_pawns & file == 0 {
-            if their_pawns & file == 0 {
-                s.add(w.rook_open_mg, w.rook_open_eg);
-            } else {
-                s.add(w.rook_semi_open_mg, w.rook_semi_open_eg);
-            }
-        }
-        if relative_rank(us, sq) == 6 {
-            let seventh = 0xffu64 << (8 * sq.rank() as u32);
-            let king_on_eighth = their_king.is_some_and(|k| relative_rank(us, k) == 7);
-            if king_on_eighth || their_pawns & seventh != 0 {
-                s.add(w.rook_seventh_mg, w.rook_seventh_eg);
-            }
-        }
-        center_attacks += (a & CENTER).count_ones() as i32;
-        if a & king_zone != 0 {
-            attackers += 1;
-            attack_units += w.king_attack_rook * (a & king_zone).count_ones() as i32;
-        }
-    }
-    for sq in board.queens() & board.by_color(us) {
-        let i = half_board(us, sq);
-        s.add(
-            w.queen_mg + w.pst_queen_mg[i],
-            w.queen_eg + w.pst_queen_eg[i],
-        );
-        let a = attacks::queen_attacks(sq, occ).0;
-        let m = (a & mobility_area).count_ones() as i32;
-        s.add(m * w.queen_mobility_mg, m * w.queen_mobility_eg);
-        if a & king_zone != 0 {
-            attackers += 1;
-            attack_units += w.king_attack_queen * (a & king_zone).count_ones() as i32;
-        }
     }
     if attackers >= 2 {
         let penalty =
@@ -328,6 +277,70 @@ fn side(board: &Board, pos: &Chess, us: Color, w: &Weights) -> Score {
     // The enemy's attack on our side is counted in their pass; here `s` holds
     // our attack on them as a bonus.
     s
+}
+
+/// The weights every minor and major piece uses, by role.
+struct PieceWeights<'a> {
+    value: (i32, i32),
+    pst: (&'a [i32; 32], &'a [i32; 32]),
+    mobility: (i32, i32),
+    king_attack: i32,
+}
+
+fn piece_weights(w: &Weights, role: Role) -> PieceWeights<'_> {
+    match role {
+        Role::Knight => PieceWeights {
+            value: (w.knight_mg, w.knight_eg),
+            pst: (&w.pst_knight_mg, &w.pst_knight_eg),
+            mobility: (w.knight_mobility_mg, w.knight_mobility_eg),
+            king_attack: w.king_attack_knight,
+        },
+        Role::Bishop => PieceWeights {
+            value: (w.bishop_mg, w.bishop_eg),
+            pst: (&w.pst_bishop_mg, &w.pst_bishop_eg),
+            mobility: (w.bishop_mobility_mg, w.bishop_mobility_eg),
+            king_attack: w.king_attack_bishop,
+        },
+        Role::Rook => PieceWeights {
+            value: (w.rook_mg, w.rook_eg),
+            pst: (&w.pst_rook_mg, &w.pst_rook_eg),
+            mobility: (w.rook_mobility_mg, w.rook_mobility_eg),
+            king_attack: w.king_attack_rook,
+        },
+        _ => PieceWeights {
+            value: (w.queen_mg, w.queen_eg),
+            pst: (&w.pst_queen_mg, &w.pst_queen_eg),
+            mobility: (w.queen_mobility_mg, w.queen_mobility_eg),
+            king_attack: w.king_attack_queen,
+        },
+    }
+}
+
+/// A rook on an open or semi-open file, or on the seventh with a target there.
+fn rook_files(
+    s: &mut Score,
+    w: &Weights,
+    us: Color,
+    sq: Square,
+    own_pawns: u64,
+    their_pawns: u64,
+    their_king: Option<Square>,
+) {
+    let file = file_mask(sq.file() as u32);
+    if own_pawns & file == 0 {
+        if their_pawns & file == 0 {
+            s.add(w.rook_open_mg, w.rook_open_eg);
+        } else {
+            s.add(w.rook_semi_open_mg, w.rook_semi_open_eg);
+        }
+    }
+    if relative_rank(us, sq) == 6 {
+        let seventh = 0xffu64 << (8 * sq.rank() as u32);
+        let king_on_eighth = their_king.is_some_and(|k| relative_rank(us, k) == 7);
+        if king_on_eighth || their_pawns & seventh != 0 {
+            s.add(w.rook_seventh_mg, w.rook_seventh_eg);
+        }
+    }
 }
 
 /// Material values for move ordering and exchange evaluation (not tuned).

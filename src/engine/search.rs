@@ -318,6 +318,16 @@ fn from_tt(score: i32, ply: usize) -> i32 {
     }
 }
 
+/// Does a stored score with this bound settle the window?
+#[inline]
+fn cuts(bound: Bound, score: i32, alpha: i32, beta: i32) -> bool {
+    match bound {
+        Bound::Exact => true,
+        Bound::Lower => score >= beta,
+        Bound::Upper => score <= alpha,
+    }
+}
+
 #[inline]
 fn is_quiet(m: &Move) -> bool {
     !m.is_capture() && !m.is_promotion()
@@ -562,16 +572,9 @@ impl Search<'_> {
         let hit = self.s.tt.probe(pos.key);
         let tt_move = hit.map_or(0, |h| h.mv);
         if let Some(h) = hit {
-            if !pv_node && !root && h.depth >= depth {
-                let score = from_tt(h.score, ply);
-                let cut = match h.bound {
-                    Bound::Exact => true,
-                    Bound::Lower => score >= beta,
-                    Bound::Upper => score <= alpha,
-                };
-                if cut {
-                    return score;
-                }
+            let score = from_tt(h.score, ply);
+            if !pv_node && !root && h.depth >= depth && cuts(h.bound, score, alpha, beta) {
+                return score;
             }
         }
 
@@ -777,12 +780,7 @@ impl Search<'_> {
         let hit = self.s.tt.probe(pos.key);
         if let Some(h) = hit {
             let score = from_tt(h.score, ply);
-            let cut = match h.bound {
-                Bound::Exact => true,
-                Bound::Lower => score >= beta,
-                Bound::Upper => score <= alpha,
-            };
-            if cut && beta - alpha == 1 {
+            if beta - alpha == 1 && cuts(h.bound, score, alpha, beta) {
                 return score;
             }
         }

@@ -15,7 +15,7 @@ use std::{
     time::Duration,
 };
 
-use shakmaty::{CastlingMode, Move};
+use shakmaty::Move;
 
 use super::{
     params::Weights,
@@ -23,6 +23,7 @@ use super::{
     search::{uci_score, Info, Limits, Searcher},
 };
 use crate::book::{
+    keys::uci_of,
     select::{choose, Mode},
     Book,
 };
@@ -61,14 +62,10 @@ fn say(line: &str) {
     let _ = out.flush();
 }
 
-fn uci_move(m: &Move) -> String {
-    m.to_uci(CastlingMode::Standard).to_string()
-}
-
 fn info_line(i: &Info) -> String {
     let ms = i.time.as_millis().max(1);
     let nps = i.nodes as u128 * 1000 / ms;
-    let pv: Vec<String> = i.pv.iter().map(uci_move).collect();
+    let pv: Vec<String> = i.pv.iter().map(uci_of).collect();
     format!(
         "info depth {} seldepth {} multipv 1 score {} nodes {} nps {} hashfull {} time {} pv {}",
         i.depth,
@@ -376,7 +373,7 @@ impl Engine {
         if !limits.infinite && !limits.ponder {
             if let Some(m) = self.book_move() {
                 say("info string book move");
-                say(&format!("bestmove {}", uci_move(&m)));
+                say(&format!("bestmove {}", uci_of(&m)));
                 return;
             }
         }
@@ -408,12 +405,8 @@ impl Engine {
                 reported.store(true, Ordering::Release);
                 match result.best {
                     Some(m) => match result.ponder {
-                        Some(p) => say(&format!(
-                            "bestmove {} ponder {}",
-                            uci_move(&m),
-                            uci_move(&p)
-                        )),
-                        None => say(&format!("bestmove {}", uci_move(&m))),
+                        Some(p) => say(&format!("bestmove {} ponder {}", uci_of(&m), uci_of(&p))),
+                        None => say(&format!("bestmove {}", uci_of(&m))),
                     },
                     None => say("bestmove 0000"),
                 }

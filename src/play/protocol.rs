@@ -9,7 +9,9 @@ use std::{
     time::{Duration, Instant},
 };
 
-use shakmaty::{san::San, uci::UciMove, CastlingMode, Chess, Move};
+use shakmaty::{san::San, uci::UciMove, Chess, Move};
+
+use crate::book::keys::uci_of;
 
 /// Why an engine lost a game other than on the board.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -230,10 +232,6 @@ fn parse_move(pos: &Chess, text: &str) -> Option<Move> {
         }
     }
     text.parse::<San>().ok().and_then(|s| s.to_move(pos).ok())
-}
-
-fn uci_of(m: &Move) -> String {
-    m.to_uci(CastlingMode::Standard).to_string()
 }
 
 /// The time this move may take before the engine is declared hung.
