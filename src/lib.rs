@@ -7,3 +7,4 @@ pub mod bench;
 pub mod book;
 pub mod engine;
 pub mod play;
+pub mod tune;

@@ -225,6 +225,65 @@ enum Command {
         #[arg(long)]
         plot: Option<PathBuf>,
     },
+    /// Tune evaluation weights by self-play (SPSA, game pairs in parallel), checkpointed.
+    ///
+    /// Every iteration plays --pairs-per-iteration game pairs (one opening,
+    /// colours swapped) between theta+c and theta-c, steps theta, and
+    /// writes --checkpoint and --out. Ctrl-C stops after the current
+    /// iteration; --resume continues exactly where it stopped.
+    Tune {
+        /// Start weights: a TOML file (`learnbook weights`) or a preset (default, kaissa, kotok).
+        #[arg(long, value_name = "W.toml", required_unless_present = "resume")]
+        start: Option<String>,
+        /// Which parameters to tune (TOML: `name = { c_end = .., r_end = .., min = .., max = .. }`; default all).
+        #[arg(long, value_name = "P.toml")]
+        params: Option<PathBuf>,
+        /// The tuned weights (TOML), rewritten after every iteration.
+        #[arg(long, value_name = "tuned.toml")]
+        out: PathBuf,
+        /// Fixed nodes per move (results independent of machine load).
+        #[arg(long, conflicts_with = "tc")]
+        nodes: Option<u64>,
+        /// Time control moves/seconds+increment instead of --nodes.
+        #[arg(long)]
+        tc: Option<String>,
+        #[arg(long, default_value_t = 16)]
+        pairs_per_iteration: usize,
+        #[arg(long, default_value_t = 2000)]
+        iterations: u64,
+        /// Openings (EPD or PGN, .gz/.zst); each pair takes one at random.
+        #[arg(long, default_value = "../shared/data/openings/8moves_v3.pgn.gz")]
+        openings: PathBuf,
+        /// Games played at once (default: every core).
+        #[arg(long)]
+        threads: Option<usize>,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// movenumber=N,movecount=N,score=CP, or none.
+        #[arg(long, default_value = "movenumber=34,movecount=8,score=20")]
+        draw: String,
+        /// movecount=N,score=CP, or none.
+        #[arg(long, default_value = "movecount=3,score=400")]
+        resign: String,
+        /// A draw after this many moves.
+        #[arg(long, default_value_t = 200)]
+        maxmoves: u32,
+        /// The tuner's state, written atomically after every iteration.
+        #[arg(long, value_name = "tune.ckpt")]
+        checkpoint: PathBuf,
+        /// Continue the run in --checkpoint (its settings; only --out and --threads may be given).
+        #[arg(long, conflicts_with_all = ["start", "params", "nodes", "tc", "pairs_per_iteration", "iterations", "openings", "seed", "draw", "resign", "maxmoves"])]
+        resume: bool,
+    },
+    /// A tuning run's trajectory: summary, CSV, PNG plot.
+    TuneReport {
+        #[arg(long, value_name = "tune.ckpt")]
+        checkpoint: PathBuf,
+        #[arg(long, value_name = "trajectory.png")]
+        plot: Option<PathBuf>,
+        #[arg(long, value_name = "trajectory.csv")]
+        csv: Option<PathBuf>,
+    },
     /// Print an evaluation parameter set as TOML.
     Weights {
         /// default, kaissa or kotok.
@@ -470,6 +529,90 @@ fn run(cli: Cli) -> Result<ExitCode> {
             if let Some(png) = plot {
                 r.plot(&player, window, &png)?;
                 println!("learning curve written to {}", png.display());
+            }
+        }
+        Command::Tune {
+            start,
+            params,
+            out,
+            nodes,
+            tc,
+            pairs_per_iteration,
+            iterations,
+            openings,
+            threads,
+            seed,
+            draw,
+            resign,
+            maxmoves,
+            checkpoint,
+            resume,
+        } => {
+            use learnbook::{
+                play::spec,
+                tune::{checkpoint::*, run},
+            };
+            let (mut state, openings) = if resume {
+                run::resume(&checkpoint)?
+            } else {
+                let start = run::load_start(start.as_deref().unwrap_or("default"))?;
+                let none = |s: &str| s == "none";
+                run::Plan {
+                    params: run::load_params(params.as_deref(), &start)?,
+                    start,
+                    limit: match (nodes, tc) {
+                        (_, Some(tc)) => LimitSpec::Clock(tc),
+                        (n, None) => LimitSpec::Nodes(n.unwrap_or(2000)),
+                    },
+                    pairs_per_iteration,
+                    iterations,
+                    openings,
+                    seed,
+                    adjudication: AdjudicationSpec {
+                        draw: (!none(&draw))
+                            .then(|| spec::parse_draw(&draw))
+                            .transpose()?,
+                        resign: (!none(&resign))
+                            .then(|| spec::parse_resign(&resign))
+                            .transpose()?,
+                        max_moves: Some(maxmoves),
+                    },
+                }
+                .begin(&checkpoint)?
+            };
+            let threads = threads
+                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+            run::stop_on_sigint();
+            let outcome =
+                run::run_with_progress(&mut state, &openings, threads, &checkpoint, &out)?;
+            run::write_weights(&state, &out)?;
+            print!("{}", run::summary(&state));
+            if outcome == run::Outcome::Interrupted {
+                println!(
+                    "interrupted after iteration {}; `learnbook tune --resume --checkpoint {} --out {}` continues",
+                    state.iteration(),
+                    checkpoint.display(),
+                    out.display()
+                );
+                return Ok(ExitCode::from(130));
+            }
+            println!("tuned weights written to {}", out.display());
+        }
+        Command::TuneReport {
+            checkpoint,
+            plot,
+            csv,
+        } => {
+            use learnbook::tune::{checkpoint::State, report, run};
+            let state = State::load(&checkpoint)?;
+            print!("{}", run::summary(&state));
+            if let Some(p) = csv {
+                report::write_csv(&state, &p)?;
+                println!("trajectory written to {}", p.display());
+            }
+            if let Some(p) = plot {
+                report::plot(&state, &p)?;
+                println!("plot written to {}", p.display());
             }
         }
         Command::Weights { preset } => {

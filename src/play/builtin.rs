@@ -43,6 +43,18 @@ impl Builtin {
             rng: StdRng::seed_from_u64(seed),
         })
     }
+
+    /// The search alone (no book) with a transposition table of `hash_mb`:
+    /// what the tuner plays, thousands of short games, each with new weights.
+    pub fn search_only(name: &str, weights: Weights, hash_mb: usize) -> Builtin {
+        Builtin {
+            name: name.to_string(),
+            searcher: Searcher::new(hash_mb, weights),
+            book: None,
+            book_mode: Mode::Best,
+            rng: StdRng::seed_from_u64(0),
+        }
+    }
 }
 
 impl Player for Builtin {

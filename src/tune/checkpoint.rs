@@ -1,0 +1,261 @@
+//! The tuner's state on disk: settings, theta, and every iteration's result
+//! and theta so far. Written atomically (temporary file, fsync, rename) after
+//! every iteration; a header line carries a format tag, the body's length and
+//! an FNV-1a checksum, so a truncated or edited file is refused, not guessed at.
+//!
+//! The random state is the seed alone: iteration `k` draws from
+//! [`super::spsa::iteration_rng`]`(seed, k)`, so the iteration count is
+//! the whole position in the random stream.
+
+use std::{
+    fs,
+    io::Write,
+    path::{Path, PathBuf},
+};
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use super::spsa::{Schedule, TuneParam};
+use crate::engine::params::Weights;
+
+const MAGIC: &str = "learnbook-tune-checkpoint";
+const VERSION: u32 = 1;
+
+/// How long each move may take, in the checkpoint's words.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum LimitSpec {
+    Nodes(u64),
+    /// `moves/seconds+increment` as `--tc` takes it.
+    Clock(String),
+}
+
+/// Early ends of tuning games (cutechess `-draw`, `-resign`, `-maxmoves`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AdjudicationSpec {
+    pub draw: Option<(u32, u32, i32)>,
+    pub resign: Option<(u32, i32)>,
+    pub max_moves: Option<u32>,
+}
+
+/// What a run was started with; a resume takes these, not the command line.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
+    pub limit: LimitSpec,
+    pub pairs_per_iteration: usize,
+    pub schedule: Schedule,
+    pub seed: u64,
+    pub openings: PathBuf,
+    /// Checked on resume: the openings file must still hold as many.
+    pub openings_count: usize,
+    pub adjudication: AdjudicationSpec,
+    /// Every number of the start weights, in [`Weights::params`] order.
+    pub base: Vec<i32>,
+    pub params: Vec<TuneParam>,
+}
+
+/// One finished iteration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Iteration {
+    /// 1-based: the first iteration is 1.
+    pub number: u64,
+    /// Results of theta + c (against theta - c).
+    pub wins: u32,
+    pub draws: u32,
+    pub losses: u32,
+    /// Theta after this iteration's step.
+    pub theta: Vec<f64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct State {
+    pub settings: Settings,
+    pub theta: Vec<f64>,
+    pub history: Vec<Iteration>,
+}
+
+impl State {
+    pub fn new(settings: Settings) -> State {
+        let theta = settings.params.iter().map(|p| p.start).collect();
+        State {
+            settings,
+            theta,
+            history: Vec::new(),
+        }
+    }
+
+    /// Iterations done.
+    pub fn iteration(&self) -> u64 {
+        self.history.len() as u64
+    }
+
+    pub fn games(&self) -> u64 {
+        self.history
+            .iter()
+            .map(|i| u64::from(i.wins + i.draws + i.losses))
+            .sum()
+    }
+
+    /// The start weights.
+    pub fn base(&self) -> Weights {
+        let mut w = Weights::default();
+        w.set_values(&self.settings.base);
+        w
+    }
+
+    /// Writes the state to `path` atomically.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let body = serde_json::to_string(self).context("cannot serialize the tuner state")?;
+        let text = format!(
+            "{MAGIC} {VERSION} {} {:016x}\n{body}\n",
+            body.len(),
+            fnv1a(body.as_bytes())
+        );
+        write_atomically(path, text.as_bytes())
+    }
+
+    /// Reads and checks a checkpoint written by [`State::save`].
+    pub fn load(path: &Path) -> Result<State> {
+        let text = fs::read_to_string(path)
+            .with_context(|| format!("cannot read checkpoint {}", path.display()))?;
+        State::parse(&text).with_context(|| format!("corrupt checkpoint {}", path.display()))
+    }
+
+    fn parse(text: &str) -> Result<State> {
+        let Some((header, rest)) = text.split_once('\n') else {
+            bail!("no header line");
+        };
+        let fields: Vec<&str> = header.split(' ').collect();
+        let [magic, version, len, sum] = fields.as_slice() else {
+            bail!("bad header line {header:?}");
+        };
+        if *magic != MAGIC {
+            bail!("not a learnbook tune checkpoint");
+        }
+        if *version != VERSION.to_string() {
+            bail!("format version {version}, this learnbook reads {VERSION}");
+        }
+        let len: usize = len.parse().context("bad length in the header")?;
+        let body = rest
+            .get(..len)
+            .context("the file is shorter than its header says (truncated?)")?;
+        if rest.len() != len + 1 || !rest.ends_with('\n') {
+            bail!("the file is longer or shorter than its header says");
+        }
+        if format!("{:016x}", fnv1a(body.as_bytes())) != *sum {
+            bail!("checksum mismatch (the file was changed or damaged)");
+        }
+        let state: State = serde_json::from_str(body).context("bad state")?;
+        state.validate()?;
+        Ok(state)
+    }
+
+    /// Internal consistency: what a resume relies on.
+    fn validate(&self) -> Result<()> {
+        let s = &self.settings;
+        let n_all = Weights::default().params().len();
+        if s.base.len() != n_all {
+            bail!("{} start numbers, expected {n_all}", s.base.len());
+        }
+        if s.params.is_empty() || s.params.iter().any(|p| p.index >= n_all) {
+            bail!("bad parameter list");
+        }
+        if s.pairs_per_iteration == 0 || s.openings_count == 0 {
+            bail!("bad settings");
+        }
+        if self.theta.len() != s.params.len() {
+            bail!(
+                "theta has {} numbers for {} parameters",
+                self.theta.len(),
+                s.params.len()
+            );
+        }
+        for (i, it) in self.history.iter().enumerate() {
+            if it.number != i as u64 + 1 || it.theta.len() != s.params.len() {
+                bail!("iteration record {} is out of order or malformed", i + 1);
+            }
+        }
+        if let Some(last) = self.history.last() {
+            if last.theta != self.theta {
+                bail!("theta differs from the last iteration's");
+            }
+        }
+        if self.iteration() > s.schedule.iterations {
+            bail!("more iterations done than planned");
+        }
+        Ok(())
+    }
+}
+
+/// Writes `bytes` to `path` so that a crash leaves either the old or the new file.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    let mut f =
+        fs::File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
+    f.write_all(bytes)
+        .and_then(|_| f.sync_all())
+        .with_context(|| format!("cannot write {}", tmp.display()))?;
+    fs::rename(&tmp, path)
+        .with_context(|| format!("cannot rename {} to {}", tmp.display(), path.display()))
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tune::spsa::all_params;
+
+    fn state() -> State {
+        let w = Weights::default();
+        let mut s = State::new(Settings {
+            limit: LimitSpec::Nodes(2000),
+            pairs_per_iteration: 4,
+            schedule: Schedule::new(10),
+            seed: 7,
+            openings: "o.epd".into(),
+            openings_count: 3,
+            adjudication: AdjudicationSpec {
+                draw: None,
+                resign: Some((3, 400)),
+                max_moves: None,
+            },
+            base: w.values(),
+            params: all_params(&w)[..3].to_vec(),
+        });
+        s.theta[0] += 0.1 + 1e-12;
+        s.history.push(Iteration {
+            number: 1,
+            wins: 3,
+            draws: 2,
+            losses: 3,
+            theta: s.theta.clone(),
+        });
+        s
+    }
+
+    #[test]
+    fn round_trip_is_exact_and_damage_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.ckpt");
+        let s = state();
+        s.save(&path).unwrap();
+        assert_eq!(State::load(&path).unwrap(), s);
+        let text = fs::read_to_string(&path).unwrap();
+        for bad in [
+            text.replace("\"wins\":3", "\"wins\":4"),
+            text[..text.len() / 2].to_string(),
+            String::new(),
+            text.replacen(MAGIC, "something-else", 1),
+        ] {
+            fs::write(&path, &bad).unwrap();
+            assert!(State::load(&path).is_err());
+        }
+    }
+}

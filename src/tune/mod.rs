@@ -1,0 +1,8 @@
+//! Weights from self-play: SPSA over the evaluation's named parameters
+//! ([`crate::engine::params::Weights`]), game pairs in parallel over
+//! in-process engines, checkpointed after every iteration.
+
+pub mod checkpoint;
+pub mod report;
+pub mod run;
+pub mod spsa;

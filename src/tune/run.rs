@@ -1,0 +1,382 @@
+//! The tuning loop: each iteration plays its game pairs in parallel (rayon,
+//! in-process `builtin` engines), steps theta, and checkpoints. With a node
+//! limit every game depends only on the two weight sets and the opening, so
+//! results do not depend on machine load or on the number of threads.
+
+use std::{
+    path::Path,
+    sync::atomic::{AtomicBool, Ordering},
+    time::Instant,
+};
+
+use anyhow::{bail, Context, Result};
+use rand::Rng;
+use rayon::prelude::*;
+use shakmaty::Color;
+
+use super::{
+    checkpoint::{write_atomically, AdjudicationSpec, Iteration, LimitSpec, Settings, State},
+    spsa::{self, Schedule, TuneParam},
+};
+use crate::{
+    engine::params::Weights,
+    play::{
+        builtin::Builtin,
+        game::{play_game, Adjudication, Limit, Opening},
+        runner::read_openings,
+        stats::Wdl,
+    },
+};
+
+/// What `learnbook tune` was asked for, before there is a state.
+pub struct Plan {
+    pub start: Weights,
+    pub params: Vec<TuneParam>,
+    pub limit: LimitSpec,
+    pub pairs_per_iteration: usize,
+    pub iterations: u64,
+    pub openings: std::path::PathBuf,
+    pub seed: u64,
+    pub adjudication: AdjudicationSpec,
+}
+
+/// `--start`: a weights file, or the name of a preset.
+pub fn load_start(start: &str) -> Result<Weights> {
+    if Path::new(start).exists() {
+        Weights::load(Path::new(start))
+    } else {
+        Ok(crate::engine::presets::preset(start)
+            .with_context(|| format!("--start {start}: no such file or preset"))?
+            .0)
+    }
+}
+
+/// `--params`: the parameter file's choice, or every parameter.
+pub fn load_params(path: Option<&Path>, start: &Weights) -> Result<Vec<TuneParam>> {
+    match path {
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .with_context(|| format!("cannot read {}", p.display()))?;
+            spsa::read_param_file(&text, start)
+                .with_context(|| format!("in parameter file {}", p.display()))
+        }
+        None => Ok(spsa::all_params(start)),
+    }
+}
+
+/// The state in `checkpoint` and its openings, ready to go on.
+pub fn resume(checkpoint: &Path) -> Result<(State, Vec<Opening>)> {
+    let state = State::load(checkpoint)?;
+    let openings = reopen(&state)?;
+    eprintln!(
+        "resuming {} at iteration {} of {}",
+        checkpoint.display(),
+        state.iteration(),
+        state.settings.schedule.iterations
+    );
+    Ok((state, openings))
+}
+
+impl Plan {
+    /// A new run: checks everything, then writes its first checkpoint
+    /// (never over an existing one).
+    pub fn begin(self, checkpoint: &Path) -> Result<(State, Vec<Opening>)> {
+        if checkpoint.exists() {
+            bail!(
+                "{} exists: give --resume to continue it, or remove it",
+                checkpoint.display()
+            );
+        }
+        let (state, openings) = self.into_state()?;
+        state.save(checkpoint)?;
+        Ok((state, openings))
+    }
+
+    /// The initial state; the openings are read to check and count them.
+    fn into_state(self) -> Result<(State, Vec<Opening>)> {
+        if self.pairs_per_iteration == 0 || self.iterations == 0 {
+            bail!("--pairs-per-iteration and --iterations must be at least 1");
+        }
+        limit_of(&self.limit)?;
+        let openings = read_openings(&self.openings)?;
+        // Absolute, so a resume from another directory finds the same file.
+        let path = std::fs::canonicalize(&self.openings)
+            .with_context(|| format!("cannot resolve {}", self.openings.display()))?;
+        let settings = Settings {
+            limit: self.limit,
+            pairs_per_iteration: self.pairs_per_iteration,
+            schedule: Schedule::new(self.iterations),
+            seed: self.seed,
+            openings_count: openings.len(),
+            openings: path,
+            adjudication: self.adjudication,
+            base: self.start.values(),
+            params: self.params,
+        };
+        Ok((State::new(settings), openings))
+    }
+}
+
+/// The openings of a checkpoint, checked against what it recorded.
+pub fn reopen(state: &State) -> Result<Vec<Opening>> {
+    let s = &state.settings;
+    let openings = read_openings(&s.openings)
+        .with_context(|| format!("the checkpoint's openings {}", s.openings.display()))?;
+    if openings.len() != s.openings_count {
+        bail!(
+            "{} now holds {} openings, the checkpoint was made with {}",
+            s.openings.display(),
+            openings.len(),
+            s.openings_count
+        );
+    }
+    Ok(openings)
+}
+
+fn limit_of(spec: &LimitSpec) -> Result<Limit> {
+    Ok(match spec {
+        LimitSpec::Nodes(n) => Limit::Nodes(*n),
+        LimitSpec::Clock(tc) => Limit::Clock(tc.parse().map_err(anyhow::Error::msg)?),
+    })
+}
+
+fn adjudication_of(a: &AdjudicationSpec) -> Adjudication {
+    Adjudication {
+        draw: a.draw,
+        resign: a.resign,
+        max_moves: a.max_moves,
+    }
+}
+
+/// Iteration `k` (0-based) from `theta`: its perturbation and the results
+/// of theta + c against theta - c.
+pub fn play_iteration(
+    settings: &Settings,
+    base: &Weights,
+    theta: &[f64],
+    k: u64,
+    openings: &[Opening],
+    pool: &rayon::ThreadPool,
+) -> Result<(Vec<f64>, Wdl)> {
+    let limit = limit_of(&settings.limit)?;
+    let adj = adjudication_of(&settings.adjudication);
+    let mut rng = spsa::iteration_rng(settings.seed, k);
+    let flip = spsa::flips(&mut rng, settings.params.len());
+    let picks: Vec<usize> = (0..settings.pairs_per_iteration)
+        .map(|_| rng.random_range(0..openings.len()))
+        .collect();
+    let (plus, minus) = spsa::perturbed(&settings.schedule, &settings.params, theta, &flip, k);
+    let plus = spsa::weights_at(base, &settings.params, &plus);
+    let minus = spsa::weights_at(base, &settings.params, &minus);
+    // A node-limited game needs a small table; a clock game fills more.
+    let hash_mb = if matches!(limit, Limit::Nodes(_)) {
+        2
+    } else {
+        16
+    };
+    let scores: Vec<[f64; 2]> = pool.install(|| {
+        picks
+            .par_iter()
+            .map(|&i| play_pair(&plus, &minus, &openings[i], &limit, &adj, hash_mb))
+            .collect()
+    });
+    let mut wdl = Wdl::default();
+    for s in scores.iter().flatten() {
+        wdl.add(*s);
+    }
+    Ok((flip, wdl))
+}
+
+/// Two games from `opening`, colours swapped; the plus side's scores.
+fn play_pair(
+    plus: &Weights,
+    minus: &Weights,
+    opening: &Opening,
+    limit: &Limit,
+    adj: &Adjudication,
+    hash_mb: usize,
+) -> [f64; 2] {
+    let mut p = Builtin::search_only("plus", plus.clone(), hash_mb);
+    let mut m = Builtin::search_only("minus", minus.clone(), hash_mb);
+    let first = play_game(&mut p, &mut m, opening, [limit, limit], adj);
+    let second = play_game(&mut m, &mut p, opening, [limit, limit], adj);
+    [first.score_of(Color::White), second.score_of(Color::Black)]
+}
+
+/// How a run ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Finished,
+    /// SIGINT: the last finished iteration is checkpointed.
+    Interrupted,
+}
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_sigint(_: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+    // A second Ctrl-C ends the process at once (the checkpoint on disk
+    // is the last finished iteration's).
+    // SAFETY: signal() is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_DFL);
+    }
+}
+
+/// From now on SIGINT asks [`run`] to stop after the current iteration.
+pub fn stop_on_sigint() {
+    // SAFETY: installs a handler that only stores to an atomic and resets itself.
+    unsafe {
+        libc::signal(
+            libc::SIGINT,
+            on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t,
+        );
+    }
+}
+
+/// Runs the remaining iterations of `state`, checkpointing to `checkpoint`
+/// and writing the current weights to `out` after each; `progress` sees the
+/// state and the games per second since the start of this run.
+pub fn run(
+    state: &mut State,
+    openings: &[Opening],
+    threads: usize,
+    checkpoint: &Path,
+    out: &Path,
+    mut progress: impl FnMut(&State, f64),
+) -> Result<Outcome> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.max(1))
+        .build()
+        .context("cannot start the thread pool")?;
+    let base = state.base();
+    let start = Instant::now();
+    let mut games = 0u64;
+    while state.iteration() < state.settings.schedule.iterations {
+        if INTERRUPTED.load(Ordering::SeqCst) {
+            return Ok(Outcome::Interrupted);
+        }
+        let k = state.iteration();
+        let (flip, wdl) = play_iteration(&state.settings, &base, &state.theta, k, openings, &pool)?;
+        let result = f64::from(wdl.wins) - f64::from(wdl.losses);
+        let schedule = state.settings.schedule;
+        spsa::step(
+            &schedule,
+            &state.settings.params,
+            &mut state.theta,
+            &flip,
+            k,
+            result,
+        );
+        state.history.push(Iteration {
+            number: k + 1,
+            wins: wdl.wins,
+            draws: wdl.draws,
+            losses: wdl.losses,
+            theta: state.theta.clone(),
+        });
+        state.save(checkpoint)?;
+        write_weights(state, out)?;
+        games += u64::from(wdl.games());
+        progress(
+            state,
+            games as f64 / start.elapsed().as_secs_f64().max(1e-9),
+        );
+    }
+    Ok(if INTERRUPTED.load(Ordering::SeqCst) {
+        Outcome::Interrupted
+    } else {
+        Outcome::Finished
+    })
+}
+
+/// The current weights as TOML that `learnbook uci --weights` loads.
+pub fn write_weights(state: &State, out: &Path) -> Result<()> {
+    let w = spsa::weights_at(&state.base(), &state.settings.params, &state.theta);
+    let title = format!(
+        "tuned by learnbook tune, iteration {} of {}, {} games, seed {}",
+        state.iteration(),
+        state.settings.schedule.iterations,
+        state.games(),
+        state.settings.seed
+    );
+    write_atomically(out, w.to_toml(&title).as_bytes())
+}
+
+/// Start and current value of every tuned parameter, the biggest moves first.
+pub fn summary(state: &State) -> String {
+    let mut rows: Vec<(&TuneParam, f64)> = state
+        .settings
+        .params
+        .iter()
+        .zip(&state.theta)
+        .map(|(p, &t)| (p, t))
+        .collect();
+    rows.sort_by(|a, b| {
+        let da = (a.1 - a.0.start).abs() / a.0.c_end;
+        let db = (b.1 - b.0.start).abs() / b.0.c_end;
+        db.total_cmp(&da)
+    });
+    let mut s = format!(
+        "{} iterations, {} games; parameters by change (in units of c_end):\n",
+        state.iteration(),
+        state.games()
+    );
+    for (p, t) in rows.iter().take(30) {
+        s.push_str(&format!(
+            "  {:<28} {:>6} -> {:>8.2}  ({:+.2} c_end)\n",
+            p.name,
+            p.start,
+            t,
+            (t - p.start) / p.c_end
+        ));
+    }
+    if rows.len() > 30 {
+        s.push_str(&format!("  ... and {} more\n", rows.len() - 30));
+    }
+    s
+}
+
+/// [`run`] with an indicatif bar on a terminal (iterations, games/s, ETA),
+/// or a log line every ten iterations otherwise.
+pub fn run_with_progress(
+    state: &mut State,
+    openings: &[Opening],
+    threads: usize,
+    checkpoint: &Path,
+    out: &Path,
+) -> Result<Outcome> {
+    use indicatif::{ProgressBar, ProgressStyle};
+    use std::io::IsTerminal;
+    let total = state.settings.schedule.iterations;
+    let bar = if std::io::stderr().is_terminal() {
+        let pb = ProgressBar::new(total);
+        pb.set_style(
+            ProgressStyle::with_template(
+                "{elapsed_precise} [{bar:30}] {pos}/{len} iterations, {msg}, ETA {eta}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        pb.set_position(state.iteration());
+        pb.reset_eta();
+        pb
+    } else {
+        ProgressBar::hidden()
+    };
+    let log = bar.is_hidden();
+    let outcome = run(state, openings, threads, checkpoint, out, |st, rate| {
+        let last = st.history.last();
+        let (w, d, l) = last.map_or((0, 0, 0), |i| (i.wins, i.draws, i.losses));
+        bar.set_position(st.iteration());
+        bar.set_message(format!("{rate:.1} games/s, last +{w} ={d} -{l}"));
+        if log && (st.iteration() % 10 == 0 || st.iteration() == total) {
+            eprintln!(
+                "iteration {}/{total}: {} games, {rate:.1} games/s",
+                st.iteration(),
+                st.games()
+            );
+        }
+    });
+    bar.finish_and_clear();
+    outcome
+}

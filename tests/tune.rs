@@ -1,0 +1,321 @@
+//! `learnbook tune` and `tune-report`: reproducible trajectories, SIGKILL
+//! and SIGINT with resume, bad input refused without changing anything.
+
+mod common;
+
+use std::{
+    fs,
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+    thread::sleep,
+    time::{Duration, Instant},
+};
+
+use common::{ok, run, s};
+use learnbook::{engine::params::Weights, tune::checkpoint::State};
+
+const PARAMS: &str =
+    "knight_mg = {}\nbishop_mg = {}\nrook_eg = { c_end = 20 }\n\"passed_eg_*\" = {}\n";
+
+/// A work directory with a few openings and a parameter file.
+fn setup() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let openings = dir.path().join("openings.epd");
+    fs::write(
+        &openings,
+        "rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 2\n\
+         rnbqkbnr/pp1ppppp/8/2p5/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 2\n\
+         rnbqkbnr/ppp1pppp/8/3p4/3P4/8/PPP1PPPP/RNBQKBNR w KQkq - 0 2\n\
+         rnbqkb1r/pppppppp/5n2/8/2P5/8/PP1PPPPP/RNBQKBNR w KQkq - 1 2\n",
+    )
+    .expect("write openings");
+    let params = dir.path().join("params.toml");
+    fs::write(&params, PARAMS).expect("write params");
+    (dir, openings, params)
+}
+
+/// `tune` arguments for a small run in `dir`.
+fn args(
+    dir: &Path,
+    openings: &Path,
+    params: &Path,
+    iterations: u32,
+    threads: u32,
+    name: &str,
+) -> Vec<String> {
+    [
+        "tune",
+        "--start",
+        "default",
+        "--params",
+        s(params),
+        "--nodes",
+        "600",
+        "--pairs-per-iteration",
+        "2",
+        "--iterations",
+        &iterations.to_string(),
+        "--openings",
+        s(openings),
+        "--seed",
+        "11",
+        "--threads",
+        &threads.to_string(),
+        "--checkpoint",
+        s(&dir.join(format!("{name}.ckpt"))),
+        "--out",
+        s(&dir.join(format!("{name}.toml"))),
+    ]
+    .iter()
+    .map(|a| a.to_string())
+    .collect()
+}
+
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+fn load(dir: &Path, name: &str) -> State {
+    State::load(&dir.join(format!("{name}.ckpt"))).expect("checkpoint loads")
+}
+
+#[test]
+fn a_fixed_seed_gives_the_same_trajectory() {
+    let (dir, openings, params) = setup();
+    let d = dir.path();
+    ok(&strs(&args(d, &openings, &params, 4, 2, "a")));
+    ok(&strs(&args(d, &openings, &params, 4, 2, "b")));
+    // Node-limited games do not depend on scheduling: one thread agrees too.
+    ok(&strs(&args(d, &openings, &params, 4, 1, "c")));
+    let (a, b, c) = (load(d, "a"), load(d, "b"), load(d, "c"));
+    assert_eq!(a.iteration(), 4);
+    assert_eq!(a.games(), 4 * 4);
+    assert_eq!(a.history, b.history);
+    assert_eq!(a.history, c.history);
+    assert_eq!(a.settings.params.len(), 3 + 8);
+    // Theta moved (the games decided something) and the weights file is it.
+    assert!(a
+        .theta
+        .iter()
+        .zip(&a.settings.params)
+        .any(|(t, p)| (t - p.start).abs() > 1e-6));
+    let w = Weights::load(&d.join("a.toml")).expect("tuned weights load");
+    assert_eq!(
+        fs::read(d.join("a.toml")).unwrap(),
+        fs::read(d.join("b.toml")).unwrap()
+    );
+    for (p, t) in a.settings.params.iter().zip(&a.theta) {
+        assert_eq!(w.get(&p.name), Some(t.round() as i32), "{}", p.name);
+    }
+    assert_eq!(
+        w.pawn_mg,
+        Weights::default().pawn_mg,
+        "untuned numbers kept"
+    );
+    // A different seed takes another path.
+    let mut other = args(d, &openings, &params, 4, 2, "d");
+    let i = other.iter().position(|a| a == "--seed").unwrap();
+    other[i + 1] = "12".into();
+    ok(&strs(&other));
+    assert_ne!(load(d, "d").history, a.history);
+}
+
+/// Waits until the checkpoint records at least `n` iterations.
+fn wait_for_iteration(ckpt: &Path, n: u64) -> u64 {
+    let t = Instant::now();
+    loop {
+        if let Ok(st) = State::load(ckpt) {
+            if st.iteration() >= n {
+                return st.iteration();
+            }
+        }
+        assert!(t.elapsed() < Duration::from_secs(120), "no progress");
+        sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn sigkill_then_resume_loses_and_repeats_no_iteration() {
+    let (dir, openings, params) = setup();
+    let d = dir.path();
+    let total = 24;
+    ok(&strs(&args(d, &openings, &params, total, 2, "whole")));
+    let cut = args(d, &openings, &params, total, 2, "cut");
+    let mut child = Command::new(common::bin())
+        .args(&cut)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start tune");
+    let ckpt = d.join("cut.ckpt");
+    wait_for_iteration(&ckpt, 3);
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reap");
+    let killed = load(d, "cut");
+    assert!(
+        killed.iteration() < u64::from(total),
+        "killed before the end"
+    );
+    // Only --out, --threads may accompany --resume; settings come from the checkpoint.
+    ok(&[
+        "tune",
+        "--resume",
+        "--checkpoint",
+        s(&ckpt),
+        "--out",
+        s(&d.join("cut.toml")),
+        "--threads",
+        "1",
+    ]);
+    let (whole, resumed) = (load(d, "whole"), load(d, "cut"));
+    let numbers: Vec<u64> = resumed.history.iter().map(|i| i.number).collect();
+    assert_eq!(numbers, (1..=u64::from(total)).collect::<Vec<_>>());
+    assert_eq!(resumed.history[..killed.history.len()], killed.history[..]);
+    assert_eq!(
+        resumed.history, whole.history,
+        "same as an uninterrupted run"
+    );
+    assert_eq!(
+        fs::read(d.join("cut.toml")).unwrap(),
+        fs::read(d.join("whole.toml")).unwrap()
+    );
+}
+
+#[test]
+fn sigint_checkpoints_and_exits() {
+    let (dir, openings, params) = setup();
+    let d = dir.path();
+    let mut child = Command::new(common::bin())
+        .args(args(d, &openings, &params, 200, 2, "int"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start tune");
+    let ckpt = d.join("int.ckpt");
+    wait_for_iteration(&ckpt, 2);
+    // SAFETY: signalling our own child by its pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(130), "exit code after SIGINT");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("--resume"), "{text}");
+    let st = load(d, "int");
+    assert!(st.iteration() >= 2 && st.iteration() < 200);
+    let w = Weights::load(&d.join("int.toml")).expect("weights written on SIGINT");
+    let knight = st.theta[0].round() as i32;
+    assert_eq!(w.knight_mg, knight);
+}
+
+#[test]
+fn bad_input_gets_a_clear_error_and_changes_nothing() {
+    let (dir, openings, params) = setup();
+    let d = dir.path();
+    let bad_params = d.join("bad-params.toml");
+    for (text, says) in [
+        (
+            "knight_mg = {}\nknight_value = {}\n",
+            "unknown evaluation parameter \"knight_value\"",
+        ),
+        (
+            "knight_mg = { min = 100 }\n",
+            "outside the parameter's range",
+        ),
+        (
+            "queen_mg = { max = 5000 }\n",
+            "outside the parameter's range",
+        ),
+        ("knight_mg = { c_end = -1 }\n", "must be positive"),
+    ] {
+        fs::write(&bad_params, text).unwrap();
+        let out = run(&strs(&args(d, &openings, &bad_params, 2, 1, "bad")));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{text}");
+        assert!(err.contains(says), "{text}: {err}");
+        assert!(!d.join("bad.ckpt").exists() && !d.join("bad.toml").exists());
+    }
+
+    // A good run, then its checkpoint damaged: --resume refuses it and touches nothing.
+    ok(&strs(&args(d, &openings, &params, 2, 1, "good")));
+    let ckpt = d.join("good.ckpt");
+    let out_file = d.join("good.toml");
+    let weights_before = fs::read(&out_file).unwrap();
+    let text = fs::read_to_string(&ckpt).unwrap();
+    let resume = [
+        "tune",
+        "--resume",
+        "--checkpoint",
+        s(&ckpt),
+        "--out",
+        s(&out_file),
+    ];
+    for damaged in [
+        text.replacen("\"wins\":", "\"wins\":1", 1),
+        text[..text.len() - 20].to_string(),
+        "not a checkpoint\n".to_string(),
+    ] {
+        fs::write(&ckpt, &damaged).unwrap();
+        let out = run(&resume);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2));
+        assert!(err.contains("corrupt checkpoint"), "{err}");
+        assert_eq!(fs::read_to_string(&ckpt).unwrap(), damaged);
+        assert_eq!(fs::read(&out_file).unwrap(), weights_before);
+    }
+
+    // A new run never overwrites an existing checkpoint.
+    fs::write(&ckpt, &text).unwrap();
+    let out = run(&strs(&args(d, &openings, &params, 2, 1, "good")));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--resume"));
+    assert_eq!(fs::read_to_string(&ckpt).unwrap(), text);
+}
+
+#[test]
+fn report_writes_the_trajectory() {
+    let (dir, openings, params) = setup();
+    let d = dir.path();
+    ok(&strs(&args(d, &openings, &params, 3, 2, "r")));
+    let (csv, png) = (d.join("t.csv"), d.join("t.png"));
+    let out = ok(&[
+        "tune-report",
+        "--checkpoint",
+        s(&d.join("r.ckpt")),
+        "--csv",
+        s(&csv),
+        "--plot",
+        s(&png),
+    ]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("3 iterations, 12 games"));
+    let st = load(d, "r");
+    let text = fs::read_to_string(&csv).unwrap();
+    let rows: Vec<Vec<&str>> = text.lines().map(|l| l.split(',').collect()).collect();
+    assert_eq!(
+        rows.len(),
+        1 + 1 + 3,
+        "header, start, one row per iteration"
+    );
+    assert_eq!(rows[0][..2], ["iteration", "games"]);
+    assert_eq!(rows[0][5], "knight_mg");
+    assert!(rows.iter().all(|r| r.len() == 5 + st.settings.params.len()));
+    assert_eq!(rows[1][5], "320");
+    let last: f64 = rows[4][5].parse().unwrap();
+    assert!((last - st.theta[0]).abs() < 1e-3);
+    assert_eq!(rows[4][1], "12");
+    let bytes = fs::read(&png).unwrap();
+    assert!(bytes.len() > 10_000 && bytes.starts_with(b"\x89PNG"));
+    // The tuned file is what the UCI engine loads.
+    let mut uci = Command::new(common::bin())
+        .args(["uci", "--weights", s(&d.join("r.toml"))])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    uci.stdin
+        .take()
+        .unwrap()
+        .write_all(b"uci\nisready\nquit\n")
+        .unwrap();
+    let out = uci.wait_with_output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("readyok"));
+}
