@@ -127,7 +127,8 @@ fn apply_options(mut p: TuneParam, opts: &toml::Table) -> Result<TuneParam> {
             p.max
         );
     }
-    if !(p.c_end > 0.0 && p.c_end.is_finite()) || !(p.r_end > 0.0 && p.r_end.is_finite()) {
+    let positive = |x: f64| x > 0.0 && x.is_finite();
+    if !positive(p.c_end) || !positive(p.r_end) {
         bail!("{}: c_end and r_end must be positive", p.name);
     }
     Ok(p)
