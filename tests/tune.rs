@@ -185,7 +185,7 @@ fn sigkill_then_resume_loses_and_repeats_no_iteration() {
 fn sigint_checkpoints_and_exits() {
     let (dir, openings, params) = setup();
     let d = dir.path();
-    let mut child = Command::new(common::bin())
+    let child = Command::new(common::bin())
         .args(args(d, &openings, &params, 200, 2, "int"))
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
