@@ -45,6 +45,17 @@ pub enum BenchCommand {
         #[arg(long, default_value = "../shared/data/openings/8moves_v3.pgn.gz")]
         openings: PathBuf,
     },
+    /// Tuner throughput: the same SPSA iterations with --threads 1 and 2, games/s and ratio.
+    Tune {
+        #[arg(long, default_value_t = 2000)]
+        nodes: u64,
+        #[arg(long, default_value_t = 16)]
+        pairs_per_iteration: usize,
+        #[arg(long, default_value_t = 10)]
+        iterations: u64,
+        #[arg(long, default_value = "../shared/data/openings/8moves_v3.pgn.gz")]
+        openings: PathBuf,
+    },
     /// Perft of a perft EPD suite through the engine's position handling, timed against shakmaty's perft.
     Perft {
         #[arg(default_value = "../shared/data/positions/perftsuite.epd")]
@@ -121,6 +132,12 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             games,
             openings,
         } => bench_play(nodes, games, &openings),
+        BenchCommand::Tune {
+            nodes,
+            pairs_per_iteration,
+            iterations,
+            openings,
+        } => bench_tune(nodes, pairs_per_iteration, iterations, &openings),
         BenchCommand::Perft { file, depth } => {
             let (ok, report) = crate::engine::bench::perft_suite(&file, depth)?;
             print!("{report}");
@@ -398,5 +415,66 @@ fn bench_play(nodes: u64, games: usize, openings: &Path) -> Result<()> {
         "ratio concurrency 2 / concurrency 1 = {:.2}",
         rates[1] / rates[0]
     );
+    Ok(())
+}
+
+/// The tuner's loop (games, steps, checkpoints) from `default` over every
+/// parameter, once on one thread and once on two. Node-limited games make
+/// both runs play the very same games, which is checked.
+fn bench_tune(nodes: u64, pairs: usize, iterations: u64, openings: &Path) -> Result<()> {
+    use crate::{
+        engine::params::Weights,
+        tune::{
+            checkpoint::{AdjudicationSpec, LimitSpec},
+            run::{run, Plan},
+            spsa::all_params,
+        },
+    };
+    let dir = tempfile_dir()?;
+    let mut rates = Vec::new();
+    let mut histories = Vec::new();
+    for threads in [1, 2] {
+        let ckpt = dir.join(format!("bench-{threads}.ckpt"));
+        let _ = std::fs::remove_file(&ckpt);
+        let start = Weights::default();
+        let (mut state, openings) = Plan {
+            params: all_params(&start),
+            start,
+            limit: LimitSpec::Nodes(nodes),
+            pairs_per_iteration: pairs,
+            iterations,
+            openings: openings.to_path_buf(),
+            seed: 1,
+            adjudication: AdjudicationSpec {
+                draw: Some((34, 8, 20)),
+                resign: Some((3, 400)),
+                max_moves: Some(200),
+            },
+        }
+        .begin(&ckpt)?;
+        let t = Instant::now();
+        run(
+            &mut state,
+            &openings,
+            threads,
+            &ckpt,
+            &dir.join("bench.toml"),
+            |_, _| {},
+        )?;
+        let secs = t.elapsed().as_secs_f64();
+        let rate = state.games() as f64 / secs;
+        println!(
+            "threads {threads}: {iterations} iterations, {} games in {secs:.2} s, {rate:.2} games/s",
+            state.games()
+        );
+        rates.push(rate);
+        histories.push(state.history);
+    }
+    if histories[0] != histories[1] {
+        bail!("one and two threads played different games");
+    }
+    println!("same games and theta on 1 and 2 threads");
+    println!("ratio threads 2 / threads 1 = {:.2}", rates[1] / rates[0]);
+    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }

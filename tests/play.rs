@@ -266,3 +266,51 @@ fn report_counts_windows_and_repeated_losses() {
         "{text}"
     );
 }
+
+#[test]
+fn a_learning_engine_never_repeats_a_lost_game() {
+    // Both sides deterministic (fixed nodes, tables cleared per game), the
+    // learner much weaker: without learning every game as White would be
+    // the same loss, and so would every game as Black.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let book = dir.path().join("b.sqlite");
+    let pgn = dir.path().join("g.pgn");
+    ok(&["build", "--book", s(&book), "--max-ply", "8", s(&sample())]);
+    ok(&[
+        "play",
+        "--engine",
+        &format!("name=lb,cmd=builtin,book={},nodes=150", s(&book)),
+        "--engine",
+        "name=strong,cmd=builtin,nodes=5000",
+        "--games",
+        "30",
+        "--pgnout",
+        s(&pgn),
+        "--learn",
+        s(&book),
+        "--learn-as",
+        "lb",
+    ]);
+    ok(&["check", "--book", s(&book)]);
+    let out = ok(&[
+        "report",
+        "--pgn",
+        s(&pgn),
+        "--player",
+        "lb",
+        "--window",
+        "10",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lost: usize = text
+        .split("lost games: ")
+        .nth(1)
+        .and_then(|t| t.split(',').next())
+        .and_then(|n| n.trim().parse().ok())
+        .expect("lost games in the report");
+    assert!(lost >= 10, "the weak learner should lose often: {text}");
+    assert!(
+        text.contains("of which repeat an earlier lost game move for move: 0"),
+        "{text}"
+    );
+}

@@ -120,6 +120,18 @@ pub fn edge_value(parent_depth: Option<u32>, child: &NodeInfo, p: &ValueParams) 
     }
 }
 
+/// Whether every game through `child` was lost by the side to move at
+/// `parent` (a move into checkmate of the opponent is never lost).
+pub fn all_lost(parent: &NodeInfo, child: &NodeInfo) -> bool {
+    let c = child.counts;
+    let (won, lost) = match parent.white_to_move() {
+        Some(true) => (c.white, c.black),
+        Some(false) => (c.black, c.white),
+        None => return false,
+    };
+    child.exact.is_none() && won == 0 && c.draws == 0 && lost > 0
+}
+
 /// A child as the `best` choice sees it.
 #[derive(Copy, Clone, Debug)]
 pub struct Choice {
@@ -128,6 +140,8 @@ pub struct Choice {
     pub games: u32,
     /// Checkmate or stalemate: `q` is exact and needs no evidence.
     pub exact: bool,
+    /// Every game through the move was lost by the side that played it.
+    pub all_lost: bool,
 }
 
 impl Choice {
@@ -141,14 +155,17 @@ impl Choice {
     }
 }
 
-/// The move with games and the highest [`Choice::score`]; ties go to the
-/// lower move code so the result does not depend on row order.
+/// The move with games, not lost in all of them, and the highest
+/// [`Choice::score`]; ties go to the lower move code so the result does not
+/// depend on row order. A move that lost every game it was played in is
+/// never ranked, however few games: against a deterministic opponent it would
+/// lose the same way again (what makes a learning book never repeat a loss).
 fn ranked<'a>(
     choices: impl IntoIterator<Item = &'a Choice>,
     p: &ValueParams,
 ) -> Option<&'a Choice> {
     let mut best: Option<(f64, &Choice)> = None;
-    for c in choices.into_iter().filter(|c| c.games > 0) {
+    for c in choices.into_iter().filter(|c| c.games > 0 && !c.all_lost) {
         let score = c.score(p);
         let better = match best {
             None => true,
@@ -180,6 +197,7 @@ pub fn node_value<'a>(
                 q,
                 games: child.counts.total(),
                 exact: child.exact.is_some(),
+                all_lost: all_lost(node, child),
             });
         }
     }
@@ -404,12 +422,14 @@ mod tests {
             q: 0.19,
             games: 100,
             exact: false,
+            all_lost: false,
         };
         let lucky = Choice {
             mv: MoveCode(20),
             q: 0.2,
             games: 1,
             exact: false,
+            all_lost: false,
         };
         assert_eq!(best_choice(&[lucky, solid], &p), Some(MoveCode(10)));
     }
@@ -422,6 +442,7 @@ mod tests {
             q: -0.6,
             games: 50,
             exact: false,
+            all_lost: false,
         };
         assert_eq!(best_choice(&[bad], &p), None);
     }

@@ -11,7 +11,7 @@
 
 use anyhow::Result;
 use rand::Rng;
-use shakmaty::{Chess, Move};
+use shakmaty::{Chess, Move, Position as _};
 
 use super::keys::{polyglot_key, MoveCode};
 use super::minimax;
@@ -50,6 +50,7 @@ pub fn value_weight(q: f64, deviation: f64) -> u16 {
 /// The weight `weighted` uses for a book move.
 pub fn move_weight(m: &BookMove, deviation: f64) -> u32 {
     match m.q {
+        Some(_) if m.all_lost => 0,
         Some(q) if m.child_games > 0 => u32::from(value_weight(q, deviation)),
         _ => m.weight.unwrap_or(0),
     }
@@ -91,6 +92,28 @@ pub fn choose<R: Rng>(book: &Book, pos: &Chess, mode: Mode, rng: &mut R) -> Resu
     Ok(code.and_then(|c| c.to_move(pos)))
 }
 
+/// What an engine out of book should search in `pos` (UCI `searchmoves`):
+/// the legal moves except those that lost every book game they were played
+/// in, so a deterministic engine does not lose the same way twice. Empty
+/// (search everything) when no move lost that way or every move did.
+pub fn search_moves(book: &Book, pos: &Chess) -> Result<Vec<Move>> {
+    let lost: Vec<MoveCode> = book
+        .moves(polyglot_key(pos))?
+        .iter()
+        .filter(|m| m.all_lost)
+        .map(|m| m.mv)
+        .collect();
+    if lost.is_empty() {
+        return Ok(Vec::new());
+    }
+    let rest: Vec<Move> = pos
+        .legal_moves()
+        .into_iter()
+        .filter(|m| !lost.contains(&MoveCode::from_move(m)))
+        .collect();
+    Ok(rest)
+}
+
 /// The `best` choice computed from the moves (what `show` marks): the
 /// minimax choice, equal to the stored one in a consistent book; in an
 /// imported book without games, the highest weight (ties to the lower move).
@@ -110,6 +133,7 @@ pub fn best_of(moves: &[BookMove], book: &Book) -> Option<MoveCode> {
                 q,
                 games: m.child_games,
                 exact: m.child_exact,
+                all_lost: m.all_lost,
             })
         })
         .collect();

@@ -116,6 +116,8 @@ pub struct BookMove {
     pub child_games: u32,
     /// The child is checkmate or stalemate.
     pub child_exact: bool,
+    /// Every game through the child was lost by the side playing this move.
+    pub all_lost: bool,
 }
 
 /// One stored position.
@@ -421,6 +423,10 @@ impl Book {
                 q,
                 child_games: child.map_or(0, |c| c.counts.total()),
                 child_exact: child.is_some_and(|c| c.exact.is_some()),
+                all_lost: match (&parent, &child) {
+                    (Some(p), Some(c)) => minimax::all_lost(p, c),
+                    _ => false,
+                },
             });
         }
         Ok(out)

@@ -36,6 +36,8 @@ pub struct Limits {
     pub movestogo: Option<u64>,
     pub infinite: bool,
     pub ponder: bool,
+    /// Root moves to consider (UCI `searchmoves`); empty: all.
+    pub searchmoves: Vec<Move>,
 }
 
 /// One line of progress (a UCI `info`).
@@ -90,6 +92,8 @@ struct Stack {
 /// One search in progress.
 struct Search<'a> {
     s: &'a mut Searcher,
+    /// The moves searched at the root (all legal ones unless `searchmoves`).
+    root_moves: MoveList,
     stop: &'a AtomicBool,
     /// While set (pondering), the clock is not consulted.
     ponder: &'a AtomicBool,
@@ -160,6 +164,7 @@ impl Searcher {
             .clamp(1, MAX_PLY as i32 - 1);
         let mut search = Search {
             s: self,
+            root_moves: MoveList::new(),
             stop,
             ponder,
             start,
@@ -179,7 +184,11 @@ impl Searcher {
                 .collect(),
             pv: vec![Vec::new(); MAX_PLY + 1],
         };
-        let root_moves = root.legal_moves();
+        let mut root_moves = root.legal_moves();
+        if !limits.searchmoves.is_empty() {
+            root_moves.retain(|m| limits.searchmoves.contains(m));
+        }
+        search.root_moves = root_moves.clone();
         let mut result = SearchResult {
             best: root_moves.first().copied(),
             ponder: None,
@@ -620,7 +629,11 @@ impl Search<'_> {
             }
         }
 
-        let moves = pos.legal_moves();
+        let moves = if root {
+            self.root_moves.clone()
+        } else {
+            pos.legal_moves()
+        };
         if moves.is_empty() {
             return if in_check { -MATE + ply as i32 } else { 0 };
         }

@@ -24,7 +24,7 @@ use super::{
 };
 use crate::book::{
     keys::uci_of,
-    select::{choose, Mode},
+    select::{choose, search_moves, Mode},
     Book,
 };
 
@@ -355,7 +355,11 @@ impl Engine {
                 "infinite" => limits.infinite = true,
                 "ponder" => limits.ponder = true,
                 "searchmoves" => {
-                    say("info string searchmoves is not supported; searching all moves")
+                    // Moves follow until the next word that is not a legal move.
+                    while let Some(m) = args.get(i + 1).and_then(|w| self.pos.parse_uci(w)) {
+                        limits.searchmoves.push(m);
+                        i += 1;
+                    }
                 }
                 _ => {}
             }
@@ -375,6 +379,9 @@ impl Engine {
                 say("info string book move");
                 say(&format!("bestmove {}", uci_of(&m)));
                 return;
+            }
+            if limits.searchmoves.is_empty() {
+                limits.searchmoves = self.moves_not_lost();
             }
         }
         let Some(mut searcher) = self.searcher.take() else {
@@ -430,6 +437,18 @@ impl Engine {
                 None
             }
         }
+    }
+
+    /// Out of book: the moves that did not lose every book game (see
+    /// [`search_moves`]); empty means all.
+    fn moves_not_lost(&self) -> Vec<Move> {
+        let Some(book) = self.book.as_ref().filter(|_| self.own_book) else {
+            return Vec::new();
+        };
+        search_moves(book, &self.pos.chess).unwrap_or_else(|err| {
+            say(&format!("info string book lookup failed: {err:#}"));
+            Vec::new()
+        })
     }
 
     /// Stops a running search (its bestmove is printed) and takes the searcher back.

@@ -8,7 +8,7 @@ use rand::{rngs::StdRng, SeedableRng};
 use super::protocol::{Budget, Fault, Player, Reply, Request};
 use crate::{
     book::{
-        select::{choose, Mode},
+        select::{choose, search_moves, Mode},
         Book,
     },
     engine::{
@@ -68,11 +68,13 @@ impl Player for Builtin {
     }
 
     fn think(&mut self, req: &Request) -> Result<Reply, Fault> {
+        let mut searchmoves = Vec::new();
         if let Some(book) = &self.book {
+            let book_err = |e: anyhow::Error| Fault::Crash(format!("{}: book: {e:#}", self.name));
             match choose(book, req.position, self.book_mode, &mut self.rng) {
                 Ok(Some(mv)) => return Ok(Reply::Move { mv, score_cp: None }),
-                Ok(None) => {}
-                Err(e) => return Err(Fault::Crash(format!("{}: book: {e:#}", self.name))),
+                Ok(None) => searchmoves = search_moves(book, req.position).map_err(book_err)?,
+                Err(e) => return Err(book_err(e)),
             }
         }
         let mut pos = Position::new(req.start.clone());
@@ -104,6 +106,10 @@ impl Player for Builtin {
                 depth: Some(d as i32),
                 ..Limits::default()
             },
+        };
+        let limits = Limits {
+            searchmoves,
+            ..limits
         };
         let (stop, ponder) = (AtomicBool::new(false), AtomicBool::new(false));
         let r = self

@@ -411,8 +411,11 @@ fn learn_game(book: &mut Book, record: &GameRecord, index: usize, date: &str) ->
         sans,
         outcome: shakmaty::Outcome::from_ascii(record.result.as_bytes()).ok(),
     };
+    // The learner's games go in whole, not cut at the book's max ply: the
+    // moves that decided them are usually later, and only a stored move can
+    // be avoided next time.
     let filter = Filter {
-        max_ply: book.settings.max_ply,
+        max_ply: u32::MAX,
         min_elo: None,
         allow_duplicates: false,
     };
