@@ -13,7 +13,8 @@
 //!     which is what makes repetition cycles terminate).
 //! * the score of a move is `q - Z / sqrt(N_c + 1)` (a lower confidence
 //!   bound; `q` itself for checkmate and stalemate, which need no evidence);
-//!   the ranked move of `n` is the move with games and the highest score;
+//!   the ranked move of `n` is the move with games and the highest score,
+//!   leaving out moves whose games were all lost by the side that played them;
 //! * `v(n) = exact(n)` if terminal; `s(n)` if `n` has no book moves with
 //!   games; otherwise `max(D, q(ranked move))`, where `D` is the value of
 //!   leaving the book (Buro's "best deviation", here a constant);
