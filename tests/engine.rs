@@ -282,12 +282,7 @@ fn solves_win_at_chess_at_a_fixed_node_count() {
         "2",
     ]);
     let text = String::from_utf8_lossy(&out.stdout);
-    let solved: usize = text
-        .split("solved ")
-        .nth(1)
-        .and_then(|t| t.split(' ').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no solved count in {text}"));
+    let solved: usize = common::number_after(&text, "solved ", ' ');
     assert!(solved >= 180, "{text}");
     assert!(text.contains("of 200 at 200000 nodes"), "{text}");
 }

@@ -302,12 +302,7 @@ fn a_learning_engine_never_repeats_a_lost_game() {
         "10",
     ]);
     let text = String::from_utf8_lossy(&out.stdout);
-    let lost: usize = text
-        .split("lost games: ")
-        .nth(1)
-        .and_then(|t| t.split(',').next())
-        .and_then(|n| n.trim().parse().ok())
-        .expect("lost games in the report");
+    let lost: usize = common::number_after(&text, "lost games: ", ',');
     assert!(lost >= 10, "the weak learner should lose often: {text}");
     assert!(
         text.contains("of which repeat an earlier lost game move for move: 0"),

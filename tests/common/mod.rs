@@ -91,3 +91,12 @@ pub fn positions(book: &Path) -> Vec<PositionRow> {
         .expect("query");
     rows.map(|r| r.expect("row")).collect()
 }
+
+/// The number that follows `label` in `text`, up to `end` (a report's figure).
+pub fn number_after<T: std::str::FromStr>(text: &str, label: &str, end: char) -> T {
+    text.split(label)
+        .nth(1)
+        .and_then(|t| t.split(end).next())
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no number after {label:?} in {text}"))
+}
