@@ -85,7 +85,10 @@ def main():
             sys.exit(f"unexpected engine name {ours.id}")
         if "Hash" not in ours.options or "pawn_mg" not in ours.options:
             sys.exit("missing UCI options Hash / pawn_mg")
-        ours.configure({"Hash": 32})
+        # Move Overhead covers the driver's own latency (python-chess, pipes,
+        # a loaded CI machine), as cutechess users set it.
+        for e in (ours, ours2):
+            e.configure({"Hash": 32, "Move Overhead": 150})
         check_stop(ours)
         for g in range(games):
             play(ours, ours2, base, inc, f"self-play game {g + 1}")
