@@ -174,33 +174,49 @@ pub fn play_iteration(
     } else {
         16
     };
-    let scores: Vec<[f64; 2]> = pool.install(|| {
-        picks
-            .par_iter()
-            .map(|&i| play_pair(&plus, &minus, &openings[i], &limit, &adj, hash_mb))
+    // One task per game, not per pair: finer pieces keep both threads busy
+    // to the end of the iteration.
+    let scores: Vec<f64> = pool.install(|| {
+        (0..2 * picks.len())
+            .into_par_iter()
+            .map(|g| {
+                let plus_white = g % 2 == 0;
+                play_one(
+                    &plus,
+                    &minus,
+                    &openings[picks[g / 2]],
+                    plus_white,
+                    &limit,
+                    &adj,
+                    hash_mb,
+                )
+            })
             .collect()
     });
     let mut wdl = Wdl::default();
-    for s in scores.iter().flatten() {
-        wdl.add(*s);
+    for s in scores {
+        wdl.add(s);
     }
     Ok((flip, wdl))
 }
 
-/// Two games from `opening`, colours swapped; the plus side's scores.
-fn play_pair(
+/// One game of a pair from `opening`; the plus side's score.
+fn play_one(
     plus: &Weights,
     minus: &Weights,
     opening: &Opening,
+    plus_white: bool,
     limit: &Limit,
     adj: &Adjudication,
     hash_mb: usize,
-) -> [f64; 2] {
+) -> f64 {
     let mut p = Builtin::search_only("plus", plus.clone(), hash_mb);
     let mut m = Builtin::search_only("minus", minus.clone(), hash_mb);
-    let first = play_game(&mut p, &mut m, opening, [limit, limit], adj);
-    let second = play_game(&mut m, &mut p, opening, [limit, limit], adj);
-    [first.score_of(Color::White), second.score_of(Color::Black)]
+    if plus_white {
+        play_game(&mut p, &mut m, opening, [limit, limit], adj).score_of(Color::White)
+    } else {
+        play_game(&mut m, &mut p, opening, [limit, limit], adj).score_of(Color::Black)
+    }
 }
 
 /// How a run ended.
