@@ -158,6 +158,40 @@ fn incremental_equals_full_after_each_of_1000_games() {
     assert!(added >= 990, "only {added} of 1000 games were new");
 }
 
+/// `add_game` keeps what it read between games; a write by another
+/// connection, or by this one outside `add_game`, must not leave it stale.
+#[test]
+fn learning_stays_exact_when_others_write_to_the_book() {
+    let dir = TempDir::new().expect("tmp");
+    let mut a = sample_book(&dir);
+    let mut b = Book::open(&a.path).expect("second connection");
+    let games = read_games(&master(), 7_001, 120);
+    for (i, g) in games.iter().enumerate() {
+        // Two learners on one book, in an irregular order.
+        let learner = if i % 3 == 1 { &mut b } else { &mut a };
+        learner.add_game(g, "master").expect("add");
+        if i == 62 {
+            // This connection, outside add_game: new moves from the root.
+            let bin = shared().join("polyglot/gnuchess-book.bin");
+            learnbook::book::polyglot::import(&mut a, &bin).expect("import");
+        }
+        if i % 10 == 9 || i == 63 {
+            assert_exact(&a, &format!("after game {i}"));
+            let report = learnbook::book::check::check(&a).expect("check");
+            assert!(report.ok(), "after game {i}: {:?}", report.problems);
+        }
+    }
+    let games_in_book: i64 = a
+        .conn
+        .query_row("SELECT count(*) FROM games", [], |r| r.get(0))
+        .expect("count");
+    let root = a
+        .position(polyglot_key(&Chess::default()))
+        .expect("read")
+        .expect("root");
+    assert_eq!(i64::from(root.counts.total()), games_in_book);
+}
+
 #[test]
 fn losing_line_sinks_winning_line_stays() {
     let dir = TempDir::new().expect("tmp");

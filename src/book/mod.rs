@@ -4,6 +4,7 @@ pub mod build;
 pub mod check;
 pub mod ingest;
 pub mod keys;
+pub mod learn;
 pub mod minimax;
 pub mod polyglot;
 pub mod report;

@@ -25,7 +25,8 @@ use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
 use super::ingest::{Counts, Game};
 use super::keys::{from_sql, to_sql, KeyMap, KeySet, MoveCode};
-use super::minimax::{self, Graph, NodeInfo, Reevaluation, Tree, ValueParams};
+use super::learn::NodeCache;
+use super::minimax::{self, Graph, NodeInfo, ValueParams};
 
 pub const SCHEMA_VERSION: u32 = 2;
 
@@ -72,7 +73,7 @@ CREATE TABLE IF NOT EXISTS games(
 ";
 
 /// Adds one move's counts (a new move, or more games for a known one).
-const MOVE_UPSERT: &str = "INSERT INTO moves(parent, move, uci, child, white, draws, black) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+pub(crate) const MOVE_UPSERT: &str = "INSERT INTO moves(parent, move, uci, child, white, draws, black) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
      ON CONFLICT(parent, move) DO UPDATE SET
        child = excluded.child,
        white = white + excluded.white, draws = draws + excluded.draws, black = black + excluded.black";
@@ -98,6 +99,8 @@ pub struct Book {
     pub conn: Connection,
     pub path: PathBuf,
     pub settings: BookSettings,
+    /// What `add_game`'s incremental pass has read, kept between games.
+    pub(crate) cache: NodeCache,
 }
 
 /// A book move as `show` and the move choice see it.
@@ -211,6 +214,7 @@ impl Book {
             conn,
             path: path.to_path_buf(),
             settings,
+            cache: NodeCache::default(),
         })
     }
 
@@ -228,6 +232,7 @@ impl Book {
             conn,
             path: path.to_path_buf(),
             settings,
+            cache: NodeCache::default(),
         })
     }
 
@@ -283,75 +288,6 @@ impl Book {
             set.insert(from_sql(h?));
         }
         Ok(set)
-    }
-
-    /// Adds one game and re-evaluates the affected nodes, in one transaction.
-    /// Returns `None` if the game is already in the book.
-    pub fn add_game(&mut self, game: &Game, source: &str) -> Result<Option<Reevaluation>> {
-        let params = self.settings.params;
-        let tx = self.conn.transaction()?;
-        let inserted = insert_game_row(&tx, game, source)?;
-        if !inserted {
-            return Ok(None);
-        }
-        let mut dirty = Vec::with_capacity(game.plies.len() * 2 + 1);
-        {
-            let mut upsert_pos = tx.prepare_cached(
-                "INSERT INTO positions(key, depth, white, draws, black, parent) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-                 ON CONFLICT(key) DO UPDATE SET
-                   depth = CASE WHEN depth IS NULL OR excluded.depth < depth THEN excluded.depth ELSE depth END,
-                   white = white + excluded.white, draws = draws + excluded.draws, black = black + excluded.black,
-                   parent = coalesce(parent, excluded.parent)
-                 RETURNING depth, parent",
-            )?;
-            let mut upsert_move = tx.prepare_cached(MOVE_UPSERT)?;
-            let c = game.result.counts();
-            let mut from: Option<u64> = None;
-            for (ply, key) in game.keys().enumerate() {
-                let (depth, first): (Option<i64>, Option<i64>) = upsert_pos.query_row(
-                    params![
-                        to_sql(key),
-                        game.start_ply + ply as u32,
-                        c.white,
-                        c.draws,
-                        c.black,
-                        from.map(to_sql)
-                    ],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
-                )?;
-                if let (Some(p), Some(first)) = (from, first) {
-                    if from_sql(first) != p {
-                        link_transposition(&tx, key, from_sql(first), p)?;
-                    }
-                }
-                dirty.push((key, depth.map(|d| d as u32)));
-                from = Some(key);
-            }
-            for p in &game.plies {
-                upsert_move.execute(params![
-                    to_sql(p.parent),
-                    p.mv.0,
-                    p.uci(),
-                    to_sql(p.child),
-                    c.white,
-                    c.draws,
-                    c.black
-                ])?;
-            }
-            if let Some(e) = game.terminal {
-                let last = game.plies.last().map_or(game.start, |p| p.child);
-                tx.prepare_cached("UPDATE positions SET exact = ?2 WHERE key = ?1")?
-                    .execute(params![to_sql(last), e])?;
-            }
-        }
-        let mut tree = SqlTree { tx: &tx };
-        let mut all_dirty = dirty.clone();
-        for (key, _) in &dirty {
-            all_dirty.extend(tree.parents(*key)?);
-        }
-        let re = minimax::reevaluate_from(&mut tree, all_dirty, &params)?;
-        tx.commit()?;
-        Ok(Some(re))
     }
 
     /// Loads every position and move into memory.
@@ -796,69 +732,12 @@ pub(crate) fn link_parent(tx: &Connection, parent: u64, child: u64) -> Result<()
     Ok(())
 }
 
-fn insert_game_row(tx: &Transaction<'_>, game: &Game, source: &str) -> Result<bool> {
+pub(crate) fn insert_game_row(tx: &Transaction<'_>, game: &Game, source: &str) -> Result<bool> {
     let n = tx.prepare_cached(
         "INSERT OR IGNORE INTO games(hash, source, white, black, result, plies, start) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     )?
     .execute(params![to_sql(game.hash), source, game.white, game.black, game.result.as_str(), game.total_plies, to_sql(game.start)])?;
     Ok(n == 1)
-}
-
-/// The incremental pass's view of the book inside one transaction.
-struct SqlTree<'a> {
-    tx: &'a Transaction<'a>,
-}
-
-impl Tree for SqlTree<'_> {
-    fn node(&mut self, key: u64) -> Result<Option<(NodeInfo, Option<MoveCode>)>> {
-        let mut stmt = self.tx.prepare_cached(&format!(
-            "SELECT {NODE_COLS}, p.best FROM positions p WHERE p.key = ?1"
-        ))?;
-        Ok(stmt
-            .query_row([to_sql(key)], |r| {
-                Ok((
-                    node_from_row(r, 0)?,
-                    r.get::<_, Option<u16>>(7)?.map(MoveCode),
-                ))
-            })
-            .optional()?)
-    }
-
-    fn children(&mut self, key: u64) -> Result<Vec<(MoveCode, NodeInfo)>> {
-        let mut stmt = self.tx.prepare_cached(&format!(
-            "SELECT m.move, {NODE_COLS} FROM moves m JOIN positions p ON p.key = m.child WHERE m.parent = ?1"
-        ))?;
-        let mut rows = stmt.query([to_sql(key)])?;
-        let mut out = Vec::new();
-        while let Some(r) = rows.next()? {
-            out.push((MoveCode(r.get(0)?), node_from_row(r, 1)?));
-        }
-        Ok(out)
-    }
-
-    fn parents(&mut self, key: u64) -> Result<Vec<(u64, Option<u32>)>> {
-        let mut stmt = self.tx.prepare_cached(
-            "SELECT p.key, p.depth FROM positions p WHERE p.key IN
-               (SELECT parent FROM positions WHERE key = ?1 UNION SELECT parent FROM parents WHERE child = ?1)",
-        )?;
-        let rows = stmt.query_map([to_sql(key)], |r| {
-            Ok((r.get::<_, i64>(0)?, r.get::<_, Option<i64>>(1)?))
-        })?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (k, d) = row?;
-            out.push((from_sql(k), d.map(|d| d as u32)));
-        }
-        Ok(out)
-    }
-
-    fn set_value(&mut self, key: u64, value: f64, best: Option<MoveCode>) -> Result<()> {
-        let mut stmt = self
-            .tx
-            .prepare_cached("UPDATE positions SET value = ?2, best = ?3 WHERE key = ?1")?;
-        stmt.execute(params![to_sql(key), value, best.map(|m| m.0)])?;
-        Ok(())
-    }
 }
 
 /// In-memory aggregate of many games, for `build`.
