@@ -238,7 +238,7 @@ fn bench_build(
         std::thread::available_parallelism().map_or(1, |n| n.get())
     );
     let exe = std::env::current_exe()?;
-    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    let (mut ours, mut theirs, mut floor) = (Vec::new(), Vec::new(), Vec::new());
     let mut rss = (0.0f64, 0.0f64);
     for run in 0..runs.max(1) {
         let bin = dir.join("polyglot.bin");
@@ -263,22 +263,34 @@ fn bench_build(
             &max_ply.to_string(),
             plain.to_str().context("path")?,
         ]))?;
+        let filter = Filter {
+            max_ply,
+            min_elo: None,
+            allow_duplicates: true,
+        };
+        let f = crate::book::build::validate_only(vec![plain.clone()], &filter)?;
         println!(
-            "run {}: polyglot make-book {:.2} s ({:.0} MB peak), learnbook build {:.2} s ({:.0} MB peak)",
+            "run {}: polyglot make-book {:.2} s ({:.0} MB peak), learnbook build {:.2} s ({:.0} MB peak), reading and validating alone {:.2} s",
             run + 1,
             p.seconds,
             p.max_rss_mb,
             o.seconds,
-            o.max_rss_mb
+            o.max_rss_mb,
+            f.seconds
         );
         theirs.push(p.seconds);
         ours.push(o.seconds);
+        floor.push(f.seconds);
         rss = (rss.0.max(p.max_rss_mb), rss.1.max(o.max_rss_mb));
     }
-    let (o, p) = (median(&mut ours), median(&mut theirs));
+    let (o, p, f) = (median(&mut ours), median(&mut theirs), median(&mut floor));
     println!(
         "median: learnbook {o:.2} s, polyglot {p:.2} s, ratio learnbook/polyglot = {:.3}",
         o / p
+    );
+    println!(
+        "reading, parsing and validating every move (both cores, nothing counted or stored): {f:.2} s, ratio to polyglot = {:.3}",
+        f / p
     );
     println!(
         "peak memory: learnbook {:.0} MB, polyglot {:.0} MB",

@@ -157,7 +157,9 @@ impl NodeCache {
 }
 
 fn data_version(conn: &Connection) -> Result<i64> {
-    Ok(conn.query_row("PRAGMA data_version", [], |r| r.get(0))?)
+    Ok(conn
+        .prepare_cached("PRAGMA data_version")?
+        .query_row([], |r| r.get(0))?)
 }
 
 /// The incremental pass's view of the book: the cache, read-through.
