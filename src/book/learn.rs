@@ -15,7 +15,7 @@ use rusqlite::{params, CachedStatement, Connection, OptionalExtension, Transacti
 use super::ingest::Game;
 use super::keys::{from_sql, to_sql, KeyMap, KeySet, MoveCode};
 use super::minimax::{self, NodeInfo, Reevaluation, Tree, ValueParams};
-use super::store::{insert_game_row, link_transposition, Book, MOVE_UPSERT};
+use super::store::{insert_game_row, link_transposition, node_from_row, Book, MOVE_UPSERT};
 
 /// Above this many positions the cache starts again (about 150 bytes each).
 const CACHE_LIMIT: usize = 1 << 18;
@@ -51,7 +51,7 @@ impl<'c> Sql<'c> {
     fn new(conn: &'c Connection) -> Result<Sql<'c>> {
         Ok(Sql {
             node: conn.prepare_cached(
-                "SELECT depth, white, draws, black, exact, value, best, parent FROM positions WHERE key = ?1",
+                "SELECT key, depth, white, draws, black, exact, value, best, parent FROM positions WHERE key = ?1",
             )?,
             children: conn.prepare_cached(
                 "SELECT move, child FROM moves WHERE parent = ?1 AND child IS NOT NULL",
@@ -84,25 +84,7 @@ impl NodeCache {
         }
         let row = sql
             .node
-            .query_row([to_sql(key)], |r| {
-                Ok(Cached {
-                    info: NodeInfo {
-                        key,
-                        depth: r.get::<_, Option<i64>>(0)?.map(|d| d as u32),
-                        counts: super::ingest::Counts {
-                            white: r.get(1)?,
-                            draws: r.get(2)?,
-                            black: r.get(3)?,
-                        },
-                        exact: r.get(4)?,
-                        value: r.get(5)?,
-                    },
-                    best: r.get::<_, Option<u16>>(6)?.map(MoveCode),
-                    first_parent: r.get::<_, Option<i64>>(7)?.map(from_sql),
-                    children: None,
-                    linked: None,
-                })
-            })
+            .query_row([to_sql(key)], cached_from_row)
             .optional()?;
         Ok(match row {
             Some(c) => {
@@ -154,6 +136,17 @@ impl NodeCache {
         out.dedup();
         Ok(out)
     }
+}
+
+/// A cached node from `key, depth, white, draws, black, exact, value, best, parent`.
+fn cached_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Cached> {
+    Ok(Cached {
+        info: node_from_row(r, 0)?,
+        best: r.get::<_, Option<u16>>(7)?.map(MoveCode),
+        first_parent: r.get::<_, Option<i64>>(8)?.map(from_sql),
+        children: None,
+        linked: None,
+    })
 }
 
 fn data_version(conn: &Connection) -> Result<i64> {

@@ -19,7 +19,7 @@ use shakmaty::{Chess, Position};
 use super::keys::{from_sql, polyglot_key, to_sql, uci_of, MoveCode};
 use super::minimax::edge_value;
 use super::select::value_weight;
-use super::store::{link_parent, reevaluate_all, Book};
+use super::store::{link_parent, node_from_row, reevaluate_all, Book};
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Entry {
@@ -147,17 +147,7 @@ pub fn export_entries(book: &Book, opts: &ExportOptions) -> Result<Vec<Entry>> {
             }
             WeightMode::Value => {
                 let child = match r.get::<_, Option<i64>>(7)? {
-                    Some(ck) => Some(super::minimax::NodeInfo {
-                        key: from_sql(ck),
-                        depth: r.get::<_, Option<i64>>(8)?.map(|d| d as u32),
-                        counts: super::ingest::Counts {
-                            white: r.get(9)?,
-                            draws: r.get(10)?,
-                            black: r.get(11)?,
-                        },
-                        exact: r.get(12)?,
-                        value: r.get(13)?,
-                    }),
+                    Some(_) => Some(node_from_row(r, 7)?),
                     None => None,
                 };
                 match child.and_then(|c| edge_value(depth, &c, &params)) {

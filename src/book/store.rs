@@ -179,7 +179,8 @@ fn write_meta(conn: &Connection, settings: &BookSettings) -> Result<()> {
     Ok(())
 }
 
-fn node_from_row(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<NodeInfo> {
+/// A node from seven columns from `at`: key, depth, white, draws, black, exact, value.
+pub(crate) fn node_from_row(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<NodeInfo> {
     Ok(NodeInfo {
         key: from_sql(r.get(at)?),
         depth: r.get::<_, Option<i64>>(at + 1)?.map(|d| d as u32),
