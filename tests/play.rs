@@ -242,16 +242,7 @@ fn report_counts_windows_and_repeated_losses() {
     ]
     .concat();
     std::fs::write(&pgn, text).expect("write");
-    let out = ok(&[
-        "report",
-        "--pgn",
-        s(&pgn),
-        "--player",
-        "lb",
-        "--window",
-        "2",
-    ]);
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = report(&pgn, "lb", 2);
     assert!(text.contains("lb: 4 games, score 25.0%"), "{text}");
     assert!(
         text.contains(&format!("games {:>5}-{:<5} {:>5.1}%", 1, 2, 50.0)),
@@ -265,6 +256,20 @@ fn report_counts_windows_and_repeated_losses() {
         text.contains("lost games: 3, of which repeat an earlier lost game move for move: 1"),
         "{text}"
     );
+}
+
+/// `learnbook report` of `player`'s games in `pgn`, in windows of `window`.
+fn report(pgn: &std::path::Path, player: &str, window: usize) -> String {
+    let out = ok(&[
+        "report",
+        "--pgn",
+        s(pgn),
+        "--player",
+        player,
+        "--window",
+        &window.to_string(),
+    ]);
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 #[test]
@@ -292,16 +297,7 @@ fn a_learning_engine_never_repeats_a_lost_game() {
         "lb",
     ]);
     ok(&["check", "--book", s(&book)]);
-    let out = ok(&[
-        "report",
-        "--pgn",
-        s(&pgn),
-        "--player",
-        "lb",
-        "--window",
-        "10",
-    ]);
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = report(&pgn, "lb", 10);
     let lost: usize = common::number_after(&text, "lost games: ", ',');
     assert!(lost >= 10, "the weak learner should lose often: {text}");
     assert!(
