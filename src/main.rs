@@ -60,6 +60,9 @@ enum Command {
         /// Evidence penalty Z of the `best` choice (new book only).
         #[arg(long, default_value_t = ValueParams::default().evidence_penalty)]
         evidence_penalty: f64,
+        /// Weight B of the popularity prior ln(share of the games) in the choice (new book only).
+        #[arg(long, default_value_t = ValueParams::default().popularity)]
+        popularity: f64,
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
     },
@@ -314,6 +317,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             prior_games,
             deviation,
             evidence_penalty,
+            popularity,
             files,
         } => {
             if let Some(n) = threads {
@@ -328,6 +332,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     prior_games,
                     deviation,
                     evidence_penalty,
+                    popularity,
                 },
             };
             let summary = build::build_book(

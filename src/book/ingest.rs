@@ -226,9 +226,17 @@ pub struct Game {
     /// Exact value of the last stored position, from its side to move:
     /// -1 if checkmated, 0 if stalemate. Only when the game ended there.
     pub terminal: Option<f64>,
+    pub white_elo: Option<u32>,
+    pub black_elo: Option<u32>,
 }
 
 impl Game {
+    /// White's expected score from the ratings, in thousandths of a point
+    /// (500 when a rating is missing).
+    pub fn expected_milli(&self) -> i64 {
+        super::minimax::expected_milli(self.white_elo, self.black_elo)
+    }
+
     /// Keys of every stored position, start first.
     pub fn keys(&self) -> impl Iterator<Item = u64> + '_ {
         std::iter::once(self.start).chain(self.plies.iter().map(|p| p.child))
@@ -383,6 +391,8 @@ impl RawGame {
             plies,
             total_plies,
             terminal,
+            white_elo: self.white_elo,
+            black_elo: self.black_elo,
         })
     }
 }

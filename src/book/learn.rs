@@ -15,7 +15,9 @@ use rusqlite::{params, CachedStatement, Connection, OptionalExtension, Transacti
 use super::ingest::Game;
 use super::keys::{from_sql, to_sql, KeyMap, KeySet, MoveCode};
 use super::minimax::{self, NodeInfo, Reevaluation, Tree, ValueParams};
-use super::store::{insert_game_row, link_transposition, node_from_row, Book, MOVE_UPSERT};
+use super::store::{
+    insert_game_row, link_transposition, node_from_row, Book, MOVE_UPSERT, NODE_COLS, NODE_WIDTH,
+};
 
 /// Above this many positions the cache starts again (about 150 bytes each).
 const CACHE_LIMIT: usize = 1 << 18;
@@ -50,9 +52,10 @@ struct Sql<'c> {
 impl<'c> Sql<'c> {
     fn new(conn: &'c Connection) -> Result<Sql<'c>> {
         Ok(Sql {
-            node: conn.prepare_cached(
-                "SELECT key, depth, white, draws, black, exact, value, best, parent FROM positions WHERE key = ?1",
-            )?,
+            node: conn.prepare_cached(&format!(
+                "SELECT {NODE_COLS}, p.best, p.parent FROM positions p LEFT JOIN analysis a ON a.key = p.key
+                 WHERE p.key = ?1"
+            ))?,
             children: conn.prepare_cached(
                 "SELECT move, child FROM moves WHERE parent = ?1 AND child IS NOT NULL",
             )?,
@@ -138,12 +141,12 @@ impl NodeCache {
     }
 }
 
-/// A cached node from `key, depth, white, draws, black, exact, value, best, parent`.
+/// A cached node from [`NODE_COLS`], `best`, `parent`.
 fn cached_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Cached> {
     Ok(Cached {
         info: node_from_row(r, 0)?,
-        best: r.get::<_, Option<u16>>(7)?.map(MoveCode),
-        first_parent: r.get::<_, Option<i64>>(8)?.map(from_sql),
+        best: r.get::<_, Option<u16>>(NODE_WIDTH)?.map(MoveCode),
+        first_parent: r.get::<_, Option<i64>>(NODE_WIDTH + 1)?.map(from_sql),
         children: None,
         linked: None,
     })
@@ -237,6 +240,7 @@ fn add_game(
     }
     let mut sql = Sql::new(&tx)?;
     let c = game.result.counts();
+    let expected = game.expected_milli();
     let mut changed = KeySet::default();
     let mut new = KeySet::default();
     let mut path = Vec::with_capacity(game.plies.len() + 1);
@@ -249,6 +253,7 @@ fn add_game(
             };
             n.info.depth = Some(n.info.depth.map_or(depth, |d| d.min(depth)));
             n.info.counts.add(c);
+            n.info.expected += expected;
             match (n.first_parent, from) {
                 (None, Some(p)) => n.first_parent = Some(p),
                 (Some(first), Some(p)) if first != p => {
@@ -269,11 +274,8 @@ fn add_game(
                 key,
                 Cached {
                     info: NodeInfo {
-                        key,
-                        depth: Some(depth),
-                        counts: c,
-                        exact: None,
-                        value: 0.0,
+                        expected,
+                        ..NodeInfo::from_counts(key, Some(depth), c)
                     },
                     best: None,
                     first_parent: from,
@@ -329,24 +331,58 @@ fn add_game(
             n.info.exact = Some(e);
         }
     }
+    let re = reevaluate_path(&tx, &mut sql, cache, params, &path, changed, &new)?;
+    drop(sql);
+    tx.commit()?;
+    Ok(Some(re))
+}
+
+/// Re-evaluates `path` (positions whose own inputs changed), every parent of
+/// them (their edge values changed) and whatever depends on a changed value;
+/// then writes the rows of `changed` (with those the pass changed).
+fn reevaluate_path(
+    conn: &Connection,
+    sql: &mut Sql<'_>,
+    cache: &mut NodeCache,
+    params: &ValueParams,
+    path: &[u64],
+    mut changed: KeySet<u64>,
+    new: &KeySet<u64>,
+) -> Result<Reevaluation> {
     let mut tree = CachedTree {
-        sql: &mut sql,
+        sql,
         cache,
         changed: &mut changed,
     };
-    // The path's counts changed: its nodes and every parent of them (their
-    // edge values into the path changed).
     let mut dirty = Vec::with_capacity(path.len() * 2);
-    for &key in &path {
+    for &key in path {
         let depth = tree.node(key)?.and_then(|(n, _)| n.depth);
         dirty.push((key, depth));
         dirty.extend(tree.parents(key)?);
     }
     let re = minimax::reevaluate_from(&mut tree, dirty, params)?;
-    drop(sql);
-    write_positions(&tx, cache, &changed, &new)?;
-    tx.commit()?;
-    Ok(Some(re))
+    write_positions(conn, cache, &changed, new)?;
+    Ok(re)
+}
+
+/// Re-evaluates after the inputs of `keys` changed other than through games
+/// (their analysis), inside the caller's transaction.
+pub(crate) fn reevaluate_keys(
+    conn: &Connection,
+    cache: &mut NodeCache,
+    params: &ValueParams,
+    keys: &[u64],
+) -> Result<Reevaluation> {
+    let mut sql = Sql::new(conn)?;
+    reevaluate_path(
+        conn,
+        &mut sql,
+        cache,
+        params,
+        keys,
+        KeySet::default(),
+        &KeySet::default(),
+    )
 }
 
 /// Writes the cached rows of `changed` (`new`: not stored yet), in key order.
@@ -359,12 +395,12 @@ fn write_positions(
     let mut keys: Vec<u64> = changed.iter().copied().collect();
     keys.sort_unstable_by_key(|&k| to_sql(k));
     let mut insert = conn.prepare_cached(
-        "INSERT INTO positions(depth, white, draws, black, exact, value, best, parent, key)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        "INSERT INTO positions(depth, white, draws, black, exact, value, best, parent, expected, key)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     )?;
     let mut update = conn.prepare_cached(
         "UPDATE positions SET depth = ?1, white = ?2, draws = ?3, black = ?4, exact = ?5,
-           value = ?6, best = ?7, parent = ?8 WHERE key = ?9",
+           value = ?6, best = ?7, parent = ?8, expected = ?9 WHERE key = ?10",
     )?;
     for key in keys {
         let Some(n) = cache.nodes.get(&key) else {
@@ -379,6 +415,7 @@ fn write_positions(
             n.info.value,
             n.best.map(|m| m.0),
             n.first_parent.map(to_sql),
+            n.info.expected,
             to_sql(key)
         ];
         if new.contains(&key) {

@@ -3,23 +3,39 @@
 //! Values are from the side to move's point of view, in [-1, 1]
 //! (1 = win, 0 = draw). The formula (also in the README):
 //!
-//! * `s(n) = (W - L) / (N + K)`: game statistics of node `n` for its side to
-//!   move, with `K` virtual draws as the prior.
+//! * `r(n) = 2 (A - E)`: the games through `n`, rated by who played them:
+//!   `A` the points the side to move scored, `E` the points expected from
+//!   the players' ratings (half a point a game where a rating is missing,
+//!   so that without ratings `r = W - L`).
+//! * `p(n)`: the prior: the search score of `n` from `analyze`, as a value
+//!   ([`score_to_value`]); 0 (a draw) if `n` was not analysed.
+//! * `s(n) = (r(n) + K p(n)) / (N + K)`: the statistics, shrunk towards the
+//!   prior as if `K` games had ended at it.
 //! * edge value `q(n -> c)`:
 //!   * `-exact(c)` if `c` is checkmate (-1) or stalemate (0);
-//!   * `-(N_c * v(c) + K * s(c)) / (N_c + K)` if `depth(c) > depth(n)`:
-//!     the child's minimax value, trusted in proportion to its evidence;
+//!   * `-s(c)` if `c` is an analysed leaf of the analysis (searched, its
+//!     moves not): its value is its search score refined by its games;
+//!   * `-(N_c * v(c) + K * s(c)) / (N_c + K)` otherwise, if
+//!     `depth(c) > depth(n)`: the child's minimax value, trusted in
+//!     proportion to its evidence;
 //!   * `-s(c)` otherwise (an edge back to an earlier ply: statistics only,
 //!     which is what makes repetition cycles terminate).
-//! * the score of a move is `q - Z / sqrt(N_c + 1)` (a lower confidence
-//!   bound; `q` itself for checkmate and stalemate, which need no evidence);
-//!   the ranked move of `n` is the move with games and the highest score,
-//!   leaving out moves whose games were all lost by the side that played them;
+//! * the score of a move is `q - Z / sqrt(N_c + 1) + B ln((N_c + 1) / (N + 1))`:
+//!   a lower confidence bound plus a prior for popular moves (the share of
+//!   the games that chose it); `q` itself for checkmate and stalemate. The
+//!   ranked move of `n` is the move with games and the highest score,
+//!   leaving out moves whose games were all lost by the side that played
+//!   them.
 //! * `v(n) = exact(n)` if terminal; `s(n)` if `n` has no book moves with
-//!   games; otherwise `max(D, q(ranked move))`, where `D` is the value of
-//!   leaving the book (Buro's "best deviation", here a constant);
-//! * the book's choice at `n` (`best`) is the ranked move among the moves
-//!   with `q >= D`. None: leave the book.
+//!   games and no searched deviation.
+//! * Analysed interior positions (searched, with their best move outside the
+//!   book, Buro's deviation, of value `d(n)`): leaving the book is one more
+//!   option, scored `d(n) + B ln(1 / (N + 1))` (no game chose it); `v(n)` is
+//!   the `q` of the option with the highest score, and the book's choice is
+//!   that option if it is a book move (none if it is the deviation).
+//! * Other positions: leaving the book is worth the constant `D`:
+//!   `v(n) = max(D, q(ranked move))` and the choice (`best`) is the ranked
+//!   move among the moves with `q >= D`.
 //!
 //! Because forward edges strictly increase depth, the value dependencies form
 //! a DAG: evaluating nodes by decreasing depth is exact, and the incremental
@@ -37,12 +53,15 @@ use super::keys::{KeyMap, MoveCode};
 /// evaluation of one book uses the same numbers.
 #[derive(Copy, Clone, Debug, PartialEq)]
 pub struct ValueParams {
-    /// `K`: virtual draws added to every node's statistics.
+    /// `K`: virtual games at the prior added to every node's statistics.
     pub prior_games: f64,
-    /// `D`: value of leaving the book, the floor of every interior node.
+    /// `D`: value of leaving the book where it was not searched, the floor
+    /// of every interior node that was not analysed.
     pub deviation: f64,
-    /// `Z`: the `best` choice ranks moves by `q - Z / sqrt(N + 1)`.
+    /// `Z`: moves are ranked by `q - Z / sqrt(N + 1) + ...`.
     pub evidence_penalty: f64,
+    /// `B`: weight of the popularity prior `ln((N_c + 1) / (N + 1))`.
+    pub popularity: f64,
 }
 
 impl Default for ValueParams {
@@ -51,6 +70,7 @@ impl Default for ValueParams {
             prior_games: 20.0,
             deviation: -0.3,
             evidence_penalty: 0.2,
+            popularity: 0.05,
         }
     }
 }
@@ -72,7 +92,33 @@ impl ValueParams {
                 self.evidence_penalty
             );
         }
+        if !(self.popularity >= 0.0 && self.popularity.is_finite()) {
+            bail!("popularity must be >= 0, got {}", self.popularity);
+        }
         Ok(())
+    }
+}
+
+/// A search score in centipawns (side to move) as a value in `[-1, 1]`:
+/// `2 / (1 + exp(-0.00368208 cp)) - 1`, the logistic Lichess uses for
+/// "winning chances" (100 cp = 0.18, 300 cp = 0.50). Mate scores (beyond
+/// 20,000 cp) are a sure win or loss.
+pub fn score_to_value(cp: i32) -> f64 {
+    if cp.abs() >= 20_000 {
+        return f64::from(cp.signum());
+    }
+    2.0 / (1.0 + (-0.003_682_08 * f64::from(cp)).exp()) - 1.0
+}
+
+/// White's expected score in thousandths of a point for one game between
+/// these ratings (500 where a rating is missing): `1 / (1 + 10^(-diff/400))`.
+pub fn expected_milli(white_elo: Option<u32>, black_elo: Option<u32>) -> i64 {
+    match (white_elo, black_elo) {
+        (Some(w), Some(b)) if w > 0 && b > 0 => {
+            let diff = f64::from(w) - f64::from(b);
+            (1000.0 / (1.0 + 10f64.powf(-diff / 400.0))).round() as i64
+        }
+        _ => 500,
     }
 }
 
@@ -84,23 +130,55 @@ pub struct NodeInfo {
     /// not reachable from a known start (they carry no value).
     pub depth: Option<u32>,
     pub counts: Counts,
+    /// White's expected points over the games through it, in thousandths
+    /// (from the ratings; 500 a game without them).
+    pub expected: i64,
     pub exact: Option<f64>,
+    /// The search score of the position as a value, if analysed.
+    pub search: Option<f64>,
+    /// Analysed as an interior position: `Some(d)`, `d` the value of the
+    /// best move outside the book (`None` inside: every legal move is a
+    /// book move). `None`: not analysed as interior.
+    pub deviation: Option<Option<f64>>,
     pub value: f64,
 }
 
 impl NodeInfo {
+    /// A position with games and nothing else known (no analysis, no rating).
+    pub fn from_counts(key: u64, depth: Option<u32>, counts: Counts) -> NodeInfo {
+        NodeInfo {
+            key,
+            depth,
+            counts,
+            expected: 500 * i64::from(counts.total()),
+            exact: None,
+            search: None,
+            deviation: None,
+            value: 0.0,
+        }
+    }
+
     pub fn white_to_move(&self) -> Option<bool> {
         self.depth.map(|d| d % 2 == 0)
     }
 
     /// `s(n)`.
     pub fn stats_value(&self, p: &ValueParams) -> f64 {
-        let (w, l) = match self.white_to_move() {
-            Some(true) => (self.counts.white, self.counts.black),
-            Some(false) => (self.counts.black, self.counts.white),
+        let white = match self.white_to_move() {
+            Some(w) => w,
             None => return 0.0,
         };
-        (f64::from(w) - f64::from(l)) / (f64::from(self.counts.total()) + p.prior_games)
+        let c = self.counts;
+        // 2 (A - E) for White, in thousandths: exact integer arithmetic.
+        let r_white = 2 * (1000 * i64::from(c.white) + 500 * i64::from(c.draws) - self.expected);
+        let r = if white { r_white } else { -r_white } as f64 / 1000.0;
+        let prior = self.search.unwrap_or(0.0);
+        (r + p.prior_games * prior) / (f64::from(c.total()) + p.prior_games)
+    }
+
+    /// Searched, but its moves were not: a leaf of the analysis.
+    fn analysed_leaf(&self) -> bool {
+        self.search.is_some() && self.deviation.is_none()
     }
 }
 
@@ -113,7 +191,7 @@ pub fn edge_value(parent_depth: Option<u32>, child: &NodeInfo, p: &ValueParams) 
         return Some(-e);
     }
     let s = child.stats_value(p);
-    if cd > pd {
+    if cd > pd && !child.analysed_leaf() {
         let n = f64::from(child.counts.total());
         Some(0.0 - (n * child.value + p.prior_games * s) / (n + p.prior_games))
     } else {
@@ -146,14 +224,24 @@ pub struct Choice {
 }
 
 impl Choice {
-    /// `q - Z / sqrt(N + 1)`: the lower-confidence score `best` ranks by.
-    pub fn score(&self, p: &ValueParams) -> f64 {
+    /// `q - Z / sqrt(N_c + 1) + B ln((N_c + 1) / (N + 1))`, `N` the games
+    /// through the parent: the score moves are ranked by.
+    pub fn score(&self, parent_games: u32, p: &ValueParams) -> f64 {
         if self.exact {
             self.q
         } else {
-            self.q - p.evidence_penalty / (f64::from(self.games) + 1.0).sqrt()
+            let n = f64::from(self.games) + 1.0;
+            let share = (n / (f64::from(parent_games) + 1.0)).min(1.0);
+            self.q - p.evidence_penalty / n.sqrt() + p.popularity * share.ln()
         }
     }
+}
+
+/// The score of leaving the book at a position with `parent_games` games
+/// through a searched deviation worth `d`: `d + B ln(1 / (N + 1))`, the
+/// popularity prior of a move no game chose.
+pub fn deviation_score(d: f64, parent_games: u32, p: &ValueParams) -> f64 {
+    d - p.popularity * (f64::from(parent_games) + 1.0).ln()
 }
 
 /// The move with games, not lost in all of them, and the highest
@@ -163,11 +251,12 @@ impl Choice {
 /// lose the same way again (what makes a learning book never repeat a loss).
 fn ranked<'a>(
     choices: impl IntoIterator<Item = &'a Choice>,
+    parent_games: u32,
     p: &ValueParams,
-) -> Option<&'a Choice> {
+) -> Option<(f64, &'a Choice)> {
     let mut best: Option<(f64, &Choice)> = None;
     for c in choices.into_iter().filter(|c| c.games > 0 && !c.all_lost) {
-        let score = c.score(p);
+        let score = c.score(parent_games, p);
         let better = match best {
             None => true,
             Some((s, b)) => score > s || (score == s && c.mv < b.mv),
@@ -176,12 +265,71 @@ fn ranked<'a>(
             best = Some((score, c));
         }
     }
-    best.map(|(_, c)| c)
+    best
 }
 
-/// `best`: the ranked move among those whose `q` beats leaving the book.
-pub fn best_choice(choices: &[Choice], p: &ValueParams) -> Option<MoveCode> {
-    ranked(choices.iter().filter(|c| c.q >= p.deviation), p).map(|c| c.mv)
+/// The value and the choice of a position from its book moves' [`Choice`]s.
+/// `deviation`: the searched value of the best move outside the book, for an
+/// analysed interior position (`Some(None)`: analysed, no such move); `None`
+/// for a position that was not analysed, where leaving the book is worth the
+/// constant `D`. `None` as value: no option at all (a leaf).
+pub fn choose(
+    choices: &[Choice],
+    parent_games: u32,
+    deviation: Option<Option<f64>>,
+    p: &ValueParams,
+) -> (Option<f64>, Option<MoveCode>) {
+    let top = ranked(choices, parent_games, p);
+    match deviation {
+        Some(dev) => {
+            let leave = dev.map(|d| (deviation_score(d, parent_games, p), d));
+            match (top, leave) {
+                (Some((s, c)), Some((ls, _))) if s >= ls => (Some(c.q), Some(c.mv)),
+                (_, Some((_, d))) => (Some(d), None),
+                (Some((_, c)), None) => (Some(c.q), Some(c.mv)),
+                (None, None) => (None, None),
+            }
+        }
+        None => {
+            let best = ranked(choices.iter().filter(|c| c.q >= p.deviation), parent_games, p)
+                .map(|(_, c)| c.mv);
+            // A node is worth what the book plays there: the ranked move,
+            // valued at its `q`. (The plain maximum of the `q`s is biased
+            // upwards by whichever rare move was luckiest.)
+            (top.map(|(_, c)| c.q.max(p.deviation)), best)
+        }
+    }
+}
+
+/// `best`: the book's choice among `choices` at a position with
+/// `parent_games` games (see [`choose`]).
+pub fn best_choice(
+    choices: &[Choice],
+    parent_games: u32,
+    deviation: Option<Option<f64>>,
+    p: &ValueParams,
+) -> Option<MoveCode> {
+    choose(choices, parent_games, deviation, p).1
+}
+
+/// The [`Choice`] of every move of `node` to a child with a value.
+pub fn choices<'a>(
+    node: &NodeInfo,
+    children: impl IntoIterator<Item = (MoveCode, &'a NodeInfo)>,
+    p: &ValueParams,
+) -> Vec<Choice> {
+    children
+        .into_iter()
+        .filter_map(|(mv, child)| {
+            edge_value(node.depth, child, p).map(|q| Choice {
+                mv,
+                q,
+                games: child.counts.total(),
+                exact: child.exact.is_some(),
+                all_lost: all_lost(node, child),
+            })
+        })
+        .collect()
 }
 
 /// `v(n)` and the `best` move from the node and its children `(move, child)`.
@@ -190,31 +338,15 @@ pub fn node_value<'a>(
     children: impl IntoIterator<Item = (MoveCode, &'a NodeInfo)>,
     p: &ValueParams,
 ) -> (f64, Option<MoveCode>) {
-    let mut choices = Vec::new();
-    for (mv, child) in children {
-        if let Some(q) = edge_value(node.depth, child, p) {
-            choices.push(Choice {
-                mv,
-                q,
-                games: child.counts.total(),
-                exact: child.exact.is_some(),
-                all_lost: all_lost(node, child),
-            });
-        }
-    }
-    let best = best_choice(&choices, p);
-    // A node is worth what the book plays there: the move with the best
-    // evidence-penalised score, valued at its `q`. (The plain maximum of the
-    // `q`s is biased upwards by whichever rare move was luckiest.)
-    let max = ranked(&choices, p).map(|c| c.q);
+    let choices = choices(node, children, p);
     let (v, best) = if node.depth.is_none() {
         (0.0, None)
     } else if let Some(e) = node.exact {
         (e, None)
     } else {
-        match max {
-            Some(m) => (m.max(p.deviation), best),
-            None => (node.stats_value(p), None),
+        match choose(&choices, node.counts.total(), node.deviation, p) {
+            (Some(v), best) => (v, best),
+            (None, _) => (node.stats_value(p), None),
         }
     };
     // SQLite stores -0.0 as 0.0; normalize so stored and computed agree bitwise.
@@ -380,17 +512,15 @@ mod tests {
     use super::*;
 
     fn node(key: u64, depth: u32, w: u32, d: u32, b: u32) -> NodeInfo {
-        NodeInfo {
+        NodeInfo::from_counts(
             key,
-            depth: Some(depth),
-            counts: Counts {
+            Some(depth),
+            Counts {
                 white: w,
                 draws: d,
                 black: b,
             },
-            exact: None,
-            value: 0.0,
-        }
+        )
     }
 
     #[test]
@@ -432,7 +562,7 @@ mod tests {
             exact: false,
             all_lost: false,
         };
-        assert_eq!(best_choice(&[lucky, solid], &p), Some(MoveCode(10)));
+        assert_eq!(best_choice(&[lucky, solid], 200, None, &p), Some(MoveCode(10)));
     }
 
     #[test]
@@ -445,6 +575,6 @@ mod tests {
             exact: false,
             all_lost: false,
         };
-        assert_eq!(best_choice(&[bad], &p), None);
+        assert_eq!(best_choice(&[bad], 60, None, &p), None);
     }
 }

@@ -16,10 +16,10 @@ use anyhow::{bail, Context, Result};
 use rusqlite::params;
 use shakmaty::{Chess, Position};
 
-use super::keys::{from_sql, polyglot_key, to_sql, uci_of, MoveCode};
-use super::minimax::edge_value;
-use super::select::value_weight;
-use super::store::{link_parent, node_from_row, reevaluate_all, Book};
+use super::keys::{from_sql, polyglot_key, to_sql, uci_of, KeyMap, MoveCode};
+use super::minimax;
+use super::select::option_weights;
+use super::store::{link_parent, reevaluate_all, Book};
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Entry {
@@ -32,7 +32,7 @@ pub struct Entry {
 /// Where export weights come from.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum WeightMode {
-    /// From the move's minimax value ([`value_weight`]).
+    /// `weighted`'s probability of the move, times 10,000 ([`option_weights`]).
     Value,
     /// The number of games (occurrences) with the move, capped at 65535.
     Games,
@@ -113,13 +113,36 @@ pub fn write_bin(path: &Path, entries: &mut [Entry]) -> Result<()> {
     Ok(())
 }
 
+/// `weighted`'s probability of every book move, times 10,000 (at least 1
+/// for a move it plays at all), from the whole book in memory.
+fn value_weights(book: &Book) -> Result<KeyMap<(u64, u16), u16>> {
+    let params = book.settings.params;
+    let g = book.load_graph()?;
+    let mut out = KeyMap::default();
+    for (i, node) in g.nodes.iter().enumerate() {
+        let kids = g
+            .children(i)
+            .iter()
+            .map(|&(mv, c)| (mv, &g.nodes[c as usize]));
+        let choices = minimax::choices(node, kids, &params);
+        for (mv, p) in option_weights(node, &choices, &params) {
+            if let Some(mv) = mv {
+                out.insert((node.key, mv.0), (p * 10_000.0).round().max(1.0) as u16);
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// The entries an export would write.
 pub fn export_entries(book: &Book, opts: &ExportOptions) -> Result<Vec<Entry>> {
-    let params = book.settings.params;
+    let value_weights = match opts.weights {
+        WeightMode::Value => value_weights(book)?,
+        _ => KeyMap::default(),
+    };
     let mut stmt = book.conn.prepare(
-        "SELECT m.parent, m.move, m.white, m.draws, m.black, m.weight, pp.depth,
-                c.key, c.depth, c.white, c.draws, c.black, c.exact, c.value
-         FROM moves m LEFT JOIN positions pp ON pp.key = m.parent LEFT JOIN positions c ON c.key = m.child",
+        "SELECT m.parent, m.move, m.white, m.draws, m.black, m.weight, pp.depth
+         FROM moves m LEFT JOIN positions pp ON pp.key = m.parent",
     )?;
     let mut rows = stmt.query([])?;
     let mut out = Vec::new();
@@ -145,16 +168,11 @@ pub fn export_entries(book: &Book, opts: &ExportOptions) -> Result<Vec<Entry>> {
                 };
                 (2 * wins + d).min(65535)
             }
-            WeightMode::Value => {
-                let child = match r.get::<_, Option<i64>>(7)? {
-                    Some(_) => Some(node_from_row(r, 7)?),
-                    None => None,
-                };
-                match child.and_then(|c| edge_value(depth, &c, &params)) {
-                    Some(q) => u32::from(value_weight(q, params.deviation)),
-                    None => 0,
-                }
-            }
+            WeightMode::Value => value_weights
+                .get(&(key, mv))
+                .copied()
+                .unwrap_or(0)
+                .into(),
         };
         let enough = match opts.weights {
             WeightMode::Imported => true,

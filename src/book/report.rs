@@ -8,7 +8,7 @@ use shakmaty::{fen::Fen, CastlingMode, Chess, EnPassantMode, Position};
 use super::build::Learned;
 use super::ingest::parse_uci;
 use super::keys::polyglot_key;
-use super::select::{best_of, move_weight};
+use super::select::{best_of, choice_of, option_weights};
 use super::store::Book;
 
 /// The position given by `--fen` or `--moves` (from the start), or the start.
@@ -48,8 +48,18 @@ pub fn show(book: &Book, pos: &Chess) -> Result<String> {
         node.value
     )?;
     let moves = book.moves(key)?;
-    let best = best_of(&moves, book);
-    let d = book.settings.params.deviation;
+    let params = book.settings.params;
+    let best = best_of(&node, &moves, &params);
+    let d = params.deviation;
+    let choices: Vec<_> = moves.iter().filter_map(choice_of).collect();
+    let weights = option_weights(&node, &choices, &params);
+    let weight_of = |m: &crate::book::store::BookMove| -> String {
+        match weights.iter().find(|w| w.0 == Some(m.mv)) {
+            Some(w) => format!("{:.1}%", 100.0 * w.1),
+            None if m.child_games == 0 => m.weight.map_or("-".into(), |w| w.to_string()),
+            None => "0".into(),
+        }
+    };
     writeln!(
         s,
         "  {:<7} {:>7} {:>7} {:>7} {:>7} {:>8} {:>7}",
@@ -76,16 +86,54 @@ pub fn show(book: &Book, pos: &Chess) -> Result<String> {
             m.counts.draws,
             m.counts.black,
             m.q.map_or("-".to_string(), |q| format!("{q:+.4}")),
-            move_weight(m, d)
+            weight_of(m)
+        )?;
+    }
+    if let Some(a) = book.analysis(key)? {
+        writeln!(
+            s,
+            "  analysis: score {} (depth {}){}  [{} {}]",
+            format_cp(a.score),
+            a.depth,
+            match (a.interior, a.deviation, a.dev_move.and_then(|m| m.to_move(pos))) {
+                (true, Some(d), Some(m)) => format!(
+                    ", best move outside the book {} {} (depth {})",
+                    shakmaty::san::San::from_move(pos, m),
+                    format_cp(d),
+                    a.dev_depth.unwrap_or(0)
+                ),
+                (true, _, _) => ", every legal move is a book move".to_string(),
+                _ => String::new(),
+            },
+            a.engine,
+            a.budget
         )?;
     }
     if best.is_none() && moves.iter().any(|m| m.child_games > 0) {
-        writeln!(
-            s,
-            "  (best: leave the book; no move beats the deviation value {d:+.2})"
-        )?;
+        match node.deviation {
+            Some(Some(dv)) => writeln!(
+                s,
+                "  (best: leave the book; the best move outside it, {dv:+.4}, scores higher)"
+            )?,
+            _ => writeln!(
+                s,
+                "  (best: leave the book; no move beats the deviation value {d:+.2})"
+            )?,
+        }
+    } else if let Some(w) = weights.iter().find(|w| w.0.is_none()) {
+        writeln!(s, "  (weighted leaves the book {:.1}% of the time)", 100.0 * w.1)?;
     }
     Ok(s)
+}
+
+/// A search score as engines print it: pawns with a sign, or mate in N.
+pub fn format_cp(cp: i32) -> String {
+    if cp.abs() >= 20_000 {
+        let plies = 30_000 - cp.abs();
+        format!("{}M{}", if cp > 0 { "+" } else { "-" }, (plies + 1) / 2)
+    } else {
+        format!("{:+.2}", f64::from(cp) / 100.0)
+    }
 }
 
 pub fn stats(book: &Book) -> Result<String> {

@@ -1,10 +1,14 @@
 //! Which book move to play.
 //!
-//! * `best`: the stored choice of the position (highest `q - Z/sqrt(N+1)`
-//!   among moves with games, if it beats leaving the book; see
-//!   [`minimax::best_choice`]).
-//! * `weighted`: a random move, in proportion to [`value_weight`] of its
-//!   value (moves worse than leaving the book get weight 0).
+//! * `best`: the stored choice of the position (see [`minimax::choose`]):
+//!   the option with the highest score among the book moves and, where the
+//!   position was analysed, leaving the book.
+//! * `weighted`: a random option, with probability proportional to
+//!   `exp((score - top) / T)`, `T = B / 2` (half the popularity weight;
+//!   0.02 at least): a move as popular and as good as the best is played as
+//!   often; one with a tenth of the games, a twentieth as often... Options
+//!   below 1/1000 of the top weight, moves worse than `D` (unanalysed
+//!   positions) and moves lost in every game get weight 0.
 //!
 //! Books imported from Polyglot carry no games; there both modes fall back
 //! to the imported weights (`best` = highest weight).
@@ -14,7 +18,7 @@ use rand::Rng;
 use shakmaty::{Chess, Move, Position as _};
 
 use super::keys::{polyglot_key, MoveCode};
-use super::minimax;
+use super::minimax::{self, Choice, NodeInfo, ValueParams};
 use super::store::{Book, BookMove};
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -36,24 +40,50 @@ impl std::str::FromStr for Mode {
     }
 }
 
-/// A move's weight from its value: 0 at or below the deviation value `D`,
-/// rising as the square of the distance to `D`, 10000 at a sure win.
-pub fn value_weight(q: f64, deviation: f64) -> u16 {
-    let x = ((q - deviation) / (1.0 - deviation)).clamp(0.0, 1.0);
-    if x <= 0.0 {
-        0
-    } else {
-        (1.0 + 9999.0 * x * x).round() as u16
-    }
+/// The [`Choice`] of a book move, if it has a value.
+pub fn choice_of(m: &BookMove) -> Option<Choice> {
+    m.q.map(|q| Choice {
+        mv: m.mv,
+        q,
+        games: m.child_games,
+        exact: m.child_exact,
+        all_lost: m.all_lost,
+    })
 }
 
-/// The weight `weighted` uses for a book move.
-pub fn move_weight(m: &BookMove, deviation: f64) -> u32 {
-    match m.q {
-        Some(_) if m.all_lost => 0,
-        Some(q) if m.child_games > 0 => u32::from(value_weight(q, deviation)),
-        _ => m.weight.unwrap_or(0),
+/// The probability `weighted` gives each option of `parent`: `Some(move)`
+/// for a book move, `None` for leaving the book. Empty when the book has no
+/// valued move here (an imported position).
+pub fn option_weights(
+    parent: &NodeInfo,
+    choices: &[Choice],
+    p: &ValueParams,
+) -> Vec<(Option<MoveCode>, f64)> {
+    let games = parent.counts.total();
+    let analysed = parent.deviation.is_some();
+    let mut scored: Vec<(Option<MoveCode>, f64)> = choices
+        .iter()
+        .filter(|c| c.games > 0 && !c.all_lost && (analysed || c.q >= p.deviation))
+        .map(|c| (Some(c.mv), c.score(games, p)))
+        .collect();
+    if scored.is_empty() {
+        return Vec::new();
     }
+    if let Some(Some(d)) = parent.deviation {
+        scored.push((None, minimax::deviation_score(d, games, p)));
+    }
+    let top = scored.iter().map(|s| s.1).fold(f64::NEG_INFINITY, f64::max);
+    let t = (p.popularity / 2.0).max(0.02);
+    let mut w: Vec<(Option<MoveCode>, f64)> = scored
+        .into_iter()
+        .map(|(m, s)| (m, ((s - top) / t).exp()))
+        .filter(|&(_, w)| w >= 1e-3)
+        .collect();
+    let total: f64 = w.iter().map(|x| x.1).sum();
+    for x in &mut w {
+        x.1 /= total;
+    }
+    w
 }
 
 /// The book's move in `pos`, or `None` when the book has none to offer
@@ -64,28 +94,26 @@ pub fn choose<R: Rng>(book: &Book, pos: &Chess, mode: Mode, rng: &mut R) -> Resu
     if moves.is_empty() {
         return Ok(None);
     }
+    let Some(parent) = book.position(key)? else {
+        return Ok(None);
+    };
     let has_games = moves.iter().any(|m| m.child_games > 0);
     let code: Option<MoveCode> = match mode {
-        Mode::Best if has_games => book.stored_best(key)?,
-        Mode::Best => best_of(&moves, book),
+        _ if !has_games => best_of(&parent, &moves, &book.settings.params),
+        Mode::Best => book.stored_best(key)?,
         Mode::Weighted => {
-            let d = book.settings.params.deviation;
-            let weights: Vec<u32> = moves.iter().map(|m| move_weight(m, d)).collect();
-            let total: u64 = weights.iter().map(|&w| u64::from(w)).sum();
-            if total == 0 {
-                None
-            } else {
-                let mut pick = rng.random_range(0..total);
-                let mut chosen = None;
-                for (m, &w) in moves.iter().zip(&weights) {
-                    if pick < u64::from(w) {
-                        chosen = Some(m.mv);
-                        break;
-                    }
-                    pick -= u64::from(w);
+            let choices: Vec<Choice> = moves.iter().filter_map(choice_of).collect();
+            let w = option_weights(&parent, &choices, &book.settings.params);
+            let mut pick: f64 = rng.random_range(0.0..1.0);
+            let mut chosen = None;
+            for (m, p) in &w {
+                chosen = *m;
+                if pick < *p {
+                    break;
                 }
-                chosen
+                pick -= p;
             }
+            chosen
         }
     };
     // A key collision or a stale row must never produce an illegal move.
@@ -117,7 +145,7 @@ pub fn search_moves(book: &Book, pos: &Chess) -> Result<Vec<Move>> {
 /// The `best` choice computed from the moves (what `show` marks): the
 /// minimax choice, equal to the stored one in a consistent book; in an
 /// imported book without games, the highest weight (ties to the lower move).
-pub fn best_of(moves: &[BookMove], book: &Book) -> Option<MoveCode> {
+pub fn best_of(parent: &NodeInfo, moves: &[BookMove], p: &ValueParams) -> Option<MoveCode> {
     if !moves.iter().any(|m| m.child_games > 0) {
         return moves
             .iter()
@@ -125,29 +153,62 @@ pub fn best_of(moves: &[BookMove], book: &Book) -> Option<MoveCode> {
             .max_by_key(|m| (m.weight, std::cmp::Reverse(m.mv)))
             .map(|m| m.mv);
     }
-    let choices: Vec<minimax::Choice> = moves
-        .iter()
-        .filter_map(|m| {
-            m.q.map(|q| minimax::Choice {
-                mv: m.mv,
-                q,
-                games: m.child_games,
-                exact: m.child_exact,
-                all_lost: m.all_lost,
-            })
-        })
-        .collect();
-    minimax::best_choice(&choices, &book.settings.params)
+    let choices: Vec<Choice> = moves.iter().filter_map(choice_of).collect();
+    minimax::best_choice(&choices, parent.counts.total(), parent.deviation, p)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::book::ingest::Counts;
+
+    fn book_move(mv: u16, q: f64, games: u32) -> BookMove {
+        BookMove {
+            mv: MoveCode(mv),
+            uci: String::new(),
+            child: Some(u64::from(mv)),
+            counts: Counts {
+                white: games,
+                draws: 0,
+                black: 0,
+            },
+            weight: None,
+            q: Some(q),
+            child_games: games,
+            child_exact: false,
+            all_lost: false,
+        }
+    }
 
     #[test]
-    fn weight_is_zero_below_deviation_and_monotone() {
-        assert_eq!(value_weight(-0.5, -0.3), 0);
-        assert_eq!(value_weight(1.0, -0.3), 10000);
-        assert!(value_weight(0.1, -0.3) < value_weight(0.2, -0.3));
+    fn weighted_prefers_popular_and_good_moves_and_sums_to_one() {
+        let p = ValueParams::default();
+        let parent = NodeInfo::from_counts(
+            1,
+            Some(0),
+            Counts {
+                white: 1000,
+                draws: 0,
+                black: 0,
+            },
+        );
+        let moves = [
+            book_move(1, 0.05, 600),
+            book_move(2, 0.05, 60),
+            book_move(3, -0.2, 300),
+            book_move(4, -0.5, 40),
+        ];
+        let choices: Vec<Choice> = moves.iter().filter_map(choice_of).collect();
+        let w = option_weights(&parent, &choices, &p);
+        let of = |m: u16| {
+            w.iter()
+                .find(|x| x.0 == Some(MoveCode(m)))
+                .map_or(0.0, |x| x.1)
+        };
+        assert!((w.iter().map(|x| x.1).sum::<f64>() - 1.0).abs() < 1e-9);
+        assert!(of(1) > 0.9, "{w:?}");
+        assert!(of(2) > 0.0 && of(2) < of(1) / 10.0, "{w:?}");
+        assert_eq!(of(3), 0.0, "much worse: {w:?}");
+        assert_eq!(of(4), 0.0, "below D: {w:?}");
     }
 }

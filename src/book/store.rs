@@ -29,7 +29,7 @@ use super::keys::{from_sql, to_sql, KeyMap, KeySet, MoveCode};
 use super::learn::NodeCache;
 use super::minimax::{self, Graph, NodeInfo, ValueParams};
 
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -42,7 +42,8 @@ CREATE TABLE IF NOT EXISTS positions(
     exact REAL,
     value REAL NOT NULL DEFAULT 0,
     best INTEGER,
-    parent INTEGER
+    parent INTEGER,
+    expected INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS parents(
     child INTEGER NOT NULL,
@@ -60,6 +61,18 @@ CREATE TABLE IF NOT EXISTS moves(
     weight INTEGER,
     PRIMARY KEY(parent, move)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS analysis(
+    key INTEGER PRIMARY KEY,
+    score INTEGER NOT NULL,
+    depth INTEGER NOT NULL,
+    interior INTEGER NOT NULL,
+    deviation INTEGER,
+    dev_move INTEGER,
+    dev_depth INTEGER,
+    book_moves INTEGER NOT NULL,
+    engine TEXT NOT NULL,
+    budget TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS games(
     id INTEGER PRIMARY KEY,
     hash INTEGER NOT NULL UNIQUE,
@@ -170,6 +183,7 @@ fn write_meta(conn: &Connection, settings: &BookSettings) -> Result<()> {
             "evidence_penalty",
             settings.params.evidence_penalty.to_string(),
         ),
+        ("popularity", settings.params.popularity.to_string()),
     ];
     for (k, v) in rows {
         conn.execute(
@@ -180,8 +194,62 @@ fn write_meta(conn: &Connection, settings: &BookSettings) -> Result<()> {
     Ok(())
 }
 
-/// A node from seven columns from `at`: key, depth, white, draws, black, exact, value.
+/// The value formula's parameters from the meta table.
+fn read_params(conn: &Connection) -> Result<ValueParams> {
+    let num = |k: &str| -> Result<f64> {
+        read_meta(conn, k)?
+            .ok_or_else(|| anyhow!("meta {k} missing"))?
+            .parse::<f64>()
+            .with_context(|| format!("meta {k}"))
+    };
+    let params = ValueParams {
+        prior_games: num("prior_games")?,
+        deviation: num("deviation")?,
+        evidence_penalty: num("evidence_penalty")?,
+        popularity: num("popularity")?,
+    };
+    params.validate()?;
+    Ok(params)
+}
+
+/// Schema 2 -> 3: ratings (`positions.expected`, half a point a game, as
+/// if unrated) and the `analysis` table (created with the schema).
+fn migrate_v2(conn: &Connection) -> Result<()> {
+    let tx = conn.unchecked_transaction()?;
+    let has_expected: bool = tx.query_row(
+        "SELECT count(*) FROM pragma_table_info('positions') WHERE name = 'expected'",
+        [],
+        |r| r.get(0),
+    )?;
+    if !has_expected {
+        tx.execute_batch(
+            "ALTER TABLE positions ADD COLUMN expected INTEGER NOT NULL DEFAULT 0;
+             UPDATE positions SET expected = 500 * (white + draws + black);",
+        )?;
+    }
+    tx.execute_batch(SCHEMA)?;
+    tx.execute(
+        "INSERT OR IGNORE INTO meta(key, value) VALUES ('popularity', ?1)",
+        [ValueParams::default().popularity.to_string()],
+    )?;
+    tx.execute(
+        "UPDATE meta SET value = ?1 WHERE key = 'schema_version'",
+        [SCHEMA_VERSION.to_string()],
+    )?;
+    // Values now follow the new formula.
+    let params = read_params(&tx)?;
+    reevaluate_all(&tx, &params)?;
+    tx.commit()?;
+    Ok(())
+}
+
+/// A node from [`NODE_WIDTH`] columns from `at`, as [`NODE_COLS`] selects
+/// them: key, depth, white, draws, black, exact, value, expected, and the
+/// analysis's score, interior and deviation.
 pub(crate) fn node_from_row(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<NodeInfo> {
+    let score: Option<i32> = r.get(at + 8)?;
+    let interior: Option<bool> = r.get(at + 9)?;
+    let deviation: Option<i32> = r.get(at + 10)?;
     Ok(NodeInfo {
         key: from_sql(r.get(at)?),
         depth: r.get::<_, Option<i64>>(at + 1)?.map(|d| d as u32),
@@ -192,10 +260,20 @@ pub(crate) fn node_from_row(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Resul
         },
         exact: r.get(at + 5)?,
         value: r.get(at + 6)?,
+        expected: r.get(at + 7)?,
+        search: score.map(minimax::score_to_value),
+        deviation: match interior {
+            Some(true) => Some(deviation.map(minimax::score_to_value)),
+            _ => None,
+        },
     })
 }
 
-const NODE_COLS: &str = "p.key, p.depth, p.white, p.draws, p.black, p.exact, p.value";
+/// The columns of a node, from `positions p LEFT JOIN analysis a`.
+pub(crate) const NODE_COLS: &str =
+    "p.key, p.depth, p.white, p.draws, p.black, p.exact, p.value, p.expected, a.score, a.interior, a.deviation";
+/// How many columns [`NODE_COLS`] has.
+pub(crate) const NODE_WIDTH: usize = 11;
 
 impl Book {
     /// Opens an existing book, or creates an empty one with `settings`.
@@ -250,25 +328,21 @@ impl Book {
             })?
             .parse()
             .context("bad schema_version")?;
-        if version != SCHEMA_VERSION {
+        if version == 2 {
+            migrate_v2(conn).with_context(|| format!("cannot upgrade {}", path.display()))?;
+        } else if version != SCHEMA_VERSION {
             bail!(
                 "{} has schema version {version}, this learnbook reads {SCHEMA_VERSION}",
                 path.display()
             );
         }
-        let num = |k: &str| -> Result<f64> {
-            read_meta(conn, k)?
-                .ok_or_else(|| anyhow!("meta {k} missing"))?
-                .parse::<f64>()
-                .with_context(|| format!("meta {k}"))
-        };
+        let max_ply: u32 = read_meta(conn, "max_ply")?
+            .ok_or_else(|| anyhow!("meta max_ply missing"))?
+            .parse()
+            .context("meta max_ply")?;
         let settings = BookSettings {
-            max_ply: num("max_ply")? as u32,
-            params: ValueParams {
-                prior_games: num("prior_games")?,
-                deviation: num("deviation")?,
-                evidence_penalty: num("evidence_penalty")?,
-            },
+            max_ply,
+            params: read_params(conn)?,
         };
         settings.params.validate()?;
         Ok(settings)
@@ -310,7 +384,7 @@ impl Book {
         Ok(self
             .conn
             .query_row(
-                &format!("SELECT {NODE_COLS} FROM positions p WHERE p.key = ?1"),
+                &format!("SELECT {NODE_COLS} FROM positions p LEFT JOIN analysis a ON a.key = p.key WHERE p.key = ?1"),
                 [to_sql(key)],
                 |r| node_from_row(r, 0),
             )
@@ -335,7 +409,8 @@ impl Book {
         let parent = self.position(key)?;
         let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT m.move, m.uci, m.child, m.white, m.draws, m.black, m.weight, {NODE_COLS}
-             FROM moves m LEFT JOIN positions p ON p.key = m.child WHERE m.parent = ?1 ORDER BY m.move"
+             FROM moves m LEFT JOIN positions p ON p.key = m.child LEFT JOIN analysis a ON a.key = p.key
+             WHERE m.parent = ?1 ORDER BY m.move"
         ))?;
         let mut rows = stmt.query([to_sql(key)])?;
         let mut out = Vec::new();
@@ -404,11 +479,9 @@ impl Book {
         let mut node_list: Vec<NodeInfo> = nodes
             .into_iter()
             .map(|(key, n)| NodeInfo {
-                key,
-                depth: Some(n.depth),
-                counts: n.counts,
+                expected: n.expected,
                 exact: n.exact,
-                value: 0.0,
+                ..NodeInfo::from_counts(key, Some(n.depth), n.counts)
             })
             .collect();
         node_list.par_sort_unstable_by_key(|n| to_sql(n.key));
@@ -484,8 +557,8 @@ impl Book {
                 .collect();
             insert_chunked(
                 &tx,
-                "INSERT INTO positions(key, depth, white, draws, black, exact, value, best, parent)",
-                9,
+                "INSERT INTO positions(key, depth, white, draws, black, exact, value, best, parent, expected)",
+                10,
                 &rows,
                 |st, i, &(n, best, parent)| {
                     st.raw_bind_parameter(i, to_sql(n.key))?;
@@ -496,7 +569,8 @@ impl Book {
                     st.raw_bind_parameter(i + 5, n.exact)?;
                     st.raw_bind_parameter(i + 6, n.value)?;
                     st.raw_bind_parameter(i + 7, best)?;
-                    st.raw_bind_parameter(i + 8, parent)
+                    st.raw_bind_parameter(i + 8, parent)?;
+                    st.raw_bind_parameter(i + 9, n.expected)
                 },
             )?;
         }
@@ -523,10 +597,11 @@ impl Book {
         let tx = self.conn.transaction()?;
         {
             let mut stmt = tx.prepare(
-                "INSERT INTO positions(key, depth, white, draws, black, exact, parent) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                "INSERT INTO positions(key, depth, white, draws, black, exact, parent, expected) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
                  ON CONFLICT(key) DO UPDATE SET
                    depth = CASE WHEN depth IS NULL OR excluded.depth < depth THEN excluded.depth ELSE depth END,
                    white = white + excluded.white, draws = draws + excluded.draws, black = black + excluded.black,
+                   expected = expected + excluded.expected,
                    exact = coalesce(excluded.exact, exact),
                    parent = coalesce(parent, excluded.parent)
                  RETURNING parent",
@@ -548,7 +623,8 @@ impl Book {
                         n.counts.draws,
                         n.counts.black,
                         n.exact,
-                        new_parents.first()
+                        new_parents.first(),
+                        n.expected
                     ],
                     |r| r.get(0),
                 )?;
@@ -577,6 +653,106 @@ impl Book {
         tx.commit()?;
         self.conn.pragma_update(None, "cache_size", -16_384i64)?;
         Ok(())
+    }
+}
+
+/// A position's search scores, as `analyze` stores them (table `analysis`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Analysis {
+    pub key: u64,
+    /// Search score of the position, centipawns, side to move (mate:
+    /// +-(30000 - plies)).
+    pub score: i32,
+    pub depth: u32,
+    /// Its moves were analysed too: the deviation was searched.
+    pub interior: bool,
+    /// Score of the best legal move that is not a book move (side to move);
+    /// `None` for a leaf of the analysis or when every legal move is a book move.
+    pub deviation: Option<i32>,
+    pub dev_move: Option<MoveCode>,
+    pub dev_depth: Option<u32>,
+    /// Book moves with games when it was analysed.
+    pub book_moves: u32,
+    /// The engine (`learnbook` for the search core, else the UCI `id name`).
+    pub engine: String,
+    /// The search budget, `nodes=N` or `movetime=MS`.
+    pub budget: String,
+}
+
+impl Book {
+    /// The stored analysis of a position.
+    pub fn analysis(&self, key: u64) -> Result<Option<Analysis>> {
+        Ok(self
+            .conn
+            .prepare_cached(
+                "SELECT key, score, depth, interior, deviation, dev_move, dev_depth, book_moves, engine, budget
+                 FROM analysis WHERE key = ?1",
+            )?
+            .query_row([to_sql(key)], |r| {
+                Ok(Analysis {
+                    key: from_sql(r.get(0)?),
+                    score: r.get(1)?,
+                    depth: r.get(2)?,
+                    interior: r.get(3)?,
+                    deviation: r.get(4)?,
+                    dev_move: r.get::<_, Option<u16>>(5)?.map(MoveCode),
+                    dev_depth: r.get(6)?,
+                    book_moves: r.get(7)?,
+                    engine: r.get(8)?,
+                    budget: r.get(9)?,
+                })
+            })
+            .optional()?)
+    }
+
+    /// Number of analysed positions (interior, all).
+    pub fn analysed_count(&self) -> Result<(i64, i64)> {
+        Ok(self.conn.query_row(
+            "SELECT coalesce(sum(interior), 0), count(*) FROM analysis",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?)
+    }
+
+    /// Stores search scores (replacing older ones of the same positions) and
+    /// re-evaluates what they change, in one transaction: values stay exactly
+    /// those of a full re-evaluation after every call.
+    pub fn store_analysis(&mut self, rows: &[Analysis]) -> Result<minimax::Reevaluation> {
+        let params = self.settings.params;
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        {
+            let mut stmt = tx.prepare_cached(
+                "INSERT OR REPLACE INTO analysis(key, score, depth, interior, deviation, dev_move, dev_depth, book_moves, engine, budget)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            )?;
+            for a in rows {
+                stmt.execute(params![
+                    to_sql(a.key),
+                    a.score,
+                    a.depth,
+                    a.interior,
+                    a.deviation,
+                    a.dev_move.map(|m| m.0),
+                    a.dev_depth,
+                    a.book_moves,
+                    a.engine,
+                    a.budget
+                ])?;
+            }
+        }
+        // The cached nodes do not know the new scores.
+        self.cache.clear();
+        let keys: Vec<u64> = rows.iter().map(|a| a.key).collect();
+        let out = super::learn::reevaluate_keys(&tx, &mut self.cache, &params, &keys);
+        if out.is_err() {
+            self.cache.clear();
+        }
+        let out = out?;
+        tx.commit()?;
+        self.cache.clear();
+        Ok(out)
     }
 }
 
@@ -624,11 +800,13 @@ fn load_graph(conn: &Connection) -> Result<Graph> {
     let mut nodes = Vec::new();
     let mut best_stored = Vec::new();
     {
-        let mut stmt = conn.prepare(&format!("SELECT {NODE_COLS}, p.best FROM positions p"))?;
+        let mut stmt = conn.prepare(&format!(
+            "SELECT {NODE_COLS}, p.best FROM positions p LEFT JOIN analysis a ON a.key = p.key"
+        ))?;
         let mut rows = stmt.query([])?;
         while let Some(r) = rows.next()? {
             nodes.push(node_from_row(r, 0)?);
-            best_stored.push(r.get::<_, Option<u16>>(7)?.map(MoveCode));
+            best_stored.push(r.get::<_, Option<u16>>(NODE_WIDTH)?.map(MoveCode));
         }
     }
     let mut edges = Vec::new();
@@ -805,6 +983,8 @@ pub struct Aggregate {
 pub struct NodeAgg {
     pub depth: u32,
     pub counts: Counts,
+    /// White's expected points in thousandths (see [`NodeInfo::expected`]).
+    pub expected: i64,
     pub exact: Option<f64>,
 }
 
@@ -830,15 +1010,18 @@ pub struct GameRow {
 impl Aggregate {
     pub fn add(&mut self, game: &Game, source: &str) {
         let c = game.result.counts();
+        let expected = game.expected_milli();
         for (ply, key) in game.keys().enumerate() {
             let depth = game.start_ply + ply as u32;
             let n = self.nodes.entry(key).or_insert(NodeAgg {
                 depth,
                 counts: Counts::default(),
+                expected: 0,
                 exact: None,
             });
             n.depth = n.depth.min(depth);
             n.counts.add(c);
+            n.expected += expected;
         }
         if let Some(e) = game.terminal {
             let last = game.plies.last().map_or(game.start, |p| p.child);
