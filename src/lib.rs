@@ -3,8 +3,10 @@
 //! The book pipeline lives in [`book`]: `ingest -> store -> minimax ->
 //! select/export`. See `README.md` for the value formula and the schema.
 
+pub mod analyze;
 pub mod bench;
 pub mod book;
 pub mod engine;
+pub mod interrupt;
 pub mod play;
 pub mod tune;

@@ -97,6 +97,30 @@ enum Command {
         #[command(flatten)]
         book: BookArg,
     },
+    /// Search the book's positions (Buro's analysis): every position with at least
+    /// --min-games games gets a search score and the score of its best move outside
+    /// the book; their other children get a search score. Resumable: positions
+    /// already analysed with this engine and budget are skipped.
+    Analyze {
+        #[command(flatten)]
+        book: BookArg,
+        /// Nodes per search.
+        #[arg(long, conflicts_with = "movetime")]
+        nodes: Option<u64>,
+        /// Milliseconds per search, instead of --nodes.
+        #[arg(long)]
+        movetime: Option<u64>,
+        /// Engines searching in parallel (default: all cores).
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Analyse positions with at least this many games (and their children).
+        #[arg(long, default_value_t = learnbook::analyze::DEFAULT_MIN_GAMES)]
+        min_games: u32,
+        /// The analysing engine: builtin (the search core; builtin,weights=W.toml) or a
+        /// UCI engine as the match runner takes it: "cmd=stockfish,option.Threads=1".
+        #[arg(long)]
+        engine: Option<String>,
+    },
     /// Recompute every value from scratch.
     Reevaluate {
         #[command(flatten)]
@@ -346,6 +370,38 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 },
             )?;
             eprint!("{}", summary.report());
+        }
+        Command::Analyze {
+            book,
+            nodes,
+            movetime,
+            threads,
+            min_games,
+            engine,
+        } => {
+            let budget = match (nodes, movetime) {
+                (_, Some(ms)) => learnbook::analyze::Budget::Movetime(ms),
+                (n, None) => {
+                    learnbook::analyze::Budget::Nodes(n.unwrap_or(learnbook::analyze::DEFAULT_NODES))
+                }
+            };
+            let opts = learnbook::analyze::Options {
+                engine: learnbook::analyze::parse_engine(engine.as_deref())?,
+                budget,
+                threads: threads.unwrap_or_else(|| {
+                    std::thread::available_parallelism().map_or(1, |n| n.get())
+                }),
+                min_games,
+                batch: 256,
+                progress: true,
+            };
+            let mut b = Book::open(&book.book)?;
+            learnbook::interrupt::stop_on_sigint();
+            let summary = learnbook::analyze::run(&mut b, &opts)?;
+            eprint!("{}", summary.report());
+            if summary.interrupted {
+                return Ok(ExitCode::from(130));
+            }
         }
         Command::Learn { book, quiet, files } => {
             let mut b = Book::open(&book.book)?;

@@ -162,6 +162,19 @@ impl NodeInfo {
         self.depth.map(|d| d % 2 == 0)
     }
 
+    /// The points (2 a win, 1 a draw, as Polyglot's weights) that the side to
+    /// move at a position of depth parity `white` scored in the games through
+    /// this one.
+    pub fn points_for(&self, white: bool) -> u32 {
+        let c = self.counts;
+        2 * if white { c.white } else { c.black } + c.draws
+    }
+
+    /// [`Self::points_for`] its own side to move (0 at unknown depth).
+    pub fn points(&self) -> u32 {
+        self.white_to_move().map_or(0, |w| self.points_for(w))
+    }
+
     /// `s(n)`.
     pub fn stats_value(&self, p: &ValueParams) -> f64 {
         let white = match self.white_to_move() {
@@ -217,6 +230,9 @@ pub struct Choice {
     pub mv: MoveCode,
     pub q: f64,
     pub games: u32,
+    /// Points the side playing the move scored in its games (2 a win, 1 a
+    /// draw): its share of the position's points is its popularity.
+    pub points: u32,
     /// Checkmate or stalemate: `q` is exact and needs no evidence.
     pub exact: bool,
     /// Every game through the move was lost by the side that played it.
@@ -224,24 +240,25 @@ pub struct Choice {
 }
 
 impl Choice {
-    /// `q - Z / sqrt(N_c + 1) + B ln((N_c + 1) / (N + 1))`, `N` the games
-    /// through the parent: the score moves are ranked by.
-    pub fn score(&self, parent_games: u32, p: &ValueParams) -> f64 {
+    /// `q - Z / sqrt(N_c + 1) + B ln((P_c + 1) / (P + 1))`, `P` the points
+    /// of the parent's side to move through it: the score moves are ranked by.
+    pub fn score(&self, parent_points: u32, p: &ValueParams) -> f64 {
         if self.exact {
             self.q
         } else {
             let n = f64::from(self.games) + 1.0;
-            let share = (n / (f64::from(parent_games) + 1.0)).min(1.0);
+            let share =
+                ((f64::from(self.points) + 1.0) / (f64::from(parent_points) + 1.0)).min(1.0);
             self.q - p.evidence_penalty / n.sqrt() + p.popularity * share.ln()
         }
     }
 }
 
-/// The score of leaving the book at a position with `parent_games` games
-/// through a searched deviation worth `d`: `d + B ln(1 / (N + 1))`, the
-/// popularity prior of a move no game chose.
-pub fn deviation_score(d: f64, parent_games: u32, p: &ValueParams) -> f64 {
-    d - p.popularity * (f64::from(parent_games) + 1.0).ln()
+/// The score of leaving the book through a searched deviation worth `d` at
+/// a position whose side to move scored `parent_points`: `d + B ln(1 / (P + 1))`,
+/// the popularity prior of a move no game chose.
+pub fn deviation_score(d: f64, parent_points: u32, p: &ValueParams) -> f64 {
+    d - p.popularity * (f64::from(parent_points) + 1.0).ln()
 }
 
 /// The move with games, not lost in all of them, and the highest
@@ -251,12 +268,12 @@ pub fn deviation_score(d: f64, parent_games: u32, p: &ValueParams) -> f64 {
 /// lose the same way again (what makes a learning book never repeat a loss).
 fn ranked<'a>(
     choices: impl IntoIterator<Item = &'a Choice>,
-    parent_games: u32,
+    parent_points: u32,
     p: &ValueParams,
 ) -> Option<(f64, &'a Choice)> {
     let mut best: Option<(f64, &Choice)> = None;
     for c in choices.into_iter().filter(|c| c.games > 0 && !c.all_lost) {
-        let score = c.score(parent_games, p);
+        let score = c.score(parent_points, p);
         let better = match best {
             None => true,
             Some((s, b)) => score > s || (score == s && c.mv < b.mv),
@@ -273,43 +290,55 @@ fn ranked<'a>(
 /// analysed interior position (`Some(None)`: analysed, no such move); `None`
 /// for a position that was not analysed, where leaving the book is worth the
 /// constant `D`. `None` as value: no option at all (a leaf).
+///
+/// The value is the top score less the largest prior (`score - q`) among
+/// the options: the `q` of the best-evidenced option when it is also the
+/// top-scored one, less when a move with less evidence is chosen. It is
+/// monotone in every option's `q`, and a rare lucky move does not lift it
+/// by its luck alone (the plain maximum of the `q`s is biased upwards by
+/// whichever rare move was luckiest).
 pub fn choose(
     choices: &[Choice],
-    parent_games: u32,
+    parent_points: u32,
     deviation: Option<Option<f64>>,
     p: &ValueParams,
 ) -> (Option<f64>, Option<MoveCode>) {
-    let top = ranked(choices, parent_games, p);
+    let top = ranked(choices, parent_points, p);
+    let mut prior = choices
+        .iter()
+        .filter(|c| c.games > 0 && !c.all_lost)
+        .map(|c| c.score(parent_points, p) - c.q)
+        .fold(f64::NEG_INFINITY, f64::max);
     match deviation {
         Some(dev) => {
-            let leave = dev.map(|d| (deviation_score(d, parent_games, p), d));
+            let leave = dev.map(|d| (deviation_score(d, parent_points, p), d));
+            if let Some((ls, d)) = leave {
+                prior = prior.max(ls - d);
+            }
             match (top, leave) {
-                (Some((s, c)), Some((ls, _))) if s >= ls => (Some(c.q), Some(c.mv)),
-                (_, Some((_, d))) => (Some(d), None),
-                (Some((_, c)), None) => (Some(c.q), Some(c.mv)),
+                (Some((s, c)), Some((ls, _))) if s >= ls => (Some(s - prior), Some(c.mv)),
+                (_, Some((ls, _))) => (Some(ls - prior), None),
+                (Some((s, c)), None) => (Some(s - prior), Some(c.mv)),
                 (None, None) => (None, None),
             }
         }
         None => {
-            let best = ranked(choices.iter().filter(|c| c.q >= p.deviation), parent_games, p)
+            let best = ranked(choices.iter().filter(|c| c.q >= p.deviation), parent_points, p)
                 .map(|(_, c)| c.mv);
-            // A node is worth what the book plays there: the ranked move,
-            // valued at its `q`. (The plain maximum of the `q`s is biased
-            // upwards by whichever rare move was luckiest.)
-            (top.map(|(_, c)| c.q.max(p.deviation)), best)
+            (top.map(|(s, _)| (s - prior).max(p.deviation)), best)
         }
     }
 }
 
-/// `best`: the book's choice among `choices` at a position with
-/// `parent_games` games (see [`choose`]).
+/// `best`: the book's choice among `choices` at a position whose side to
+/// move scored `parent_points` (see [`choose`]).
 pub fn best_choice(
     choices: &[Choice],
-    parent_games: u32,
+    parent_points: u32,
     deviation: Option<Option<f64>>,
     p: &ValueParams,
 ) -> Option<MoveCode> {
-    choose(choices, parent_games, deviation, p).1
+    choose(choices, parent_points, deviation, p).1
 }
 
 /// The [`Choice`] of every move of `node` to a child with a value.
@@ -325,6 +354,7 @@ pub fn choices<'a>(
                 mv,
                 q,
                 games: child.counts.total(),
+                points: node.white_to_move().map_or(0, |w| child.points_for(w)),
                 exact: child.exact.is_some(),
                 all_lost: all_lost(node, child),
             })
@@ -344,7 +374,7 @@ pub fn node_value<'a>(
     } else if let Some(e) = node.exact {
         (e, None)
     } else {
-        match choose(&choices, node.counts.total(), node.deviation, p) {
+        match choose(&choices, node.points(), node.deviation, p) {
             (Some(v), best) => (v, best),
             (None, _) => (node.stats_value(p), None),
         }
@@ -552,6 +582,7 @@ mod tests {
             mv: MoveCode(10),
             q: 0.19,
             games: 100,
+            points: 100,
             exact: false,
             all_lost: false,
         };
@@ -559,6 +590,7 @@ mod tests {
             mv: MoveCode(20),
             q: 0.2,
             games: 1,
+            points: 2,
             exact: false,
             all_lost: false,
         };
@@ -572,6 +604,7 @@ mod tests {
             mv: MoveCode(10),
             q: -0.6,
             games: 50,
+            points: 20,
             exact: false,
             all_lost: false,
         };

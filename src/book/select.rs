@@ -46,6 +46,7 @@ pub fn choice_of(m: &BookMove) -> Option<Choice> {
         mv: m.mv,
         q,
         games: m.child_games,
+        points: m.child_points,
         exact: m.child_exact,
         all_lost: m.all_lost,
     })
@@ -59,18 +60,18 @@ pub fn option_weights(
     choices: &[Choice],
     p: &ValueParams,
 ) -> Vec<(Option<MoveCode>, f64)> {
-    let games = parent.counts.total();
+    let points = parent.points();
     let analysed = parent.deviation.is_some();
     let mut scored: Vec<(Option<MoveCode>, f64)> = choices
         .iter()
         .filter(|c| c.games > 0 && !c.all_lost && (analysed || c.q >= p.deviation))
-        .map(|c| (Some(c.mv), c.score(games, p)))
+        .map(|c| (Some(c.mv), c.score(points, p)))
         .collect();
     if scored.is_empty() {
         return Vec::new();
     }
     if let Some(Some(d)) = parent.deviation {
-        scored.push((None, minimax::deviation_score(d, games, p)));
+        scored.push((None, minimax::deviation_score(d, points, p)));
     }
     let top = scored.iter().map(|s| s.1).fold(f64::NEG_INFINITY, f64::max);
     let t = (p.popularity / 2.0).max(0.02);
@@ -154,7 +155,7 @@ pub fn best_of(parent: &NodeInfo, moves: &[BookMove], p: &ValueParams) -> Option
             .map(|m| m.mv);
     }
     let choices: Vec<Choice> = moves.iter().filter_map(choice_of).collect();
-    minimax::best_choice(&choices, parent.counts.total(), parent.deviation, p)
+    minimax::best_choice(&choices, parent.points(), parent.deviation, p)
 }
 
 #[cfg(test)]
@@ -175,6 +176,7 @@ mod tests {
             weight: None,
             q: Some(q),
             child_games: games,
+            child_points: 2 * games,
             child_exact: false,
             all_lost: false,
         }

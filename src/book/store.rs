@@ -131,6 +131,8 @@ pub struct BookMove {
     pub q: Option<f64>,
     /// Games through the child position (the evidence behind `q`).
     pub child_games: u32,
+    /// Points the side to move at the parent scored in them (2 a win, 1 a draw).
+    pub child_points: u32,
     /// The child is checkmate or stalemate.
     pub child_exact: bool,
     /// Every game through the child was lost by the side playing this move.
@@ -435,6 +437,10 @@ impl Book {
                 weight: r.get(6)?,
                 q,
                 child_games: child.map_or(0, |c| c.counts.total()),
+                child_points: match (&parent, &child) {
+                    (Some(p), Some(c)) => p.white_to_move().map_or(0, |w| c.points_for(w)),
+                    _ => 0,
+                },
                 child_exact: child.is_some_and(|c| c.exact.is_some()),
                 all_lost: match (&parent, &child) {
                     (Some(p), Some(c)) => minimax::all_lost(p, c),

@@ -330,20 +330,8 @@ impl Player for UciEngine {
         let deadline = move_deadline(req);
         let mut score = None;
         let line = self.p.until(deadline, "bestmove", |l| {
-            if let Some(rest) = l.strip_prefix("info ") {
-                let words: Vec<&str> = rest.split_whitespace().collect();
-                if let Some(i) = words.iter().position(|w| *w == "score") {
-                    match (
-                        words.get(i + 1),
-                        words.get(i + 2).and_then(|v| v.parse::<i32>().ok()),
-                    ) {
-                        (Some(&"cp"), Some(v)) => score = Some(v),
-                        (Some(&"mate"), Some(v)) => {
-                            score = Some(if v > 0 { 30_000 - v } else { -30_000 - v })
-                        }
-                        _ => {}
-                    }
-                }
+            if let Some(info) = parse_info(l) {
+                score = info.score.or(score);
             }
             l.starts_with("bestmove")
         })?;
@@ -358,6 +346,107 @@ impl Player for UciEngine {
                 self.spec.name
             ))),
         }
+    }
+}
+
+/// What an engine's `info` line says about its search.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct InfoLine {
+    pub depth: Option<u32>,
+    /// Centipawns from the side to move; mate in `n` as `+-(30000 - n)`.
+    pub score: Option<i32>,
+    /// `lowerbound` or `upperbound`: not the final score of that depth.
+    pub bound: bool,
+}
+
+/// Parses a UCI `info` line (`None` for any other line).
+pub fn parse_info(line: &str) -> Option<InfoLine> {
+    let rest = line.strip_prefix("info ")?;
+    let words: Vec<&str> = rest.split_whitespace().collect();
+    let mut info = InfoLine::default();
+    let mut i = 0;
+    while i < words.len() {
+        match words[i] {
+            "depth" => info.depth = words.get(i + 1).and_then(|v| v.parse().ok()),
+            "score" => {
+                let v = words.get(i + 2).and_then(|v| v.parse::<i32>().ok());
+                info.score = match (words.get(i + 1), v) {
+                    (Some(&"cp"), Some(v)) => Some(v.clamp(-19_999, 19_999)),
+                    (Some(&"mate"), Some(v)) if v > 0 => Some(30_000 - 2 * v + 1),
+                    (Some(&"mate"), Some(v)) => Some(-30_000 - 2 * v),
+                    _ => None,
+                };
+            }
+            "lowerbound" | "upperbound" => info.bound = true,
+            // The rest of the line is moves or text.
+            "pv" | "string" => break,
+            _ => {}
+        }
+        i += 1;
+    }
+    Some(info)
+}
+
+/// One analysis by a UCI engine: its best move, the final score and depth.
+#[derive(Clone, Debug)]
+pub struct Analysed {
+    pub best: Option<Move>,
+    pub score: i32,
+    pub depth: u32,
+}
+
+impl UciEngine {
+    /// The engine's identity for records: its `name=`.
+    pub fn label(&self) -> &str {
+        &self.spec.name
+    }
+
+    /// Searches `pos` (given as FEN, no history) with `go <budget>` and, if
+    /// given, `searchmoves`. `fresh`: clear the hash first (`ucinewgame`),
+    /// so the result does not depend on what was searched before.
+    pub fn analyse(
+        &mut self,
+        pos: &Chess,
+        go: &str,
+        searchmoves: &[Move],
+        allowed: Duration,
+        fresh: bool,
+    ) -> Result<Analysed, Fault> {
+        if fresh {
+            self.new_game()?;
+        }
+        let fen = shakmaty::fen::Fen::from_position(pos, shakmaty::EnPassantMode::Legal);
+        self.p.send(&format!("position fen {fen}"))?;
+        let mut cmd = format!("go {go}");
+        if !searchmoves.is_empty() {
+            cmd.push_str(" searchmoves");
+            for m in searchmoves {
+                cmd.push(' ');
+                cmd.push_str(&uci_of(m));
+            }
+        }
+        self.p.send(&cmd)?;
+        let (mut score, mut depth) = (None, 0);
+        let line = self
+            .p
+            .until(Instant::now() + allowed + GRACE, "bestmove", |l| {
+                if let Some(info) = parse_info(l) {
+                    if let (Some(s), false) = (info.score, info.bound) {
+                        score = Some(s);
+                        depth = info.depth.unwrap_or(depth);
+                    }
+                }
+                l.starts_with("bestmove")
+            })?;
+        let text = line.split_whitespace().nth(1).unwrap_or("");
+        let best = parse_move(pos, text);
+        if best.is_none() && !matches!(text, "(none)" | "0000") {
+            return Err(Fault::Illegal(format!("{} played {text:?}", self.spec.name)));
+        }
+        let score = score.ok_or_else(|| {
+            Fault::Illegal(format!("{} gave no score before bestmove", self.spec.name))
+        })?;
+        Ok(Analysed { best, score, depth })
     }
 }
 
@@ -582,6 +671,19 @@ mod tests {
                 ("done".into(), "1".into())
             ]
         );
+    }
+
+    #[test]
+    fn info_lines() {
+        let i = parse_info("info depth 12 seldepth 18 score cp -35 nodes 1000 pv e2e4 e7e5").unwrap();
+        assert_eq!((i.depth, i.score, i.bound), (Some(12), Some(-35), false));
+        let i = parse_info("info depth 9 score mate 3 pv d1h5").unwrap();
+        assert_eq!(i.score, Some(30_000 - 5));
+        let i = parse_info("info depth 9 score mate -2").unwrap();
+        assert_eq!(i.score, Some(-30_000 + 4));
+        assert!(parse_info("info depth 5 score cp 10 lowerbound").unwrap().bound);
+        assert_eq!(parse_info("info string score cp 99").unwrap().score, None);
+        assert!(parse_info("bestmove e2e4").is_none());
     }
 
     #[test]

@@ -5,7 +5,6 @@
 
 use std::{
     path::Path,
-    sync::atomic::{AtomicBool, Ordering},
     time::Instant,
 };
 
@@ -227,27 +226,9 @@ pub enum Outcome {
     Interrupted,
 }
 
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_sigint(_: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
-    // A second Ctrl-C ends the process at once (the checkpoint on disk
-    // is the last finished iteration's).
-    // SAFETY: signal() is async-signal-safe.
-    unsafe {
-        libc::signal(libc::SIGINT, libc::SIG_DFL);
-    }
-}
-
 /// From now on SIGINT asks [`run`] to stop after the current iteration.
 pub fn stop_on_sigint() {
-    // SAFETY: installs a handler that only stores to an atomic and resets itself.
-    unsafe {
-        libc::signal(
-            libc::SIGINT,
-            on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t,
-        );
-    }
+    crate::interrupt::stop_on_sigint();
 }
 
 /// Runs the remaining iterations of `state`, checkpointing to `checkpoint`
@@ -269,7 +250,7 @@ pub fn run(
     let start = Instant::now();
     let mut games = 0u64;
     while state.iteration() < state.settings.schedule.iterations {
-        if INTERRUPTED.load(Ordering::SeqCst) {
+        if crate::interrupt::interrupted() {
             return Ok(Outcome::Interrupted);
         }
         let k = state.iteration();
@@ -299,7 +280,7 @@ pub fn run(
             games as f64 / start.elapsed().as_secs_f64().max(1e-9),
         );
     }
-    Ok(if INTERRUPTED.load(Ordering::SeqCst) {
+    Ok(if crate::interrupt::interrupted() {
         Outcome::Interrupted
     } else {
         Outcome::Finished

@@ -1,0 +1,322 @@
+//! Analysis: the search core (or any UCI engine) over a book's positions,
+//! as Buro's book learning does it: every position with enough games gets
+//! a search score and the score of its best move outside the book (the
+//! deviation), the leaves of that tree a search score. The scores go into
+//! the book's `analysis` table, where the value formula reads them.
+//!
+//! This sits above both foundations: it reads the book and drives the
+//! search; neither `book` nor `engine` knows of the other.
+
+pub mod analyst;
+pub mod targets;
+
+use std::{
+    io::IsTerminal,
+    sync::{
+        atomic::{AtomicBool, AtomicUsize, Ordering},
+        mpsc,
+    },
+    time::{Duration, Instant},
+};
+
+use anyhow::{anyhow, bail, Context, Result};
+use shakmaty::{Move, Position as _};
+
+pub use analyst::{Analyst, EngineChoice};
+pub use targets::Target;
+
+use crate::book::{keys::MoveCode, store::Analysis, Book};
+
+/// How long each search may take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Budget {
+    Nodes(u64),
+    Movetime(u64),
+}
+
+impl std::fmt::Display for Budget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Budget::Nodes(n) => write!(f, "nodes={n}"),
+            Budget::Movetime(ms) => write!(f, "movetime={ms}"),
+        }
+    }
+}
+
+/// `analyze`'s defaults: the budget the judged master book was analysed
+/// with (about 50 minutes on two cores for the 145,716 master games).
+pub const DEFAULT_NODES: u64 = 40_000;
+pub const DEFAULT_MIN_GAMES: u32 = 20;
+
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub engine: EngineChoice,
+    pub budget: Budget,
+    pub threads: usize,
+    pub min_games: u32,
+    /// Results stored per transaction (at most; a batch is also written
+    /// every few seconds).
+    pub batch: usize,
+    pub progress: bool,
+}
+
+/// What a run did.
+#[derive(Clone, Debug, Default)]
+pub struct Summary {
+    /// Positions analysed before, with this engine and budget (skipped).
+    pub already: usize,
+    pub analysed: usize,
+    pub interior: usize,
+    pub leaves: usize,
+    /// Positions still to do (after an interruption or an error).
+    pub left: usize,
+    pub seconds: f64,
+    pub interrupted: bool,
+}
+
+impl Summary {
+    pub fn report(&self) -> String {
+        format!(
+            "analysed {} positions ({} interior with their deviation, {} leaves) in {:.1} s, {:.1} positions/s; {} already analysed at this budget{}\n",
+            self.analysed,
+            self.interior,
+            self.leaves,
+            self.seconds,
+            self.analysed as f64 / self.seconds.max(1e-9),
+            self.already,
+            if self.left > 0 {
+                format!("; {} left: run again to continue", self.left)
+            } else {
+                String::new()
+            }
+        )
+    }
+}
+
+/// Searches one target: the position, then (interior) its best move
+/// outside the book, unless the first search already chose one.
+pub fn analyse_target(a: &mut dyn Analyst, t: &Target, engine: &str, budget: Budget) -> Result<Analysis> {
+    let whole = a.search(&t.pos, &[], true)?;
+    let mut out = Analysis {
+        key: t.key,
+        score: whole.score,
+        depth: whole.depth,
+        interior: t.interior,
+        deviation: None,
+        dev_move: None,
+        dev_depth: None,
+        book_moves: t.book_moves.len() as u32,
+        engine: engine.to_string(),
+        budget: budget.to_string(),
+    };
+    if t.interior {
+        let outside: Vec<Move> = t
+            .pos
+            .legal_moves()
+            .into_iter()
+            .filter(|m| !t.book_moves.contains(&MoveCode::from_move(m)))
+            .collect();
+        let chosen_outside = whole
+            .best
+            .as_ref()
+            .filter(|b| outside.contains(b))
+            .is_some();
+        let dev = if outside.is_empty() {
+            None
+        } else if chosen_outside {
+            Some(whole.clone())
+        } else {
+            Some(a.search(&t.pos, &outside, false)?)
+        };
+        if let Some(d) = dev {
+            out.deviation = Some(d.score);
+            out.dev_move = d.best.as_ref().map(MoveCode::from_move);
+            out.dev_depth = Some(d.depth);
+        }
+    }
+    Ok(out)
+}
+
+/// Analyses `targets` on `opts.threads` engines, storing the results in
+/// batches (each its own transaction, with the values it changes), so that
+/// a run killed at any point keeps what it stored and a rerun continues.
+pub fn run_targets(book: &mut Book, todo: Vec<Target>, opts: &Options) -> Result<Summary> {
+    let start = Instant::now();
+    let engine = opts.engine.label();
+    let total = todo.len();
+    let mut summary = Summary::default();
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let (tx, rx) = mpsc::channel::<Result<Analysis>>();
+    let bar = progress_bar(opts.progress, total as u64);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(opts.threads.max(1))
+        .build()
+        .context("cannot start the analysis threads")?;
+    let mut failure: Option<anyhow::Error> = None;
+    let mut stored = 0usize;
+    pool.in_place_scope(|scope| {
+        for _ in 0..opts.threads.max(1) {
+            let tx = tx.clone();
+            let (next, stop, todo, engine) = (&next, &stop, &todo, &engine);
+            scope.spawn(move |_| {
+                let mut analyst = match opts.engine.start(opts.budget) {
+                    Ok(a) => a,
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        return;
+                    }
+                };
+                loop {
+                    if stop.load(Ordering::SeqCst) || crate::interrupt::interrupted() {
+                        return;
+                    }
+                    let i = next.fetch_add(1, Ordering::SeqCst);
+                    let Some(t) = todo.get(i) else { return };
+                    let r = analyse_target(analyst.as_mut(), t, engine, opts.budget)
+                        .with_context(|| format!("analysing {}", shakmaty::fen::Fen::from_position(&t.pos, shakmaty::EnPassantMode::Legal)));
+                    let failed = r.is_err();
+                    if tx.send(r).is_err() || failed {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        let mut batch = Vec::new();
+        let mut last = Instant::now();
+        let mut flush = |batch: &mut Vec<Analysis>, summary: &mut Summary| -> Result<()> {
+            if batch.is_empty() {
+                return Ok(());
+            }
+            book.store_analysis(batch)?;
+            for a in batch.iter() {
+                summary.analysed += 1;
+                if a.interior {
+                    summary.interior += 1;
+                } else {
+                    summary.leaves += 1;
+                }
+            }
+            batch.clear();
+            Ok(())
+        };
+        for r in rx {
+            match r {
+                Ok(a) => {
+                    batch.push(a);
+                    stored += 1;
+                    bar.set_position(stored as u64);
+                    if !opts.progress && stored % 1000 == 0 {
+                        eprintln!(
+                            "analyse: {stored}/{total} positions, {:.1}/s",
+                            stored as f64 / start.elapsed().as_secs_f64()
+                        );
+                    }
+                }
+                Err(e) => {
+                    stop.store(true, Ordering::SeqCst);
+                    failure.get_or_insert(e);
+                }
+            }
+            if batch.len() >= opts.batch || last.elapsed() > Duration::from_secs(5) {
+                if let Err(e) = flush(&mut batch, &mut summary) {
+                    stop.store(true, Ordering::SeqCst);
+                    failure.get_or_insert(e);
+                }
+                last = Instant::now();
+            }
+        }
+        if let Err(e) = flush(&mut batch, &mut summary) {
+            failure.get_or_insert(e);
+        }
+    });
+    bar.finish_and_clear();
+    summary.seconds = start.elapsed().as_secs_f64();
+    summary.left = total - summary.analysed;
+    summary.interrupted = crate::interrupt::interrupted();
+    if let Some(e) = failure {
+        return Err(e.context(format!(
+            "analysis stopped; {} positions stored before the error are kept",
+            summary.analysed
+        )));
+    }
+    Ok(summary)
+}
+
+/// `learnbook analyze`: every target of the book not yet analysed with this
+/// engine and budget.
+pub fn run(book: &mut Book, opts: &Options) -> Result<Summary> {
+    if opts.min_games == 0 {
+        bail!("--min-games must be at least 1");
+    }
+    let engine = opts.engine.label();
+    let found = targets::find(book, opts.min_games, &engine, &opts.budget.to_string())?;
+    let mut s = run_targets(book, found.todo, opts)?;
+    s.already = found.done;
+    Ok(s)
+}
+
+/// Analyses what one learned game added or changed (`positions`: the game's
+/// boards, start first).
+pub fn run_on_game(book: &mut Book, positions: &[shakmaty::Chess], opts: &Options) -> Result<Summary> {
+    let engine = opts.engine.label();
+    let found = targets::on_path(book, positions, opts.min_games, &engine, &opts.budget.to_string())?;
+    let mut s = run_targets(book, found.todo, &Options { progress: false, ..opts.clone() })?;
+    s.already = found.done;
+    Ok(s)
+}
+
+fn progress_bar(show: bool, total: u64) -> indicatif::ProgressBar {
+    use indicatif::{ProgressBar, ProgressStyle};
+    if show && std::io::stderr().is_terminal() {
+        let pb = ProgressBar::new(total);
+        if let Ok(style) = ProgressStyle::with_template(
+            "analyse [{elapsed_precise}] {bar:30} {pos}/{len} positions ({per_sec}, eta {eta})",
+        ) {
+            pb.set_style(style);
+        }
+        pb
+    } else {
+        ProgressBar::hidden()
+    }
+}
+
+/// An engine spec for `--engine`: `builtin[,weights=W.toml]` or a match
+/// runner spec of a UCI engine (`cmd=stockfish,option.Threads=1`).
+pub fn parse_engine(spec: Option<&str>) -> Result<EngineChoice> {
+    use crate::play::{runner::PlayerSpec, spec::parse_player};
+    let builtin = |weights: Option<&std::path::Path>| -> Result<EngineChoice> {
+        Ok(match weights {
+            None => EngineChoice::Builtin {
+                weights: crate::engine::params::Weights::default(),
+                label: "learnbook".into(),
+            },
+            Some(p) => EngineChoice::Builtin {
+                weights: crate::engine::params::Weights::load(p)?,
+                label: format!(
+                    "learnbook weights={}",
+                    p.file_name().map_or(String::new(), |f| f.to_string_lossy().into_owned())
+                ),
+            },
+        })
+    };
+    let Some(spec) = spec else {
+        return builtin(None);
+    };
+    let spec = if spec == "builtin" { "cmd=builtin" } else { spec };
+    match parse_player(spec).with_context(|| format!("bad --engine {spec:?}"))? {
+        PlayerSpec::Builtin { weights, book, .. } => {
+            if book.is_some() {
+                bail!("--engine: an analysing engine takes no book=");
+            }
+            builtin(weights.as_deref())
+        }
+        PlayerSpec::External(e) => {
+            if e.proto != crate::play::protocol::Proto::Uci {
+                return Err(anyhow!("--engine: analysis needs a UCI engine (proto=uci)"));
+            }
+            Ok(EngineChoice::Uci(e))
+        }
+    }
+}
