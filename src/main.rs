@@ -381,16 +381,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
         } => {
             let budget = match (nodes, movetime) {
                 (_, Some(ms)) => learnbook::analyze::Budget::Movetime(ms),
-                (n, None) => {
-                    learnbook::analyze::Budget::Nodes(n.unwrap_or(learnbook::analyze::DEFAULT_NODES))
-                }
+                (n, None) => learnbook::analyze::Budget::Nodes(
+                    n.unwrap_or(learnbook::analyze::DEFAULT_NODES),
+                ),
             };
             let opts = learnbook::analyze::Options {
                 engine: learnbook::analyze::parse_engine(engine.as_deref())?,
                 budget,
-                threads: threads.unwrap_or_else(|| {
-                    std::thread::available_parallelism().map_or(1, |n| n.get())
-                }),
+                threads: threads
+                    .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
                 min_games,
                 batch: 256,
                 progress: true,

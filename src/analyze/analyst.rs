@@ -35,7 +35,10 @@ pub trait Analyst: Send {
 #[derive(Clone, Debug)]
 pub enum EngineChoice {
     /// The search core with these weights; `label` names them in the records.
-    Builtin { weights: Weights, label: String },
+    Builtin {
+        weights: Weights,
+        label: String,
+    },
     Uci(EngineSpec),
 }
 

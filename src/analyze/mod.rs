@@ -8,6 +8,7 @@
 //! search; neither `book` nor `engine` knows of the other.
 
 pub mod analyst;
+pub mod quality;
 pub mod targets;
 
 use std::{
@@ -95,7 +96,12 @@ impl Summary {
 
 /// Searches one target: the position, then (interior) its best move
 /// outside the book, unless the first search already chose one.
-pub fn analyse_target(a: &mut dyn Analyst, t: &Target, engine: &str, budget: Budget) -> Result<Analysis> {
+pub fn analyse_target(
+    a: &mut dyn Analyst,
+    t: &Target,
+    engine: &str,
+    budget: Budget,
+) -> Result<Analysis> {
     let whole = a.search(&t.pos, &[], true)?;
     let mut out = Analysis {
         key: t.key,
@@ -173,8 +179,17 @@ pub fn run_targets(book: &mut Book, todo: Vec<Target>, opts: &Options) -> Result
                     }
                     let i = next.fetch_add(1, Ordering::SeqCst);
                     let Some(t) = todo.get(i) else { return };
-                    let r = analyse_target(analyst.as_mut(), t, engine, opts.budget)
-                        .with_context(|| format!("analysing {}", shakmaty::fen::Fen::from_position(&t.pos, shakmaty::EnPassantMode::Legal)));
+                    let r = analyse_target(analyst.as_mut(), t, engine, opts.budget).with_context(
+                        || {
+                            format!(
+                                "analysing {}",
+                                shakmaty::fen::Fen::from_position(
+                                    &t.pos,
+                                    shakmaty::EnPassantMode::Legal
+                                )
+                            )
+                        },
+                    );
                     let failed = r.is_err();
                     if tx.send(r).is_err() || failed {
                         return;
@@ -207,7 +222,7 @@ pub fn run_targets(book: &mut Book, todo: Vec<Target>, opts: &Options) -> Result
                     batch.push(a);
                     stored += 1;
                     bar.set_position(stored as u64);
-                    if !opts.progress && stored % 1000 == 0 {
+                    if bar.is_hidden() && stored % 1000 == 0 {
                         eprintln!(
                             "analyse: {stored}/{total} positions, {:.1}/s",
                             stored as f64 / start.elapsed().as_secs_f64()
@@ -259,10 +274,27 @@ pub fn run(book: &mut Book, opts: &Options) -> Result<Summary> {
 
 /// Analyses what one learned game added or changed (`positions`: the game's
 /// boards, start first).
-pub fn run_on_game(book: &mut Book, positions: &[shakmaty::Chess], opts: &Options) -> Result<Summary> {
+pub fn run_on_game(
+    book: &mut Book,
+    positions: &[shakmaty::Chess],
+    opts: &Options,
+) -> Result<Summary> {
     let engine = opts.engine.label();
-    let found = targets::on_path(book, positions, opts.min_games, &engine, &opts.budget.to_string())?;
-    let mut s = run_targets(book, found.todo, &Options { progress: false, ..opts.clone() })?;
+    let found = targets::on_path(
+        book,
+        positions,
+        opts.min_games,
+        &engine,
+        &opts.budget.to_string(),
+    )?;
+    let mut s = run_targets(
+        book,
+        found.todo,
+        &Options {
+            progress: false,
+            ..opts.clone()
+        },
+    )?;
     s.already = found.done;
     Ok(s)
 }
@@ -296,7 +328,8 @@ pub fn parse_engine(spec: Option<&str>) -> Result<EngineChoice> {
                 weights: crate::engine::params::Weights::load(p)?,
                 label: format!(
                     "learnbook weights={}",
-                    p.file_name().map_or(String::new(), |f| f.to_string_lossy().into_owned())
+                    p.file_name()
+                        .map_or(String::new(), |f| f.to_string_lossy().into_owned())
                 ),
             },
         })
@@ -304,7 +337,11 @@ pub fn parse_engine(spec: Option<&str>) -> Result<EngineChoice> {
     let Some(spec) = spec else {
         return builtin(None);
     };
-    let spec = if spec == "builtin" { "cmd=builtin" } else { spec };
+    let spec = if spec == "builtin" {
+        "cmd=builtin"
+    } else {
+        spec
+    };
     match parse_player(spec).with_context(|| format!("bad --engine {spec:?}"))? {
         PlayerSpec::Builtin { weights, book, .. } => {
             if book.is_some() {

@@ -323,8 +323,12 @@ pub fn choose(
             }
         }
         None => {
-            let best = ranked(choices.iter().filter(|c| c.q >= p.deviation), parent_points, p)
-                .map(|(_, c)| c.mv);
+            let best = ranked(
+                choices.iter().filter(|c| c.q >= p.deviation),
+                parent_points,
+                p,
+            )
+            .map(|(_, c)| c.mv);
             (top.map(|(s, _)| (s - prior).max(p.deviation)), best)
         }
     }
@@ -594,7 +598,10 @@ mod tests {
             exact: false,
             all_lost: false,
         };
-        assert_eq!(best_choice(&[lucky, solid], 200, None, &p), Some(MoveCode(10)));
+        assert_eq!(
+            best_choice(&[lucky, solid], 200, None, &p),
+            Some(MoveCode(10))
+        );
     }
 
     #[test]

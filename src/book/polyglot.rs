@@ -88,6 +88,66 @@ pub fn read_bin(path: &Path) -> Result<Vec<Entry>> {
         .collect())
 }
 
+/// A Polyglot `.bin` book in memory, read as GUIs read one: the entries of a
+/// position, a move at random in proportion to its weight.
+pub struct PolyglotBook {
+    entries: KeyMap<u64, Vec<(MoveCode, u16)>>,
+}
+
+impl PolyglotBook {
+    pub fn open(path: &Path) -> Result<PolyglotBook> {
+        let mut entries: KeyMap<u64, Vec<(MoveCode, u16)>> = KeyMap::default();
+        for e in read_bin(path)? {
+            entries
+                .entry(e.key)
+                .or_default()
+                .push((MoveCode(e.mv), e.weight));
+        }
+        Ok(PolyglotBook { entries })
+    }
+
+    /// The legal moves the book has for `pos` with their weights, highest
+    /// weight first (entries that are not legal moves are ignored).
+    pub fn moves(&self, pos: &Chess) -> Vec<(shakmaty::Move, u16)> {
+        let mut out: Vec<(shakmaty::Move, u16)> = self
+            .entries
+            .get(&polyglot_key(pos))
+            .map(|es| {
+                es.iter()
+                    .filter_map(|&(mv, w)| mv.to_move(pos).map(|m| (m, w)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        out.sort_by(|a, b| b.1.cmp(&a.1));
+        out
+    }
+
+    /// The move a GUI plays: at random, in proportion to the weights (`None`
+    /// if the position is not in the book or every weight is 0).
+    pub fn pick<R: rand::Rng>(&self, pos: &Chess, rng: &mut R) -> Option<shakmaty::Move> {
+        let moves = self.moves(pos);
+        let total: u32 = moves.iter().map(|m| u32::from(m.1)).sum();
+        if total == 0 {
+            return None;
+        }
+        let mut x = rng.random_range(0..total);
+        for (m, w) in moves {
+            if x < u32::from(w) {
+                return Some(m);
+            }
+            x -= u32::from(w);
+        }
+        None
+    }
+}
+
+/// Whether `path` names a Polyglot book (by its `.bin` extension) rather
+/// than a learnbook SQLite book.
+pub fn is_polyglot_path(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("bin"))
+}
+
 /// Writes entries sorted by key, then by weight (highest first), then move.
 pub fn write_bin(path: &Path, entries: &mut [Entry]) -> Result<()> {
     entries.sort_by(|a, b| {
@@ -168,11 +228,7 @@ pub fn export_entries(book: &Book, opts: &ExportOptions) -> Result<Vec<Entry>> {
                 };
                 (2 * wins + d).min(65535)
             }
-            WeightMode::Value => value_weights
-                .get(&(key, mv))
-                .copied()
-                .unwrap_or(0)
-                .into(),
+            WeightMode::Value => value_weights.get(&(key, mv)).copied().unwrap_or(0).into(),
         };
         let enough = match opts.weights {
             WeightMode::Imported => true,

@@ -95,7 +95,11 @@ pub fn show(book: &Book, pos: &Chess) -> Result<String> {
             "  analysis: score {} (depth {}){}  [{} {}]",
             format_cp(a.score),
             a.depth,
-            match (a.interior, a.deviation, a.dev_move.and_then(|m| m.to_move(pos))) {
+            match (
+                a.interior,
+                a.deviation,
+                a.dev_move.and_then(|m| m.to_move(pos))
+            ) {
                 (true, Some(d), Some(m)) => format!(
                     ", best move outside the book {} {} (depth {})",
                     shakmaty::san::San::from_move(pos, m),
@@ -121,7 +125,11 @@ pub fn show(book: &Book, pos: &Chess) -> Result<String> {
             )?,
         }
     } else if let Some(w) = weights.iter().find(|w| w.0.is_none()) {
-        writeln!(s, "  (weighted leaves the book {:.1}% of the time)", 100.0 * w.1)?;
+        writeln!(
+            s,
+            "  (weighted leaves the book {:.1}% of the time)",
+            100.0 * w.1
+        )?;
     }
     Ok(s)
 }

@@ -17,8 +17,11 @@ use anyhow::Result;
 use rand::Rng;
 use shakmaty::{Chess, Move, Position as _};
 
+use std::path::Path;
+
 use super::keys::{polyglot_key, MoveCode};
 use super::minimax::{self, Choice, NodeInfo, ValueParams};
+use super::polyglot::{is_polyglot_path, PolyglotBook};
 use super::store::{Book, BookMove};
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -119,6 +122,41 @@ pub fn choose<R: Rng>(book: &Book, pos: &Chess, mode: Mode, rng: &mut R) -> Resu
     };
     // A key collision or a stale row must never produce an illegal move.
     Ok(code.and_then(|c| c.to_move(pos)))
+}
+
+/// A book an engine plays from: a learnbook book, or a Polyglot `.bin`
+/// (a move at random in proportion to its weights, as GUIs play it,
+/// whatever the mode).
+pub enum OpeningBook {
+    Learnbook(Book),
+    Polyglot(PolyglotBook),
+}
+
+impl OpeningBook {
+    /// Opens `path`: a Polyglot book if it ends in `.bin`, else a learnbook book.
+    pub fn open(path: &Path) -> Result<OpeningBook> {
+        Ok(if is_polyglot_path(path) {
+            OpeningBook::Polyglot(PolyglotBook::open(path)?)
+        } else {
+            OpeningBook::Learnbook(Book::open(path)?)
+        })
+    }
+
+    /// The book's move in `pos`, if it has one.
+    pub fn choose<R: Rng>(&self, pos: &Chess, mode: Mode, rng: &mut R) -> Result<Option<Move>> {
+        match self {
+            OpeningBook::Learnbook(b) => choose(b, pos, mode, rng),
+            OpeningBook::Polyglot(b) => Ok(b.pick(pos, rng)),
+        }
+    }
+
+    /// The moves to search out of book (empty: all); see [`search_moves`].
+    pub fn search_moves(&self, pos: &Chess) -> Result<Vec<Move>> {
+        match self {
+            OpeningBook::Learnbook(b) => search_moves(b, pos),
+            OpeningBook::Polyglot(_) => Ok(Vec::new()),
+        }
+    }
 }
 
 /// What an engine out of book should search in `pos` (UCI `searchmoves`):

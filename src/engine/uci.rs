@@ -24,8 +24,7 @@ use super::{
 };
 use crate::book::{
     keys::uci_of,
-    select::{choose, search_moves, Mode},
-    Book,
+    select::{Mode, OpeningBook},
 };
 
 const NAME: &str = concat!("learnbook ", env!("CARGO_PKG_VERSION"));
@@ -51,7 +50,7 @@ struct Engine {
     hash_mb: usize,
     own_book: bool,
     book_file: Option<PathBuf>,
-    book: Option<Book>,
+    book: Option<OpeningBook>,
     book_mode: Mode,
     weights_file: Option<PathBuf>,
 }
@@ -101,7 +100,7 @@ pub fn run(input: impl BufRead, config: Config) -> anyhow::Result<()> {
         weights_file: config.weights,
     };
     if let Some(p) = &config.book {
-        e.book = Some(Book::open(p)?);
+        e.book = Some(OpeningBook::open(p)?);
     }
     for line in input.lines() {
         let line = match line {
@@ -237,7 +236,7 @@ impl Engine {
                     return;
                 }
                 let path = PathBuf::from(&value);
-                match Book::open(&path) {
+                match OpeningBook::open(&path) {
                     Ok(b) => {
                         self.book = Some(b);
                         self.book_file = Some(path);
@@ -430,7 +429,7 @@ impl Engine {
             return None;
         }
         let book = self.book.as_ref()?;
-        match choose(book, &self.pos.chess, self.book_mode, &mut rand::rng()) {
+        match book.choose(&self.pos.chess, self.book_mode, &mut rand::rng()) {
             Ok(m) => m,
             Err(err) => {
                 say(&format!("info string book lookup failed: {err:#}"));
@@ -440,12 +439,12 @@ impl Engine {
     }
 
     /// Out of book: the moves that did not lose every book game (see
-    /// [`search_moves`]); empty means all.
+    /// [`OpeningBook::search_moves`]); empty means all.
     fn moves_not_lost(&self) -> Vec<Move> {
         let Some(book) = self.book.as_ref().filter(|_| self.own_book) else {
             return Vec::new();
         };
-        search_moves(book, &self.pos.chess).unwrap_or_else(|err| {
+        book.search_moves(&self.pos.chess).unwrap_or_else(|err| {
             say(&format!("info string book lookup failed: {err:#}"));
             Vec::new()
         })

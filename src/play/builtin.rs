@@ -7,10 +7,7 @@ use rand::{rngs::StdRng, SeedableRng};
 
 use super::protocol::{Budget, Fault, Player, Reply, Request};
 use crate::{
-    book::{
-        select::{choose, search_moves, Mode},
-        Book,
-    },
+    book::select::{Mode, OpeningBook},
     engine::{
         params::Weights,
         position::Position,
@@ -21,7 +18,7 @@ use crate::{
 pub struct Builtin {
     name: String,
     searcher: Searcher,
-    book: Option<Book>,
+    book: Option<OpeningBook>,
     book_mode: Mode,
     rng: StdRng,
 }
@@ -34,7 +31,7 @@ impl Builtin {
         book_mode: Mode,
         seed: u64,
     ) -> anyhow::Result<Builtin> {
-        let book = book.map(Book::open).transpose()?;
+        let book = book.map(OpeningBook::open).transpose()?;
         Ok(Builtin {
             name: name.to_string(),
             searcher: Searcher::new(16, weights),
@@ -71,9 +68,9 @@ impl Player for Builtin {
         let mut searchmoves = Vec::new();
         if let Some(book) = &self.book {
             let book_err = |e: anyhow::Error| Fault::Crash(format!("{}: book: {e:#}", self.name));
-            match choose(book, req.position, self.book_mode, &mut self.rng) {
+            match book.choose(req.position, self.book_mode, &mut self.rng) {
                 Ok(Some(mv)) => return Ok(Reply::Move { mv, score_cp: None }),
-                Ok(None) => searchmoves = search_moves(book, req.position).map_err(book_err)?,
+                Ok(None) => searchmoves = book.search_moves(req.position).map_err(book_err)?,
                 Err(e) => return Err(book_err(e)),
             }
         }

@@ -441,7 +441,10 @@ impl UciEngine {
         let text = line.split_whitespace().nth(1).unwrap_or("");
         let best = parse_move(pos, text);
         if best.is_none() && !matches!(text, "(none)" | "0000") {
-            return Err(Fault::Illegal(format!("{} played {text:?}", self.spec.name)));
+            return Err(Fault::Illegal(format!(
+                "{} played {text:?}",
+                self.spec.name
+            )));
         }
         let score = score.ok_or_else(|| {
             Fault::Illegal(format!("{} gave no score before bestmove", self.spec.name))
@@ -675,13 +678,18 @@ mod tests {
 
     #[test]
     fn info_lines() {
-        let i = parse_info("info depth 12 seldepth 18 score cp -35 nodes 1000 pv e2e4 e7e5").unwrap();
+        let i =
+            parse_info("info depth 12 seldepth 18 score cp -35 nodes 1000 pv e2e4 e7e5").unwrap();
         assert_eq!((i.depth, i.score, i.bound), (Some(12), Some(-35), false));
         let i = parse_info("info depth 9 score mate 3 pv d1h5").unwrap();
         assert_eq!(i.score, Some(30_000 - 5));
         let i = parse_info("info depth 9 score mate -2").unwrap();
         assert_eq!(i.score, Some(-30_000 + 4));
-        assert!(parse_info("info depth 5 score cp 10 lowerbound").unwrap().bound);
+        assert!(
+            parse_info("info depth 5 score cp 10 lowerbound")
+                .unwrap()
+                .bound
+        );
         assert_eq!(parse_info("info string score cp 99").unwrap().score, None);
         assert!(parse_info("bestmove e2e4").is_none());
     }

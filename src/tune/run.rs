@@ -3,10 +3,7 @@
 //! limit every game depends only on the two weight sets and the opening, so
 //! results do not depend on machine load or on the number of threads.
 
-use std::{
-    path::Path,
-    time::Instant,
-};
+use std::{path::Path, time::Instant};
 
 use anyhow::{bail, Context, Result};
 use rand::Rng;

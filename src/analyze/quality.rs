@@ -1,0 +1,462 @@
+//! `bench book-quality`: an independent engine (the judge) scores the move
+//! each book plays at the most-played positions, and the book's values
+//! against its evaluations.
+//!
+//! For every position the judge searches the position (its best move and
+//! score) and then each move a book would play, alone (`searchmoves`), with
+//! the same node budget and a cleared hash for every search. A move's loss
+//! is `max(0, best - move)` in centipawns (0 for the judge's own move).
+
+use std::{
+    collections::{BinaryHeap, HashMap, HashSet},
+    fmt::Write as _,
+    path::PathBuf,
+    sync::{
+        atomic::{AtomicUsize, Ordering},
+        Mutex,
+    },
+    time::Duration,
+};
+
+use anyhow::{anyhow, Context, Result};
+use shakmaty::{Chess, Move, Position};
+
+use crate::{
+    book::{
+        keys::{polyglot_key, uci_of},
+        minimax::Choice,
+        polyglot::PolyglotBook,
+        select::{choice_of, option_weights},
+        Book,
+    },
+    play::protocol::{EngineSpec, UciEngine},
+};
+
+pub struct Options {
+    pub book: PathBuf,
+    /// Polyglot books to compare, with their names.
+    pub compare: Vec<(String, PathBuf)>,
+    pub judge: EngineSpec,
+    pub nodes: u64,
+    pub positions: usize,
+    pub skip: usize,
+    pub max_ply: u32,
+    pub threads: usize,
+    /// Moves of a weighted pick below this probability are not judged.
+    pub min_probability: f64,
+    pub csv: Option<PathBuf>,
+}
+
+/// A position to judge.
+#[derive(Clone, Debug)]
+struct Spot {
+    pos: Chess,
+    games: u32,
+    ply: u32,
+    /// The book's value (side to move).
+    value: f64,
+    /// `(W - L) / N` for the side to move.
+    raw: f64,
+    /// Per player: the moves it would play, with probabilities (empty: no move).
+    picks: Vec<Vec<(Move, f64)>>,
+}
+
+/// The judge's verdict on a position.
+#[derive(Clone, Debug)]
+struct Verdict {
+    score: i32,
+    best: Option<Move>,
+    loss: HashMap<String, i32>,
+}
+
+/// The book's positions up to `max_ply`, most games first (best-first walk
+/// over book moves with games).
+fn most_played(book: &Book, max_ply: u32, count: usize) -> Result<Vec<(Chess, u32, u32)>> {
+    let root = Chess::default();
+    let key = polyglot_key(&root);
+    let Some(node) = book.position(key)? else {
+        return Ok(Vec::new());
+    };
+    let mut heap = BinaryHeap::new();
+    let mut seen = HashSet::new();
+    let mut boards: HashMap<u64, (Chess, u32)> = HashMap::new();
+    heap.push((node.counts.total(), std::cmp::Reverse(key)));
+    boards.insert(key, (root, 0));
+    seen.insert(key);
+    let mut out = Vec::new();
+    while let Some((games, std::cmp::Reverse(key))) = heap.pop() {
+        let Some((pos, ply)) = boards.remove(&key) else {
+            continue;
+        };
+        if !pos.legal_moves().is_empty() {
+            out.push((pos.clone(), games, ply));
+        }
+        if out.len() >= count {
+            break;
+        }
+        if ply >= max_ply {
+            continue;
+        }
+        for m in book.moves(key)? {
+            let (Some(child), Some(mv)) = (m.child, m.mv.to_move(&pos)) else {
+                continue;
+            };
+            if m.child_games == 0 || !seen.insert(child) {
+                continue;
+            }
+            let mut next = pos.clone();
+            next.play_unchecked(mv);
+            boards.insert(child, (next, ply + 1));
+            heap.push((m.child_games, std::cmp::Reverse(child)));
+        }
+    }
+    Ok(out)
+}
+
+/// The players' names, in column order.
+fn players(opts: &Options) -> Vec<String> {
+    let mut p = vec![
+        "learnbook best".to_string(),
+        "learnbook weighted".to_string(),
+    ];
+    for (name, _) in &opts.compare {
+        p.push(format!("{name} top"));
+        p.push(format!("{name} weighted"));
+    }
+    p
+}
+
+fn spots(opts: &Options, book: &Book, polyglots: &[PolyglotBook]) -> Result<Vec<Spot>> {
+    let params = book.settings.params;
+    let found = most_played(book, opts.max_ply, opts.skip + opts.positions)?;
+    let mut out = Vec::new();
+    for (pos, games, ply) in found.into_iter().skip(opts.skip) {
+        let key = polyglot_key(&pos);
+        let node = book
+            .position(key)?
+            .ok_or_else(|| anyhow!("position {key:016x} vanished"))?;
+        let c = node.counts;
+        let (w, l) = if ply % 2 == 0 {
+            (c.white, c.black)
+        } else {
+            (c.black, c.white)
+        };
+        let moves = book.moves(key)?;
+        let best: Vec<(Move, f64)> = book
+            .stored_best(key)?
+            .and_then(|m| m.to_move(&pos))
+            .map(|m| vec![(m, 1.0)])
+            .unwrap_or_default();
+        let choices: Vec<Choice> = moves.iter().filter_map(choice_of).collect();
+        let weighted: Vec<(Move, f64)> = option_weights(&node, &choices, &params)
+            .into_iter()
+            .filter_map(|(m, p)| Some((m?.to_move(&pos)?, p)))
+            .collect();
+        let mut picks = vec![best, weighted];
+        for pg in polyglots {
+            let entries = pg.moves(&pos);
+            let total: f64 = entries.iter().map(|e| f64::from(e.1)).sum();
+            picks.push(
+                entries
+                    .first()
+                    .map(|e| vec![(e.0, 1.0)])
+                    .unwrap_or_default(),
+            );
+            picks.push(if total > 0.0 {
+                entries
+                    .iter()
+                    .map(|e| (e.0, f64::from(e.1) / total))
+                    .collect()
+            } else {
+                Vec::new()
+            });
+        }
+        out.push(Spot {
+            pos,
+            games,
+            ply,
+            value: node.value,
+            raw: (f64::from(w) - f64::from(l)) / f64::from(c.total().max(1)),
+            picks,
+        });
+    }
+    Ok(out)
+}
+
+fn judge(engine: &mut UciEngine, spot: &Spot, opts: &Options) -> Result<Verdict> {
+    let go = format!("nodes {}", opts.nodes);
+    let allowed = Duration::from_secs(300);
+    let whole = engine
+        .analyse(&spot.pos, &go, &[], allowed, true)
+        .map_err(|e| anyhow!("judge: {e}"))?;
+    let mut loss = HashMap::new();
+    for pick in &spot.picks {
+        for (m, p) in pick {
+            if *p < opts.min_probability || loss.contains_key(&uci_of(m)) {
+                continue;
+            }
+            let l = if Some(m) == whole.best.as_ref() {
+                0
+            } else {
+                let r = engine
+                    .analyse(&spot.pos, &go, std::slice::from_ref(m), allowed, true)
+                    .map_err(|e| anyhow!("judge: {e}"))?;
+                (whole.score - r.score).max(0)
+            };
+            loss.insert(uci_of(m), l);
+        }
+    }
+    Ok(Verdict {
+        score: whole.score,
+        best: whole.best,
+        loss,
+    })
+}
+
+/// Ranks with ties averaged, for Spearman's correlation.
+fn ranks(x: &[f64]) -> Vec<f64> {
+    let mut idx: Vec<usize> = (0..x.len()).collect();
+    idx.sort_by(|&a, &b| x[a].total_cmp(&x[b]));
+    let mut r = vec![0.0; x.len()];
+    let mut i = 0;
+    while i < idx.len() {
+        let mut j = i;
+        while j + 1 < idx.len() && x[idx[j + 1]] == x[idx[i]] {
+            j += 1;
+        }
+        let avg = (i + j) as f64 / 2.0 + 1.0;
+        for k in i..=j {
+            r[idx[k]] = avg;
+        }
+        i = j + 1;
+    }
+    r
+}
+
+/// Spearman's rank correlation of two samples.
+pub fn spearman(a: &[f64], b: &[f64]) -> f64 {
+    let (ra, rb) = (ranks(a), ranks(b));
+    let n = ra.len() as f64;
+    let (ma, mb) = (ra.iter().sum::<f64>() / n, rb.iter().sum::<f64>() / n);
+    let cov: f64 = ra.iter().zip(&rb).map(|(x, y)| (x - ma) * (y - mb)).sum();
+    let va: f64 = ra.iter().map(|x| (x - ma).powi(2)).sum();
+    let vb: f64 = rb.iter().map(|y| (y - mb).powi(2)).sum();
+    cov / (va * vb).sqrt()
+}
+
+/// Losses of one player: mean, median, p90 and the share of picks losing
+/// >= 50 cp (for a weighted player: expected over its probabilities).
+struct LossStats {
+    judged: usize,
+    no_move: usize,
+    mean: f64,
+    median: f64,
+    p90: f64,
+    blunders: f64,
+}
+
+fn loss_stats(spots: &[Spot], verdicts: &[Verdict], player: usize, min_p: f64) -> LossStats {
+    let mut losses = Vec::new();
+    let mut blunders = 0.0;
+    let mut no_move = 0;
+    for (s, v) in spots.iter().zip(verdicts) {
+        let pick = &s.picks[player];
+        let judged: Vec<(f64, i32)> = pick
+            .iter()
+            .filter(|(_, p)| *p >= min_p)
+            .filter_map(|(m, p)| v.loss.get(&uci_of(m)).map(|&l| (*p, l)))
+            .collect();
+        let mass: f64 = judged.iter().map(|x| x.0).sum();
+        if judged.is_empty() || mass <= 0.0 {
+            no_move += 1;
+            continue;
+        }
+        losses.push(judged.iter().map(|(p, l)| p * f64::from(*l)).sum::<f64>() / mass);
+        blunders += judged
+            .iter()
+            .filter(|x| x.1 >= 50)
+            .map(|x| x.0)
+            .sum::<f64>()
+            / mass;
+    }
+    let n = losses.len();
+    let mut sorted = losses.clone();
+    sorted.sort_by(f64::total_cmp);
+    let at = |q: f64| {
+        if n == 0 {
+            0.0
+        } else {
+            sorted[((q * n as f64).ceil() as usize).clamp(1, n) - 1]
+        }
+    };
+    LossStats {
+        judged: n,
+        no_move,
+        mean: if n == 0 {
+            0.0
+        } else {
+            losses.iter().sum::<f64>() / n as f64
+        },
+        median: at(0.5),
+        p90: at(0.9),
+        blunders: if n == 0 { 0.0 } else { blunders / n as f64 },
+    }
+}
+
+/// Runs the judge and returns the report.
+pub fn run(opts: &Options) -> Result<String> {
+    let book = Book::open(&opts.book)?;
+    let polyglots = opts
+        .compare
+        .iter()
+        .map(|(_, p)| PolyglotBook::open(p))
+        .collect::<Result<Vec<_>>>()?;
+    let spots = spots(opts, &book, &polyglots)?;
+    if spots.is_empty() {
+        return Err(anyhow!("{} has no positions to judge", opts.book.display()));
+    }
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<Verdict>>> = Mutex::new(vec![None; spots.len()]);
+    let failure: Mutex<Option<anyhow::Error>> = Mutex::new(None);
+    std::thread::scope(|scope| {
+        for _ in 0..opts.threads.max(1) {
+            scope.spawn(|| {
+                let mut engine = match UciEngine::start(&opts.judge) {
+                    Ok(e) => e,
+                    Err(e) => {
+                        if let Ok(mut f) = failure.lock() {
+                            f.get_or_insert(anyhow!("cannot start the judge: {e}"));
+                        }
+                        return;
+                    }
+                };
+                loop {
+                    if failure.lock().map_or(true, |f| f.is_some()) {
+                        return;
+                    }
+                    let i = next.fetch_add(1, Ordering::SeqCst);
+                    let Some(spot) = spots.get(i) else { return };
+                    match judge(&mut engine, spot, opts) {
+                        Ok(v) => {
+                            if let Ok(mut r) = results.lock() {
+                                r[i] = Some(v);
+                            }
+                        }
+                        Err(e) => {
+                            if let Ok(mut f) = failure.lock() {
+                                f.get_or_insert(e);
+                            }
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    if let Some(e) = failure
+        .into_inner()
+        .map_err(|_| anyhow!("a judge thread panicked"))?
+    {
+        return Err(e);
+    }
+    let verdicts: Vec<Verdict> = results
+        .into_inner()
+        .map_err(|_| anyhow!("a judge thread panicked"))?
+        .into_iter()
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(|| anyhow!("a position was not judged"))?;
+    let names = players(opts);
+    let mut out = String::new();
+    let (most, least) = (spots[0].games, spots[spots.len() - 1].games);
+    writeln!(
+        out,
+        "book-quality: {} positions (ranks {}-{} by games, ply <= {}, {}..{} games), judge {} at {} nodes",
+        spots.len(),
+        opts.skip + 1,
+        opts.skip + spots.len(),
+        opts.max_ply,
+        most,
+        least,
+        opts.judge.name,
+        opts.nodes
+    )?;
+    writeln!(
+        out,
+        "  {:<26} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8}",
+        "player", "moves", "mean cp", "median", "p90", ">=50cp", "no move"
+    )?;
+    for (i, name) in names.iter().enumerate() {
+        let s = loss_stats(&spots, &verdicts, i, opts.min_probability);
+        writeln!(
+            out,
+            "  {:<26} {:>6} {:>8.1} {:>8.1} {:>8.1} {:>7.1}% {:>8}",
+            name,
+            s.judged,
+            s.mean,
+            s.median,
+            s.p90,
+            100.0 * s.blunders,
+            s.no_move
+        )?;
+    }
+    let judge_scores: Vec<f64> = verdicts.iter().map(|v| f64::from(v.score)).collect();
+    let values: Vec<f64> = spots.iter().map(|s| s.value).collect();
+    let raw: Vec<f64> = spots.iter().map(|s| s.raw).collect();
+    writeln!(
+        out,
+        "  Spearman with the judge's evaluation (side to move): book values {:.3}, raw score (W-L)/N {:.3}",
+        spearman(&values, &judge_scores),
+        spearman(&raw, &judge_scores)
+    )?;
+    if let Some(path) = &opts.csv {
+        let mut csv = String::from("fen,ply,games,value,raw,judge_cp,judge_best");
+        for n in &names {
+            write!(csv, ",{} move,{} loss", n, n)?;
+        }
+        csv.push('\n');
+        for (s, v) in spots.iter().zip(&verdicts) {
+            let fen = shakmaty::fen::Fen::from_position(&s.pos, shakmaty::EnPassantMode::Legal);
+            write!(
+                csv,
+                "{fen},{},{},{:.4},{:.4},{},{}",
+                s.ply,
+                s.games,
+                s.value,
+                s.raw,
+                v.score,
+                v.best.as_ref().map_or(String::new(), uci_of)
+            )?;
+            for pick in &s.picks {
+                let top = pick.iter().max_by(|a, b| a.1.total_cmp(&b.1));
+                match top {
+                    Some((m, _)) => write!(
+                        csv,
+                        ",{},{}",
+                        uci_of(m),
+                        v.loss
+                            .get(&uci_of(m))
+                            .map_or(String::new(), |l| l.to_string())
+                    )?,
+                    None => csv.push_str(",,"),
+                }
+            }
+            csv.push('\n');
+        }
+        std::fs::write(path, csv).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spearman_of_monotone_and_reversed_samples() {
+        let a = [1.0, 2.0, 3.0, 4.0];
+        assert!((spearman(&a, &[10.0, 20.0, 25.0, 90.0]) - 1.0).abs() < 1e-12);
+        assert!((spearman(&a, &[4.0, 3.0, 2.0, 1.0]) + 1.0).abs() < 1e-12);
+        // Ties share their average rank.
+        assert_eq!(ranks(&[5.0, 1.0, 5.0]), vec![2.5, 1.0, 2.5]);
+    }
+}

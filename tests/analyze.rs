@@ -1,0 +1,199 @@
+//! `analyze`: the search core over the sample book; values that use the
+//! scores and stay exactly those of a full re-evaluation; a killed run
+//! resumes without analysing a position twice; bad engines are clear errors
+//! that lose no stored score.
+
+mod common;
+
+use std::{
+    path::Path,
+    process::{Command, Stdio},
+    thread,
+    time::{Duration, Instant},
+};
+
+use common::{bin, number_after, ok, repo, run, s, sample};
+use rusqlite::{Connection, OpenFlags};
+use tempfile::TempDir;
+
+fn analysed(book: &Path) -> (i64, i64) {
+    let c = Connection::open_with_flags(book, OpenFlags::SQLITE_OPEN_READ_ONLY).expect("open");
+    c.busy_timeout(Duration::from_secs(10)).expect("timeout");
+    c.query_row(
+        "SELECT count(*), coalesce(sum(interior), 0) FROM analysis",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )
+    .expect("count")
+}
+
+fn sample_book(dir: &TempDir) -> std::path::PathBuf {
+    let book = dir.path().join("sample.sqlite");
+    ok(&["build", "--book", s(&book), s(&sample())]);
+    book
+}
+
+#[test]
+fn analysis_gives_every_busy_position_a_deviation_and_values_stay_exact() {
+    let dir = TempDir::new().expect("tmp");
+    let book = sample_book(&dir);
+    let before = String::from_utf8_lossy(&ok(&["show", "--book", s(&book)]).stdout).into_owned();
+    let out = ok(&[
+        "analyze",
+        "--book",
+        s(&book),
+        "--nodes",
+        "3000",
+        "--min-games",
+        "40",
+        "--threads",
+        "2",
+    ]);
+    let report = String::from_utf8_lossy(&out.stderr).into_owned();
+    let total: i64 = number_after(&report, "analysed ", ' ');
+    let (rows, interior) = analysed(&book);
+    assert_eq!(rows, total, "{report}");
+    assert!(
+        interior >= 20 && rows > interior,
+        "{rows} rows, {interior} interior"
+    );
+    let c = Connection::open(&book).expect("open");
+    // Every position with >= 40 games reachable from the start is interior.
+    let busy: i64 = c
+        .query_row(
+            "SELECT count(*) FROM positions WHERE white + draws + black >= 40 AND depth IS NOT NULL AND exact IS NULL",
+            [],
+            |r| r.get(0),
+        )
+        .expect("busy");
+    assert_eq!(interior, busy);
+    // A deviation was searched wherever a legal move is not a book move.
+    let no_dev: i64 = c
+        .query_row(
+            "SELECT count(*) FROM analysis WHERE interior = 1 AND deviation IS NULL",
+            [],
+            |r| r.get(0),
+        )
+        .expect("dev");
+    assert_eq!(no_dev, 0);
+    // The root's value changed (search scores are inputs now) and the book is consistent.
+    let after = String::from_utf8_lossy(&ok(&["show", "--book", s(&book)]).stdout).into_owned();
+    assert_ne!(before, after);
+    assert!(after.contains("analysis: score"), "{after}");
+    ok(&["check", "--book", s(&book)]);
+    // A second run finds nothing left to do.
+    let again = ok(&[
+        "analyze",
+        "--book",
+        s(&book),
+        "--nodes",
+        "3000",
+        "--min-games",
+        "40",
+    ]);
+    let again = String::from_utf8_lossy(&again.stderr).into_owned();
+    assert!(again.contains("analysed 0 positions"), "{again}");
+    assert_eq!(number_after::<i64>(&again, "; ", ' '), total, "{again}");
+}
+
+#[test]
+fn a_killed_analysis_resumes_without_analysing_a_position_twice() {
+    let dir = TempDir::new().expect("tmp");
+    let book = sample_book(&dir);
+    let args = [
+        "analyze",
+        "--book",
+        s(&book),
+        "--nodes",
+        "30000",
+        "--min-games",
+        "10",
+        "--threads",
+        "2",
+    ];
+    let mut child = Command::new(bin())
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    // Kill it once some batches are stored, mid-run.
+    let start = Instant::now();
+    loop {
+        thread::sleep(Duration::from_millis(100));
+        if analysed(&book).0 > 0 && start.elapsed() > Duration::from_secs(6) {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(120), "nothing stored");
+    }
+    assert!(
+        child.try_wait().expect("wait").is_none(),
+        "finished before the kill"
+    );
+    child.kill().expect("kill");
+    child.wait().expect("reap");
+    let (stored, _) = analysed(&book);
+    ok(&["check", "--book", s(&book)]);
+    let out = ok(&args);
+    let report = String::from_utf8_lossy(&out.stderr).into_owned();
+    let now: i64 = number_after(&report, "analysed ", ' ');
+    let already: i64 = number_after(&report, "; ", ' ');
+    assert_eq!(
+        already, stored,
+        "the rerun skips exactly what was stored: {report}"
+    );
+    assert_eq!(
+        analysed(&book).0,
+        stored + now,
+        "no position analysed twice: {report}"
+    );
+    ok(&["check", "--book", s(&book)]);
+}
+
+#[test]
+fn a_bad_or_crashing_engine_is_a_clear_error_and_keeps_stored_scores() {
+    let dir = TempDir::new().expect("tmp");
+    let book = sample_book(&dir);
+    let out = run(&[
+        "analyze",
+        "--book",
+        s(&book),
+        "--engine",
+        "cmd=/nonexistent/engine",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot start"), "{err}");
+    let out = run(&["analyze", "--book", s(&book), "--engine", "name=x,bogus=1"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bogus"));
+    assert_eq!(analysed(&book).0, 0);
+
+    // python-chess drives the fake engine; without it this part cannot run.
+    let py = Command::new("python3")
+        .args(["-c", "import chess"])
+        .status();
+    if !py.map(|s| s.success()).unwrap_or(false) {
+        eprintln!("skipped the crash half: python3 with python-chess is not installed");
+        return;
+    }
+    let fake = repo().join("tests/py/fake_engine.py");
+    let spec = format!("name=fake,cmd=python3 {} crash", s(&fake));
+    let out = run(&[
+        "analyze",
+        "--book",
+        s(&book),
+        "--engine",
+        &spec,
+        "--threads",
+        "1",
+        "--min-games",
+        "40",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("fake") && err.contains("kept"), "{err}");
+    let (stored, _) = analysed(&book);
+    assert!(stored >= 1, "the scores before the crash are kept");
+    ok(&["check", "--book", s(&book)]);
+}
