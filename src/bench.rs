@@ -495,6 +495,7 @@ fn bench_play(nodes: u64, games: usize, openings: &Path) -> Result<()> {
             sprt: None,
             adjudication: Adjudication::default(),
             learn: None,
+            after_learn: None,
             event: "bench".into(),
         };
         let t = Instant::now();

@@ -32,6 +32,73 @@ struct BookArg {
     book: PathBuf,
 }
 
+/// How `analyze` searches.
+#[derive(Args)]
+struct AnalysisArgs {
+    /// Nodes per search.
+    #[arg(long, conflicts_with = "movetime", default_value_t = learnbook::analyze::DEFAULT_NODES)]
+    nodes: u64,
+    /// Milliseconds per search, instead of --nodes.
+    #[arg(long)]
+    movetime: Option<u64>,
+    /// Engines searching in parallel (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Analyse positions with at least this many games, and their children.
+    #[arg(long, default_value_t = learnbook::analyze::DEFAULT_MIN_GAMES)]
+    min_games: u32,
+    /// The analysing engine: builtin (the search core; builtin,weights=W.toml) or a
+    /// UCI engine as the match runner takes it: "cmd=stockfish,option.Threads=1".
+    #[arg(long)]
+    engine: Option<String>,
+}
+
+/// How `learn --analyze` and `play --learn-analyze` search what a game added.
+#[derive(Args)]
+struct LearnAnalysisArgs {
+    /// Nodes per search of the analysis after each game.
+    #[arg(long, default_value_t = learnbook::analyze::DEFAULT_NODES)]
+    analysis_nodes: u64,
+    /// Analyse positions with at least this many games, and their children.
+    #[arg(long, default_value_t = learnbook::analyze::DEFAULT_MIN_GAMES)]
+    analysis_min_games: u32,
+    /// The analysing engine (default: the search core); see `analyze --engine`.
+    #[arg(long)]
+    analysis_engine: Option<String>,
+}
+
+impl AnalysisArgs {
+    fn options(&self, progress: bool) -> Result<learnbook::analyze::Options> {
+        use learnbook::analyze::{self, Budget};
+        Ok(analyze::Options {
+            engine: analyze::parse_engine(self.engine.as_deref())?,
+            budget: match self.movetime {
+                Some(ms) => Budget::Movetime(ms),
+                None => Budget::Nodes(self.nodes),
+            },
+            threads: self
+                .threads
+                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+            min_games: self.min_games,
+            batch: 256,
+            progress,
+        })
+    }
+}
+
+impl LearnAnalysisArgs {
+    fn options(&self) -> Result<learnbook::analyze::Options> {
+        AnalysisArgs {
+            nodes: self.analysis_nodes,
+            movetime: None,
+            threads: None,
+            min_games: self.analysis_min_games,
+            engine: self.analysis_engine.clone(),
+        }
+        .options(false)
+    }
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Build (or add to) a book from PGN files: .pgn, .pgn.gz, .pgn.zst, or - for stdin.
@@ -73,6 +140,11 @@ enum Command {
         /// Print only the summary, not a line per game.
         #[arg(long)]
         quiet: bool,
+        /// After each game, analyse what it added or changed (as `analyze` would).
+        #[arg(long)]
+        analyze: bool,
+        #[command(flatten)]
+        analysis: LearnAnalysisArgs,
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
     },
@@ -104,22 +176,8 @@ enum Command {
     Analyze {
         #[command(flatten)]
         book: BookArg,
-        /// Nodes per search.
-        #[arg(long, conflicts_with = "movetime")]
-        nodes: Option<u64>,
-        /// Milliseconds per search, instead of --nodes.
-        #[arg(long)]
-        movetime: Option<u64>,
-        /// Engines searching in parallel (default: all cores).
-        #[arg(long)]
-        threads: Option<usize>,
-        /// Analyse positions with at least this many games (and their children).
-        #[arg(long, default_value_t = learnbook::analyze::DEFAULT_MIN_GAMES)]
-        min_games: u32,
-        /// The analysing engine: builtin (the search core; builtin,weights=W.toml) or a
-        /// UCI engine as the match runner takes it: "cmd=stockfish,option.Threads=1".
-        #[arg(long)]
-        engine: Option<String>,
+        #[command(flatten)]
+        analysis: AnalysisArgs,
     },
     /// Recompute every value from scratch.
     Reevaluate {
@@ -236,6 +294,11 @@ enum Command {
         /// The engine (name=) whose games are learned.
         #[arg(long)]
         learn_as: Option<String>,
+        /// After each learned game, analyse what it added or changed (as `analyze` would).
+        #[arg(long, requires = "learn")]
+        learn_analyze: bool,
+        #[command(flatten)]
+        analysis: LearnAnalysisArgs,
         #[arg(long, default_value = "learnbook match")]
         event: String,
     },
@@ -371,29 +434,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             )?;
             eprint!("{}", summary.report());
         }
-        Command::Analyze {
-            book,
-            nodes,
-            movetime,
-            threads,
-            min_games,
-            engine,
-        } => {
-            let budget = match (nodes, movetime) {
-                (_, Some(ms)) => learnbook::analyze::Budget::Movetime(ms),
-                (n, None) => learnbook::analyze::Budget::Nodes(
-                    n.unwrap_or(learnbook::analyze::DEFAULT_NODES),
-                ),
-            };
-            let opts = learnbook::analyze::Options {
-                engine: learnbook::analyze::parse_engine(engine.as_deref())?,
-                budget,
-                threads: threads
-                    .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
-                min_games,
-                batch: 256,
-                progress: true,
-            };
+        Command::Analyze { book, analysis } => {
+            let opts = analysis.options(true)?;
             let mut b = Book::open(&book.book)?;
             learnbook::interrupt::stop_on_sigint();
             let summary = learnbook::analyze::run(&mut b, &opts)?;
@@ -402,12 +444,28 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 return Ok(ExitCode::from(130));
             }
         }
-        Command::Learn { book, quiet, files } => {
+        Command::Learn {
+            book,
+            quiet,
+            analyze,
+            analysis,
+            files,
+        } => {
             let mut b = Book::open(&book.book)?;
-            let summary = build::learn(&mut b, files, |l: &Learned| {
+            let opts = analyze.then(|| analysis.options()).transpose()?;
+            let summary = build::learn(&mut b, files, |b, game, l: &Learned| {
                 if !quiet {
                     println!("{}", book::report::learned_line(l));
                 }
+                if let Some(opts) = &opts {
+                    if let Some(boards) = game.boards() {
+                        let s = learnbook::analyze::run_on_game(b, &boards, opts)?;
+                        if !quiet && s.analysed > 0 {
+                            print!("  {}", s.report());
+                        }
+                    }
+                }
+                Ok(())
             })?;
             eprint!("{}", summary.report());
         }
@@ -514,6 +572,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             maxmoves,
             learn,
             learn_as,
+            learn_analyze,
+            analysis,
             event,
         } => {
             use learnbook::play::{game, runner, spec};
@@ -560,6 +620,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     max_moves: maxmoves,
                 },
                 learn: learn.zip(learn_as),
+                after_learn: match learn_analyze.then(|| analysis.options()).transpose()? {
+                    Some(opts) => Some(Box::new(move |b: &mut Book, start: &shakmaty::Chess, moves: &[shakmaty::Move]| {
+                        learnbook::analyze::run_on_game(b, &learnbook::analyze::boards(start, moves), &opts)
+                            .map(|_| ())
+                    })),
+                    None => None,
+                },
                 event,
             };
             let first = cfg.players[0].name().to_string();

@@ -197,3 +197,38 @@ fn a_bad_or_crashing_engine_is_a_clear_error_and_keeps_stored_scores() {
     assert!(stored >= 1, "the scores before the crash are kept");
     ok(&["check", "--book", s(&book)]);
 }
+
+#[test]
+fn learn_with_analyze_searches_what_the_game_added_and_stays_exact() {
+    let dir = TempDir::new().expect("tmp");
+    let book = sample_book(&dir);
+    ok(&["analyze", "--book", s(&book), "--nodes", "2000", "--min-games", "100"]);
+    let (before, _) = analysed(&book);
+    // A game leaving the sample's lines early: its new positions have one game.
+    let pgn = dir.path().join("new.pgn");
+    std::fs::write(
+        &pgn,
+        "[Event \"t\"]\n[White \"a\"]\n[Black \"b\"]\n[Result \"0-1\"]\n\n1. e4 e5 2. Nf3 Nc6 3. a3 a6 4. h3 h6 0-1\n",
+    )
+    .expect("write");
+    let out = ok(&[
+        "learn", "--book", s(&book), "--analyze", "--analysis-nodes", "2000",
+        "--analysis-min-games", "1", s(&pgn),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("analysed"), "{text}");
+    let c = Connection::open(&book).expect("open");
+    // The game's last position (after 4...h6) is now analysed as interior.
+    let last_interior: i64 = c
+        .query_row(
+            "SELECT count(*) FROM analysis a JOIN positions p ON p.key = a.key
+             WHERE p.depth = 8 AND p.white + p.draws + p.black = 1 AND a.interior = 1",
+            [],
+            |r| r.get(0),
+        )
+        .expect("count");
+    assert!(last_interior >= 1);
+    // The four new positions (after 3. a3 ... 4... h6) are new rows.
+    assert!(analysed(&book).0 >= before + 4);
+    ok(&["check", "--book", s(&book)]);
+}

@@ -299,6 +299,18 @@ pub fn run_on_game(
     Ok(s)
 }
 
+/// The boards of a game from `start` through `moves`, start first.
+pub fn boards(start: &shakmaty::Chess, moves: &[Move]) -> Vec<shakmaty::Chess> {
+    let mut out = Vec::with_capacity(moves.len() + 1);
+    let mut pos = start.clone();
+    out.push(pos.clone());
+    for m in moves {
+        pos.play_unchecked(m.clone());
+        out.push(pos.clone());
+    }
+    out
+}
+
 fn progress_bar(show: bool, total: u64) -> indicatif::ProgressBar {
     use indicatif::{ProgressBar, ProgressStyle};
     if show && std::io::stderr().is_terminal() {

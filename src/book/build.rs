@@ -265,7 +265,7 @@ pub struct Learned {
 pub fn learn(
     book: &mut Book,
     inputs: Vec<PathBuf>,
-    mut on_game: impl FnMut(&Learned),
+    mut on_game: impl FnMut(&mut Book, &Game, &Learned) -> Result<()>,
 ) -> Result<Summary> {
     let start = Instant::now();
     let mut summary = Summary::default();
@@ -280,14 +280,15 @@ pub fn learn(
         let Some(re) = book.add_game(game, source)? else {
             return Ok(false);
         };
-        on_game(&Learned {
+        let learned = Learned {
             source: source.to_string(),
             white: game.white.clone(),
             black: game.black.clone(),
             result: game.result.as_str(),
             recomputed: re.recomputed,
             choices: re.choices,
-        });
+        };
+        on_game(book, game, &learned)?;
         Ok(true)
     })?;
     summary.seconds = start.elapsed().as_secs_f64();

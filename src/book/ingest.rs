@@ -231,6 +231,22 @@ pub struct Game {
 }
 
 impl Game {
+    /// The boards of the stored moves, start first, for a game from the
+    /// standard start position (`None` for a game from a FEN).
+    pub fn boards(&self) -> Option<Vec<Chess>> {
+        let mut pos = Chess::default();
+        if self.start != polyglot_key(&pos) || self.start_ply != 0 {
+            return None;
+        }
+        let mut out = vec![pos.clone()];
+        for p in &self.plies {
+            let mv = p.mv.to_move(&pos)?;
+            pos.play_unchecked(mv);
+            out.push(pos.clone());
+        }
+        Some(out)
+    }
+
     /// White's expected score from the ratings, in thousandths of a point
     /// (500 when a rating is missing).
     pub fn expected_milli(&self) -> i64 {

@@ -14,7 +14,7 @@ use std::{
 
 use anyhow::{bail, Context, Result};
 use rand::{rngs::StdRng, seq::SliceRandom, SeedableRng};
-use shakmaty::{san::SanPlus, Chess, Color, Position};
+use shakmaty::{san::SanPlus, Chess, Color, Move, Position};
 
 use super::{
     builtin::Builtin,
@@ -73,6 +73,10 @@ impl PlayerSpec {
     }
 }
 
+/// What the runner calls after learning a game: the book, the game's start
+/// position and its moves.
+pub type AfterLearn = Box<dyn Fn(&mut Book, &Chess, &[Move]) -> Result<()> + Send + Sync>;
+
 pub struct MatchConfig {
     pub players: [PlayerSpec; 2],
     pub limit: Limit,
@@ -92,6 +96,9 @@ pub struct MatchConfig {
     pub adjudication: Adjudication,
     /// Add every game of the named player to this book, re-evaluating at once.
     pub learn: Option<(PathBuf, String)>,
+    /// Called after each learned game with the book, the game's start and
+    /// its moves (e.g. to analyse what the game added, at once).
+    pub after_learn: Option<AfterLearn>,
     pub event: String,
 }
 
@@ -311,6 +318,15 @@ pub fn run_match(
                     && learn_game(b, &record, i, &date)?
                 {
                     standing.learned += 1;
+                    if let Some(after) = &cfg.after_learn {
+                        let start = (Opening {
+                            fen: record.start_fen.clone(),
+                            moves: Vec::new(),
+                        })
+                        .start_position()
+                        .unwrap_or_default();
+                        after(b, &start, &record.moves)?;
+                    }
                 }
             }
             progress(i + 1, &record, &standing);
