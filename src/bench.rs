@@ -119,6 +119,21 @@ pub enum BenchCommand {
         #[arg(long)]
         csv: Option<PathBuf>,
     },
+    /// Analysis throughput: the same positions of a copy of BOOK analysed with 1 and with 2
+    /// threads (the search core), positions per second and their ratio.
+    Analyze {
+        /// The book to copy (it is not changed).
+        #[arg(long)]
+        book: PathBuf,
+        /// Nodes per search.
+        #[arg(long, default_value_t = crate::analyze::DEFAULT_NODES)]
+        nodes: u64,
+        /// Positions analysed per measurement (the first of the breadth-first order).
+        #[arg(long, default_value_t = 400)]
+        positions: usize,
+        #[arg(long, default_value_t = crate::analyze::DEFAULT_MIN_GAMES)]
+        min_games: u32,
+    },
     /// Adding one game and re-evaluating, against a full re-evaluation, on a copy of BOOK.
     Learn {
         /// The book to copy (it is not changed).
@@ -168,6 +183,12 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             games,
             openings,
         } => bench_play(nodes, games, &openings),
+        BenchCommand::Analyze {
+            book,
+            nodes,
+            positions,
+            min_games,
+        } => bench_analyze(&book, nodes, positions, min_games),
         BenchCommand::BookQuality {
             book,
             compare,
@@ -381,22 +402,67 @@ fn tempfile_dir() -> Result<PathBuf> {
     Ok(d)
 }
 
+/// Copies `book` page for page (as `build` left it) into `dir`.
+fn copy_book(book: &Path, copy: &Path) -> Result<()> {
+    let _ = std::fs::remove_file(copy);
+    // A page-for-page copy of the book as `build` left it (VACUUM INTO
+    // would pack every page full, so that nearly every insert splits one).
+    let src = Book::open(book)?;
+    src.conn
+        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .context("checkpointing the book")?;
+    std::fs::copy(book, copy)
+        .with_context(|| format!("copying {} to {}", book.display(), copy.display()))?;
+    // Written back now, not by the kernel while work is timed.
+    std::fs::File::open(copy)?.sync_all()?;
+    Ok(())
+}
+
+fn bench_analyze(book: &Path, nodes: u64, positions: usize, min_games: u32) -> Result<()> {
+    use crate::analyze::{self, Budget, EngineChoice, Options};
+    let dir = tempfile_dir()?;
+    let mut rates = Vec::new();
+    for threads in [1usize, 2] {
+        let copy = dir.join(format!("analyze-bench-{threads}.sqlite"));
+        copy_book(book, &copy)?;
+        let mut b = Book::open(&copy)?;
+        // Fresh scores for a fixed budget label, so nothing counts as done.
+        let opts = Options {
+            engine: EngineChoice::Builtin {
+                weights: crate::engine::params::Weights::default(),
+                label: "learnbook bench".into(),
+            },
+            budget: Budget::Nodes(nodes),
+            threads,
+            min_games,
+            batch: 256,
+            progress: false,
+        };
+        let found =
+            analyze::targets::find(&b, min_games, "learnbook bench", &opts.budget.to_string())?;
+        let todo: Vec<_> = found.todo.into_iter().take(positions).collect();
+        let n = todo.len();
+        let s = analyze::run_targets(&mut b, todo, &opts)?;
+        drop(b);
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", copy.display()));
+        }
+        let rate = s.analysed as f64 / s.seconds;
+        println!(
+            "threads {threads}: {n} positions ({} interior) in {:.2} s: {rate:.1} positions/s",
+            s.interior, s.seconds
+        );
+        rates.push(rate);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    println!("ratio 2/1 threads: {:.2}", rates[1] / rates[0]);
+    Ok(())
+}
+
 fn bench_learn(book: &Path, games: &Path, skip: usize, n: usize, full_runs: usize) -> Result<()> {
     let dir = tempfile_dir()?;
     let copy = dir.join("learn-bench.sqlite");
-    let _ = std::fs::remove_file(&copy);
-    {
-        // A page-for-page copy of the book as `build` left it (VACUUM INTO
-        // would pack every page full, so that nearly every insert splits one).
-        let src = Book::open(book)?;
-        src.conn
-            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
-            .context("checkpointing the book")?;
-        std::fs::copy(book, &copy)
-            .with_context(|| format!("copying {} to {}", book.display(), copy.display()))?;
-        // Written back now, not by the kernel while games are timed.
-        std::fs::File::open(&copy)?.sync_all()?;
-    }
+    copy_book(book, &copy)?;
     let mut b = Book::open(&copy)?;
     let filter = Filter {
         max_ply: b.settings.max_ply,

@@ -621,10 +621,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 },
                 learn: learn.zip(learn_as),
                 after_learn: match learn_analyze.then(|| analysis.options()).transpose()? {
-                    Some(opts) => Some(Box::new(move |b: &mut Book, start: &shakmaty::Chess, moves: &[shakmaty::Move]| {
-                        learnbook::analyze::run_on_game(b, &learnbook::analyze::boards(start, moves), &opts)
+                    Some(opts) => Some(Box::new(
+                        move |b: &mut Book, start: &shakmaty::Chess, moves: &[shakmaty::Move]| {
+                            learnbook::analyze::run_on_game(
+                                b,
+                                &learnbook::analyze::boards(start, moves),
+                                &opts,
+                            )
                             .map(|_| ())
-                    })),
+                        },
+                    )),
                     None => None,
                 },
                 event,

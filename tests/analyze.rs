@@ -202,7 +202,15 @@ fn a_bad_or_crashing_engine_is_a_clear_error_and_keeps_stored_scores() {
 fn learn_with_analyze_searches_what_the_game_added_and_stays_exact() {
     let dir = TempDir::new().expect("tmp");
     let book = sample_book(&dir);
-    ok(&["analyze", "--book", s(&book), "--nodes", "2000", "--min-games", "100"]);
+    ok(&[
+        "analyze",
+        "--book",
+        s(&book),
+        "--nodes",
+        "2000",
+        "--min-games",
+        "100",
+    ]);
     let (before, _) = analysed(&book);
     // A game leaving the sample's lines early: its new positions have one game.
     let pgn = dir.path().join("new.pgn");
@@ -212,8 +220,15 @@ fn learn_with_analyze_searches_what_the_game_added_and_stays_exact() {
     )
     .expect("write");
     let out = ok(&[
-        "learn", "--book", s(&book), "--analyze", "--analysis-nodes", "2000",
-        "--analysis-min-games", "1", s(&pgn),
+        "learn",
+        "--book",
+        s(&book),
+        "--analyze",
+        "--analysis-nodes",
+        "2000",
+        "--analysis-min-games",
+        "1",
+        s(&pgn),
     ]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("analysed"), "{text}");

@@ -143,9 +143,22 @@ fn read_games(path: &Path, skip: usize, n: usize) -> Vec<Game> {
 }
 
 #[test]
-fn incremental_equals_full_after_each_of_1000_games() {
+fn incremental_equals_full_after_each_of_1000_games_on_an_analysed_book() {
     let dir = TempDir::new().expect("tmp");
     let mut book = sample_book(&dir);
+    // Search scores are inputs too: positions with >= 10 games carry a
+    // score and a deviation, their children a score.
+    let opts = learnbook::analyze::Options {
+        engine: learnbook::analyze::parse_engine(None).expect("builtin"),
+        budget: learnbook::analyze::Budget::Nodes(1_500),
+        threads: 2,
+        min_games: 10,
+        batch: 64,
+        progress: false,
+    };
+    let s = learnbook::analyze::run(&mut book, &opts).expect("analyze");
+    assert!(s.interior >= 100 && s.leaves > s.interior, "{s:?}");
+    assert_exact(&book, "after the analysis");
     // Master games not in the sample (the sample is every 100th game).
     let games = read_games(&master(), 5_001, 1_000);
     let mut added = 0;
