@@ -130,6 +130,9 @@ enum Command {
         /// Weight B of the popularity prior ln(share of the games) in the choice (new book only).
         #[arg(long, default_value_t = ValueParams::default().popularity)]
         popularity: f64,
+        /// Games a search score counts as in an analysed position's statistics (new book only).
+        #[arg(long, default_value_t = ValueParams::default().search_games)]
+        search_games: f64,
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
     },
@@ -405,6 +408,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             deviation,
             evidence_penalty,
             popularity,
+            search_games,
             files,
         } => {
             if let Some(n) = threads {
@@ -420,6 +424,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     deviation,
                     evidence_penalty,
                     popularity,
+                    search_games,
                 },
             };
             let summary = build::build_book(

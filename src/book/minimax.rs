@@ -10,7 +10,8 @@
 //! * `p(n)`: the prior: the search score of `n` from `analyze`, as a value
 //!   ([`score_to_value`]); 0 (a draw) if `n` was not analysed.
 //! * `s(n) = (r(n) + K p(n)) / (N + K)`: the statistics, shrunk towards the
-//!   prior as if `K` games had ended at it.
+//!   prior as if `K` games had ended at it; `S` games instead of `K` where
+//!   the prior is a search score.
 //! * edge value `q(n -> c)`:
 //!   * `-exact(c)` if `c` is checkmate (-1) or stalemate (0);
 //!   * `-s(c)` if `c` is an analysed leaf of the analysis (searched, its
@@ -60,8 +61,12 @@ pub struct ValueParams {
     pub deviation: f64,
     /// `Z`: moves are ranked by `q - Z / sqrt(N + 1) + ...`.
     pub evidence_penalty: f64,
-    /// `B`: weight of the popularity prior `ln((N_c + 1) / (N + 1))`.
+    /// `B`: weight of the popularity prior `ln((P_c + 1) / (P + 1))`.
     pub popularity: f64,
+    /// `S`: games a search score counts as, where a position was analysed
+    /// (its prior is then the search, which errs far less than a guess of
+    /// a draw).
+    pub search_games: f64,
 }
 
 impl Default for ValueParams {
@@ -71,6 +76,7 @@ impl Default for ValueParams {
             deviation: -0.3,
             evidence_penalty: 0.2,
             popularity: 0.05,
+            search_games: 100.0,
         }
     }
 }
@@ -94,6 +100,12 @@ impl ValueParams {
         }
         if !(self.popularity >= 0.0 && self.popularity.is_finite()) {
             bail!("popularity must be >= 0, got {}", self.popularity);
+        }
+        if !(self.search_games > 0.0 && self.search_games.is_finite()) {
+            bail!(
+                "search_games must be a positive number, got {}",
+                self.search_games
+            );
         }
         Ok(())
     }
@@ -185,8 +197,11 @@ impl NodeInfo {
         // 2 (A - E) for White, in thousandths: exact integer arithmetic.
         let r_white = 2 * (1000 * i64::from(c.white) + 500 * i64::from(c.draws) - self.expected);
         let r = if white { r_white } else { -r_white } as f64 / 1000.0;
-        let prior = self.search.unwrap_or(0.0);
-        (r + p.prior_games * prior) / (f64::from(c.total()) + p.prior_games)
+        let n = f64::from(c.total());
+        match self.search {
+            Some(prior) => (r + p.search_games * prior) / (n + p.search_games),
+            None => r / (n + p.prior_games),
+        }
     }
 
     /// Searched, but its moves were not: a leaf of the analysis.

@@ -186,6 +186,7 @@ fn write_meta(conn: &Connection, settings: &BookSettings) -> Result<()> {
             settings.params.evidence_penalty.to_string(),
         ),
         ("popularity", settings.params.popularity.to_string()),
+        ("search_games", settings.params.search_games.to_string()),
     ];
     for (k, v) in rows {
         conn.execute(
@@ -209,6 +210,7 @@ fn read_params(conn: &Connection) -> Result<ValueParams> {
         deviation: num("deviation")?,
         evidence_penalty: num("evidence_penalty")?,
         popularity: num("popularity")?,
+        search_games: num("search_games")?,
     };
     params.validate()?;
     Ok(params)
@@ -230,10 +232,16 @@ fn migrate_v2(conn: &Connection) -> Result<()> {
         )?;
     }
     tx.execute_batch(SCHEMA)?;
-    tx.execute(
-        "INSERT OR IGNORE INTO meta(key, value) VALUES ('popularity', ?1)",
-        [ValueParams::default().popularity.to_string()],
-    )?;
+    let defaults = ValueParams::default();
+    for (k, v) in [
+        ("popularity", defaults.popularity),
+        ("search_games", defaults.search_games),
+    ] {
+        tx.execute(
+            "INSERT OR IGNORE INTO meta(key, value) VALUES (?1, ?2)",
+            params![k, v.to_string()],
+        )?;
+    }
     tx.execute(
         "UPDATE meta SET value = ?1 WHERE key = 'schema_version'",
         [SCHEMA_VERSION.to_string()],
