@@ -429,7 +429,7 @@ fn bench_analyze(book: &Path, nodes: u64, positions: usize, min_games: u32) -> R
         // Fresh scores for a fixed budget label, so nothing counts as done.
         let opts = Options {
             engine: EngineChoice::Builtin {
-                weights: crate::engine::params::Weights::default(),
+                weights: Box::default(),
                 label: "learnbook bench".into(),
             },
             budget: Budget::Nodes(nodes),

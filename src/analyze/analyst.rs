@@ -36,7 +36,7 @@ pub trait Analyst: Send {
 pub enum EngineChoice {
     /// The search core with these weights; `label` names them in the records.
     Builtin {
-        weights: Weights,
+        weights: Box<Weights>,
         label: String,
     },
     Uci(EngineSpec),
@@ -55,7 +55,7 @@ impl EngineChoice {
     pub fn start(&self, budget: Budget) -> Result<Box<dyn Analyst>> {
         Ok(match self {
             EngineChoice::Builtin { weights, .. } => Box::new(Builtin {
-                searcher: Searcher::new(8, weights.clone()),
+                searcher: Searcher::new(8, (**weights).clone()),
                 budget,
             }),
             EngineChoice::Uci(spec) => Box::new(Uci {

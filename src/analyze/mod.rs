@@ -222,7 +222,7 @@ pub fn run_targets(book: &mut Book, todo: Vec<Target>, opts: &Options) -> Result
                     batch.push(a);
                     stored += 1;
                     bar.set_position(stored as u64);
-                    if bar.is_hidden() && stored % 1000 == 0 {
+                    if bar.is_hidden() && stored.is_multiple_of(1000) {
                         eprintln!(
                             "analyse: {stored}/{total} positions, {:.1}/s",
                             stored as f64 / start.elapsed().as_secs_f64()
@@ -305,7 +305,7 @@ pub fn boards(start: &shakmaty::Chess, moves: &[Move]) -> Vec<shakmaty::Chess> {
     let mut pos = start.clone();
     out.push(pos.clone());
     for m in moves {
-        pos.play_unchecked(m.clone());
+        pos.play_unchecked(*m);
         out.push(pos.clone());
     }
     out
@@ -333,11 +333,11 @@ pub fn parse_engine(spec: Option<&str>) -> Result<EngineChoice> {
     let builtin = |weights: Option<&std::path::Path>| -> Result<EngineChoice> {
         Ok(match weights {
             None => EngineChoice::Builtin {
-                weights: crate::engine::params::Weights::default(),
+                weights: Box::default(),
                 label: "learnbook".into(),
             },
             Some(p) => EngineChoice::Builtin {
-                weights: crate::engine::params::Weights::load(p)?,
+                weights: Box::new(crate::engine::params::Weights::load(p)?),
                 label: format!(
                     "learnbook weights={}",
                     p.file_name()

@@ -41,13 +41,12 @@ fn already_done(book: &Book, t: &Target, engine: &str, budget: &str) -> Result<b
     })
 }
 
-/// The book moves of `pos` that have games, with their children's boards
-/// and game counts.
-fn book_children(
-    book: &Book,
-    pos: &Chess,
-    key: u64,
-) -> Result<Vec<(MoveCode, Chess, u64, u32, bool)>> {
+/// A book move with games: its code, the child's board, key and games, and
+/// whether the child is checkmate or stalemate.
+type Child = (MoveCode, Chess, u64, u32, bool);
+
+/// The book moves of `pos` that have games, with their children.
+fn book_children(book: &Book, pos: &Chess, key: u64) -> Result<Vec<Child>> {
     let mut out = Vec::new();
     for m in book.moves(key)? {
         if m.q.is_none() || m.child_games == 0 || m.counts.total() == 0 {

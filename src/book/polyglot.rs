@@ -118,7 +118,7 @@ impl PolyglotBook {
                     .collect()
             })
             .unwrap_or_default();
-        out.sort_by(|a, b| b.1.cmp(&a.1));
+        out.sort_by_key(|m| std::cmp::Reverse(m.1));
         out
     }
 

@@ -128,7 +128,7 @@ pub fn choose<R: Rng>(book: &Book, pos: &Chess, mode: Mode, rng: &mut R) -> Resu
 /// (a move at random in proportion to its weights, as GUIs play it,
 /// whatever the mode).
 pub enum OpeningBook {
-    Learnbook(Book),
+    Learnbook(Box<Book>),
     Polyglot(PolyglotBook),
 }
 
@@ -138,7 +138,7 @@ impl OpeningBook {
         Ok(if is_polyglot_path(path) {
             OpeningBook::Polyglot(PolyglotBook::open(path)?)
         } else {
-            OpeningBook::Learnbook(Book::open(path)?)
+            OpeningBook::Learnbook(Box::new(Book::open(path)?))
         })
     }
 
