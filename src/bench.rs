@@ -87,38 +87,7 @@ pub enum BenchCommand {
     /// positions: centipawn loss of learnbook's best and weighted picks and of each Polyglot
     /// book's top-weight and weighted picks, and the Spearman correlation of the book's values
     /// with the judge's evaluations.
-    BookQuality {
-        /// The learnbook book.
-        #[arg(long)]
-        book: PathBuf,
-        /// A Polyglot book to compare, as NAME=FILE.bin (repeatable).
-        #[arg(long, value_name = "NAME=X.bin")]
-        compare: Vec<String>,
-        /// The judge, a UCI engine as the match runner takes it: "cmd=stockfish,option.Threads=1".
-        #[arg(long)]
-        judge: String,
-        /// Nodes per judge search.
-        #[arg(long, default_value_t = 200_000)]
-        nodes: u64,
-        /// Positions to judge.
-        #[arg(long, default_value_t = 200)]
-        positions: usize,
-        /// Skip this many of the most-played positions first (a band of thinner ones).
-        #[arg(long, default_value_t = 0)]
-        skip: usize,
-        /// Positions at most this many plies from the start.
-        #[arg(long, default_value_t = 12)]
-        max_ply: u32,
-        /// Judge engines running at once.
-        #[arg(long, default_value_t = 2)]
-        threads: usize,
-        /// Moves of a weighted pick below this probability are not judged.
-        #[arg(long, default_value_t = 0.01)]
-        min_probability: f64,
-        /// Write every position's verdict to this CSV file.
-        #[arg(long)]
-        csv: Option<PathBuf>,
-    },
+    BookQuality(crate::analyze::quality::Options),
     /// Analysis throughput: the same positions of a copy of BOOK analysed with 1 and with 2
     /// threads (the search core), positions per second and their ratio.
     Analyze {
@@ -189,43 +158,8 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             positions,
             min_games,
         } => bench_analyze(&book, nodes, positions, min_games),
-        BenchCommand::BookQuality {
-            book,
-            compare,
-            judge,
-            nodes,
-            positions,
-            skip,
-            max_ply,
-            threads,
-            min_probability,
-            csv,
-        } => {
-            let judge = match crate::analyze::parse_engine(Some(&judge))? {
-                crate::analyze::EngineChoice::Uci(spec) => spec,
-                crate::analyze::EngineChoice::Builtin { .. } => {
-                    bail!("--judge must be an external UCI engine (the judge never helps produce what it judges)")
-                }
-            };
-            let compare = compare
-                .iter()
-                .map(|c| match c.split_once('=') {
-                    Some((n, p)) if !n.is_empty() => Ok((n.to_string(), PathBuf::from(p))),
-                    _ => Err(anyhow::anyhow!("--compare {c:?}: expected NAME=FILE.bin")),
-                })
-                .collect::<Result<Vec<_>>>()?;
-            let report = crate::analyze::quality::run(&crate::analyze::quality::Options {
-                book,
-                compare,
-                judge,
-                nodes,
-                positions,
-                skip,
-                max_ply,
-                threads,
-                min_probability,
-                csv,
-            })?;
+        BenchCommand::BookQuality(opts) => {
+            let report = crate::analyze::quality::run(&opts)?;
             print!("{report}");
             Ok(())
         }

@@ -27,6 +27,19 @@ fn analysed(book: &Path) -> (i64, i64) {
     .expect("count")
 }
 
+/// `analyze` of `book` at 3,000 nodes, positions with >= 40 games.
+fn analyze_40(book: &Path) -> std::process::Output {
+    ok(&[
+        "analyze",
+        "--book",
+        s(book),
+        "--nodes",
+        "3000",
+        "--min-games",
+        "40",
+    ])
+}
+
 fn sample_book(dir: &TempDir) -> std::path::PathBuf {
     let book = dir.path().join("sample.sqlite");
     ok(&["build", "--book", s(&book), s(&sample())]);
@@ -38,17 +51,7 @@ fn analysis_gives_every_busy_position_a_deviation_and_values_stay_exact() {
     let dir = TempDir::new().expect("tmp");
     let book = sample_book(&dir);
     let before = String::from_utf8_lossy(&ok(&["show", "--book", s(&book)]).stdout).into_owned();
-    let out = ok(&[
-        "analyze",
-        "--book",
-        s(&book),
-        "--nodes",
-        "3000",
-        "--min-games",
-        "40",
-        "--threads",
-        "2",
-    ]);
+    let out = analyze_40(&book);
     let report = String::from_utf8_lossy(&out.stderr).into_owned();
     let total: i64 = number_after(&report, "analysed ", ' ');
     let (rows, interior) = analysed(&book);
@@ -82,15 +85,7 @@ fn analysis_gives_every_busy_position_a_deviation_and_values_stay_exact() {
     assert!(after.contains("analysis: score"), "{after}");
     ok(&["check", "--book", s(&book)]);
     // A second run finds nothing left to do.
-    let again = ok(&[
-        "analyze",
-        "--book",
-        s(&book),
-        "--nodes",
-        "3000",
-        "--min-games",
-        "40",
-    ]);
+    let again = analyze_40(&book);
     let again = String::from_utf8_lossy(&again.stderr).into_owned();
     assert!(again.contains("analysed 0 positions"), "{again}");
     assert_eq!(number_after::<i64>(&again, "; ", ' '), total, "{again}");
@@ -246,4 +241,63 @@ fn learn_with_analyze_searches_what_the_game_added_and_stays_exact() {
     // The four new positions (after 3. a3 ... 4... h6) are new rows.
     assert!(analysed(&book).0 >= before + 4);
     ok(&["check", "--book", s(&book)]);
+}
+
+#[test]
+fn book_quality_judges_a_polyglot_export_of_the_books_own_choices_the_same() {
+    let dir = TempDir::new().expect("tmp");
+    let book = sample_book(&dir);
+    analyze_40(&book);
+    // The top weight of `export --weights value` is the book's `best`.
+    let bin = dir.path().join("self.bin");
+    ok(&[
+        "export",
+        "--book",
+        s(&book),
+        "--polyglot",
+        s(&bin),
+        "--weights",
+        "value",
+    ]);
+    let csv = dir.path().join("verdicts.csv");
+    let out = ok(&[
+        "bench",
+        "book-quality",
+        "--book",
+        s(&book),
+        "--compare",
+        &format!("self={}", s(&bin)),
+        "--judge",
+        "name=glaurung,cmd=/usr/games/glaurung,option.Threads=1",
+        "--nodes",
+        "20000",
+        "--positions",
+        "12",
+        "--csv",
+        s(&csv),
+    ]);
+    let report = String::from_utf8_lossy(&out.stdout).into_owned();
+    // A player's row: name, moves, mean, median, p90, >=50cp, no move.
+    let mean = |player: &str| -> f64 {
+        report
+            .lines()
+            .find_map(|l| l.trim_start().strip_prefix(player))
+            .and_then(|rest| rest.split_whitespace().nth(1))
+            .and_then(|m| m.parse().ok())
+            .unwrap_or_else(|| panic!("no mean for {player} in {report}"))
+    };
+    assert_eq!(mean("learnbook best"), mean("self top"), "{report}");
+    assert!(report.contains("Spearman"), "{report}");
+    let rows = std::fs::read_to_string(&csv).expect("csv").lines().count();
+    assert_eq!(rows, 13, "a header and a row per position");
+    // The search core cannot judge itself.
+    let out = run(&[
+        "bench",
+        "book-quality",
+        "--book",
+        s(&book),
+        "--judge",
+        "cmd=builtin",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
 }

@@ -32,19 +32,63 @@ use crate::{
     play::protocol::{EngineSpec, UciEngine},
 };
 
+/// `bench book-quality`'s settings (its command-line arguments).
+#[derive(clap::Args, Debug)]
 pub struct Options {
+    /// The learnbook book.
+    #[arg(long)]
     pub book: PathBuf,
-    /// Polyglot books to compare, with their names.
-    pub compare: Vec<(String, PathBuf)>,
-    pub judge: EngineSpec,
+    /// A Polyglot book to compare, as NAME=FILE.bin (repeatable).
+    #[arg(long, value_name = "NAME=X.bin")]
+    pub compare: Vec<String>,
+    /// The judge, a UCI engine as the match runner takes it: "cmd=stockfish,option.Threads=1".
+    #[arg(long)]
+    pub judge: String,
+    /// Nodes per judge search.
+    #[arg(long, default_value_t = 200_000)]
     pub nodes: u64,
+    /// Positions to judge.
+    #[arg(long, default_value_t = 200)]
     pub positions: usize,
+    /// Skip this many of the most-played positions first (a band of thinner ones).
+    #[arg(long, default_value_t = 0)]
     pub skip: usize,
+    /// Positions at most this many plies from the start.
+    #[arg(long, default_value_t = 12)]
     pub max_ply: u32,
+    /// Judge engines running at once.
+    #[arg(long, default_value_t = 2)]
     pub threads: usize,
     /// Moves of a weighted pick below this probability are not judged.
+    #[arg(long, default_value_t = 0.01)]
     pub min_probability: f64,
+    /// Write every position's verdict to this CSV file.
+    #[arg(long)]
     pub csv: Option<PathBuf>,
+}
+
+impl Options {
+    /// The judge's engine spec; the search core is refused (the judge never
+    /// helps produce what it judges).
+    fn judge(&self) -> Result<EngineSpec> {
+        match super::parse_engine(Some(&self.judge))? {
+            super::EngineChoice::Uci(spec) => Ok(spec),
+            super::EngineChoice::Builtin { .. } => Err(anyhow!(
+                "--judge must be an external UCI engine (the judge never helps produce what it judges)"
+            )),
+        }
+    }
+
+    /// The `--compare` books as (name, path).
+    fn compared(&self) -> Result<Vec<(String, PathBuf)>> {
+        self.compare
+            .iter()
+            .map(|c| match c.split_once('=') {
+                Some((n, p)) if !n.is_empty() => Ok((n.to_string(), PathBuf::from(p))),
+                _ => Err(anyhow!("--compare {c:?}: expected NAME=FILE.bin")),
+            })
+            .collect()
+    }
 }
 
 /// A position to judge.
@@ -114,12 +158,12 @@ fn most_played(book: &Book, max_ply: u32, count: usize) -> Result<Vec<(Chess, u3
 }
 
 /// The players' names, in column order.
-fn players(opts: &Options) -> Vec<String> {
+fn players(compare: &[(String, PathBuf)]) -> Vec<String> {
     let mut p = vec![
         "learnbook best".to_string(),
         "learnbook weighted".to_string(),
     ];
-    for (name, _) in &opts.compare {
+    for (name, _) in compare {
         p.push(format!("{name} top"));
         p.push(format!("{name} weighted"));
     }
@@ -305,9 +349,10 @@ fn loss_stats(spots: &[Spot], verdicts: &[Verdict], player: usize, min_p: f64) -
 
 /// Runs the judge and returns the report.
 pub fn run(opts: &Options) -> Result<String> {
+    let judge_spec = opts.judge()?;
+    let compare = opts.compared()?;
     let book = Book::open(&opts.book)?;
-    let polyglots = opts
-        .compare
+    let polyglots = compare
         .iter()
         .map(|(_, p)| PolyglotBook::open(p))
         .collect::<Result<Vec<_>>>()?;
@@ -321,7 +366,7 @@ pub fn run(opts: &Options) -> Result<String> {
     std::thread::scope(|scope| {
         for _ in 0..opts.threads.max(1) {
             scope.spawn(|| {
-                let mut engine = match UciEngine::start(&opts.judge) {
+                let mut engine = match UciEngine::start(&judge_spec) {
                     Ok(e) => e,
                     Err(e) => {
                         if let Ok(mut f) = failure.lock() {
@@ -365,7 +410,7 @@ pub fn run(opts: &Options) -> Result<String> {
         .into_iter()
         .collect::<Option<Vec<_>>>()
         .ok_or_else(|| anyhow!("a position was not judged"))?;
-    let names = players(opts);
+    let names = players(&compare);
     let mut out = String::new();
     let (most, least) = (spots[0].games, spots[spots.len() - 1].games);
     writeln!(
@@ -377,7 +422,7 @@ pub fn run(opts: &Options) -> Result<String> {
         opts.max_ply,
         most,
         least,
-        opts.judge.name,
+        judge_spec.name,
         opts.nodes
     )?;
     writeln!(
