@@ -229,3 +229,71 @@ fn a_broken_polyglot_file_is_a_clear_error_and_changes_nothing() {
     assert_eq!(learnbook(&["stats", "--book", s(&book)]).stdout, before);
     ok(&["check", "--book", s(&book)]);
 }
+
+/// The engines' Polyglot reader (`book=X.bin`, UCI `BookFile`) finds the
+/// same moves and weights as python-chess, and plays them in proportion to
+/// their weights.
+#[test]
+fn a_polyglot_book_is_read_as_python_chess_reads_it_and_played_by_weight() {
+    use learnbook::book::polyglot::PolyglotBook;
+    use rand::SeedableRng;
+    use shakmaty::{fen::Fen, CastlingMode, Chess};
+
+    let bin = shared().join("polyglot/gnuchess-book.bin");
+    let book = PolyglotBook::open(&bin).expect("open");
+    let out = Command::new("python3")
+        .arg(repo().join("tests/py/polyglot_moves.py"))
+        .args([s(&bin), "300", "7"])
+        .output()
+        .expect("python3");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut compared = 0;
+    for line in text.lines() {
+        let (fen, listed) = line.split_once('\t').expect("tab");
+        let pos: Chess = fen
+            .parse::<Fen>()
+            .expect("fen")
+            .into_position(CastlingMode::Standard)
+            .expect("legal");
+        let mut theirs: Vec<String> = listed.split(',').map(String::from).collect();
+        let mut ours: Vec<String> = book
+            .moves(&pos)
+            .iter()
+            .map(|(m, w)| format!("{}:{w}", learnbook::book::keys::uci_of(m)))
+            .collect();
+        theirs.sort();
+        ours.sort();
+        assert_eq!(ours, theirs, "at {fen}");
+        compared += 1;
+    }
+    assert_eq!(compared, 300);
+
+    // Picks follow the weights at the start position.
+    let start = Chess::default();
+    let moves = book.moves(&start);
+    let total: f64 = moves.iter().map(|m| f64::from(m.1)).sum();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+    let mut seen: HashMap<String, u32> = HashMap::new();
+    let n = 20_000;
+    for _ in 0..n {
+        let m = book.pick(&start, &mut rng).expect("a book move");
+        *seen.entry(learnbook::book::keys::uci_of(&m)).or_default() += 1;
+    }
+    for (m, w) in &moves {
+        let share = f64::from(*w) / total;
+        let got = f64::from(
+            seen.get(&learnbook::book::keys::uci_of(m))
+                .copied()
+                .unwrap_or(0),
+        ) / f64::from(n);
+        assert!(
+            (got - share).abs() < 0.02,
+            "{m:?}: played {got:.3}, weight share {share:.3}"
+        );
+    }
+}
