@@ -301,3 +301,43 @@ fn book_quality_judges_a_polyglot_export_of_the_books_own_choices_the_same() {
     ]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn a_uci_engine_analyses_as_the_search_core_does() {
+    let dir = TempDir::new().expect("tmp");
+    let book = sample_book(&dir);
+    let out = ok(&[
+        "analyze",
+        "--book",
+        s(&book),
+        "--engine",
+        "name=glaurung,cmd=/usr/games/glaurung,option.Threads=1",
+        "--nodes",
+        "5000",
+        "--min-games",
+        "100",
+    ]);
+    let report = String::from_utf8_lossy(&out.stderr).into_owned();
+    let total: i64 = number_after(&report, "analysed ", ' ');
+    assert!(total > 10, "{report}");
+    let c = Connection::open(&book).expect("open");
+    let (engines, budget): (i64, String) = c
+        .query_row(
+            "SELECT count(DISTINCT engine), min(budget) FROM analysis WHERE engine = 'glaurung'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("rows");
+    assert_eq!((engines, budget.as_str()), (1, "nodes=5000"));
+    // Every interior position has a deviation move that is legal and not a book move.
+    let bad: i64 = c
+        .query_row(
+            "SELECT count(*) FROM analysis a JOIN moves m ON m.parent = a.key AND m.move = a.dev_move
+             WHERE a.interior = 1 AND m.white + m.draws + m.black > 0",
+            [],
+            |r| r.get(0),
+        )
+        .expect("dev");
+    assert_eq!(bad, 0, "a deviation was a book move");
+    ok(&["check", "--book", s(&book)]);
+}
