@@ -341,3 +341,49 @@ fn a_uci_engine_analyses_as_the_search_core_does() {
     assert_eq!(bad, 0, "a deviation was a book move");
     ok(&["check", "--book", s(&book)]);
 }
+
+#[test]
+fn the_match_runners_learner_analyses_each_learned_game_at_once() {
+    let dir = TempDir::new().expect("tmp");
+    let book = sample_book(&dir);
+    let pgn = dir.path().join("games.pgn");
+    ok(&[
+        "play",
+        "--engine",
+        &format!("name=lb,cmd=builtin,book={}", s(&book)),
+        "--engine",
+        "name=other,cmd=builtin",
+        "--nodes",
+        "300",
+        "--games",
+        "2",
+        "--maxmoves",
+        "30",
+        "--pgnout",
+        s(&pgn),
+        "--learn",
+        s(&book),
+        "--learn-as",
+        "lb",
+        "--learn-analyze",
+        "--analysis-nodes",
+        "1000",
+        "--analysis-min-games",
+        "1",
+    ]);
+    // Every position of the learned games (one game each, at least) has a
+    // search score, the last ones included.
+    let c = Connection::open(&book).expect("open");
+    let deep: i64 = c
+        .query_row(
+            "SELECT count(*) FROM analysis a JOIN positions p ON p.key = a.key WHERE p.depth >= 40",
+            [],
+            |r| r.get(0),
+        )
+        .expect("count");
+    assert!(
+        deep >= 2,
+        "positions past the book's max ply were analysed: {deep}"
+    );
+    ok(&["check", "--book", s(&book)]);
+}
