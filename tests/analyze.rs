@@ -387,3 +387,41 @@ fn the_match_runners_learner_analyses_each_learned_game_at_once() {
     );
     ok(&["check", "--book", s(&book)]);
 }
+
+#[test]
+fn a_schema_2_book_is_upgraded_in_place_and_stays_consistent() {
+    let dir = TempDir::new().expect("tmp");
+    let book = sample_book(&dir);
+    {
+        // The book as schema 2 wrote it: no ratings, no analysis, no new parameters.
+        let c = Connection::open(&book).expect("open");
+        c.execute_batch(
+            "DROP TABLE analysis;
+             ALTER TABLE positions DROP COLUMN expected;
+             DELETE FROM meta WHERE key IN ('popularity', 'search_games');
+             UPDATE meta SET value = '2' WHERE key = 'schema_version';",
+        )
+        .expect("downgrade");
+    }
+    ok(&["check", "--book", s(&book)]);
+    let c = Connection::open(&book).expect("open");
+    // Schema 2 kept no ratings: every game counts as between equals.
+    let rated: i64 = c
+        .query_row(
+            "SELECT count(*) FROM positions WHERE expected != 500 * (white + draws + black)",
+            [],
+            |r| r.get(0),
+        )
+        .expect("expected");
+    assert_eq!(rated, 0);
+    let version: String = c
+        .query_row(
+            "SELECT value FROM meta WHERE key = 'schema_version'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("version");
+    assert_eq!(version, "3");
+    analyze_40(&book);
+    ok(&["check", "--book", s(&book)]);
+}

@@ -7,36 +7,31 @@
 //!   `A` the points the side to move scored, `E` the points expected from
 //!   the players' ratings (half a point a game where a rating is missing,
 //!   so that without ratings `r = W - L`).
-//! * `p(n)`: the prior: the search score of `n` from `analyze`, as a value
-//!   ([`score_to_value`]); 0 (a draw) if `n` was not analysed.
-//! * `s(n) = (r(n) + K p(n)) / (N + K)`: the statistics, shrunk towards the
-//!   prior as if `K` games had ended at it; `S` games instead of `K` where
-//!   the prior is a search score.
+//! * `s(n) = (r(n) + S p(n)) / (N + S)` where `n` was analysed, `p(n)` its
+//!   search score as a value ([`score_to_value`]); `r(n) / (N + K)` (`K`
+//!   virtual draws) elsewhere.
 //! * edge value `q(n -> c)`:
 //!   * `-exact(c)` if `c` is checkmate (-1) or stalemate (0);
-//!   * `-s(c)` if `c` is an analysed leaf of the analysis (searched, its
-//!     moves not): its value is its search score refined by its games;
+//!   * `-s(c)` if `c` is a leaf of the analysis (searched, its moves not):
+//!     its search score refined by its games;
 //!   * `-(N_c * v(c) + K * s(c)) / (N_c + K)` otherwise, if
 //!     `depth(c) > depth(n)`: the child's minimax value, trusted in
 //!     proportion to its evidence;
 //!   * `-s(c)` otherwise (an edge back to an earlier ply: statistics only,
 //!     which is what makes repetition cycles terminate).
-//! * the score of a move is `q - Z / sqrt(N_c + 1) + B ln((N_c + 1) / (N + 1))`:
-//!   a lower confidence bound plus a prior for popular moves (the share of
-//!   the games that chose it); `q` itself for checkmate and stalemate. The
-//!   ranked move of `n` is the move with games and the highest score,
-//!   leaving out moves whose games were all lost by the side that played
-//!   them.
-//! * `v(n) = exact(n)` if terminal; `s(n)` if `n` has no book moves with
-//!   games and no searched deviation.
-//! * Analysed interior positions (searched, with their best move outside the
-//!   book, Buro's deviation, of value `d(n)`): leaving the book is one more
-//!   option, scored `d(n) + B ln(1 / (N + 1))` (no game chose it); `v(n)` is
-//!   the `q` of the option with the highest score, and the book's choice is
-//!   that option if it is a book move (none if it is the deviation).
-//! * Other positions: leaving the book is worth the constant `D`:
-//!   `v(n) = max(D, q(ranked move))` and the choice (`best`) is the ranked
-//!   move among the moves with `q >= D`.
+//! * the score of a move is `q - Z / sqrt(N_c + 1) + B ln((P_c + 1) / (P + 1))`
+//!   (a lower confidence bound plus a popularity prior: `P_c` the points
+//!   the mover scored with the move, `P` all its points at `n`); `q` itself
+//!   for checkmate and stalemate. Moves whose games were all lost by the
+//!   side that played them are never scored.
+//! * Analysed interior positions (searched, with their best move outside
+//!   the book, Buro's deviation, of value `d(n)`): leaving the book is one
+//!   more option, scored `d(n) + B ln(1 / (P + 1))`. Elsewhere leaving is
+//!   worth the constant `D`, and only moves with `q >= D` are chosen.
+//! * The choice (`best`) is the option with the highest score (none if it
+//!   is leaving the book). `v(n) = exact(n)` if terminal; `s(n)` without
+//!   options; otherwise the top score less the top prior (`score - q`) over
+//!   the options, at least `D` where not analysed (see [`choose`]).
 //!
 //! Because forward edges strictly increase depth, the value dependencies form
 //! a DAG: evaluating nodes by decreasing depth is exact, and the incremental
@@ -592,6 +587,34 @@ mod tests {
         assert!((s1 - 2.0 / (2.0 + p.prior_games)).abs() < 1e-12);
         // Node 3 (white to move? depth 2 -> white) has only a back edge to 1.
         assert_eq!(g.nodes[2].value, (-s1).max(p.deviation));
+    }
+
+    #[test]
+    fn a_result_counts_against_what_the_ratings_expected() {
+        let p = ValueParams::default();
+        // Ten White wins; White is at depth 0 (to move).
+        let mut n = node(1, 0, 10, 0, 0);
+        let unrated = n.stats_value(&p);
+        assert!((unrated - 10.0 / 30.0).abs() < 1e-12);
+        // The same wins by a player rated 400 above: expected 0.909 a game.
+        n.expected = 10 * expected_milli(Some(2600), Some(2200));
+        assert_eq!(expected_milli(Some(2600), Some(2200)), 909);
+        let rated = n.stats_value(&p);
+        assert!(
+            (rated - 2.0 * (10.0 - 9.09) / 30.0).abs() < 1e-12,
+            "{rated}"
+        );
+        // For Black to move (depth 1) the same games count the other way.
+        let mut b = node(2, 1, 10, 0, 0);
+        b.expected = n.expected;
+        assert!((b.stats_value(&p) + rated).abs() < 1e-12);
+        // A search score becomes the prior, worth S games.
+        n.search = Some(score_to_value(100));
+        let with_search = n.stats_value(&p);
+        let expect = (2.0 * 0.91 + p.search_games * score_to_value(100)) / (10.0 + p.search_games);
+        assert!((with_search - expect).abs() < 1e-12);
+        assert!((score_to_value(100) - 0.1820).abs() < 1e-3);
+        assert_eq!(score_to_value(29_990), 1.0);
     }
 
     #[test]
