@@ -9,4 +9,5 @@ pub mod book;
 pub mod engine;
 pub mod interrupt;
 pub mod play;
+pub mod plot;
 pub mod tune;

@@ -102,7 +102,7 @@ impl Report {
         let mut chart = ChartBuilder::on(&root)
             .caption(
                 format!("{player}: score per {window} games"),
-                ("sans-serif", 24),
+                (crate::plot::font()?, 24),
             )
             .margin(15)
             .x_label_area_size(45)

@@ -79,7 +79,7 @@ pub fn plot(state: &State, path: &Path) -> Result<()> {
                 state.iteration(),
                 state.games()
             ),
-            ("sans-serif", 22),
+            (crate::plot::font()?, 22),
         )
         .margin(15)
         .x_label_area_size(45)
