@@ -165,11 +165,7 @@ fn a_bad_or_crashing_engine_is_a_clear_error_and_keeps_stored_scores() {
     assert_eq!(analysed(&book).0, 0);
 
     // python-chess drives the fake engine; without it this part cannot run.
-    let py = Command::new("python3")
-        .args(["-c", "import chess"])
-        .status();
-    if !py.map(|s| s.success()).unwrap_or(false) {
-        eprintln!("skipped the crash half: python3 with python-chess is not installed");
+    if !common::have_python_chess() {
         return;
     }
     let fake = repo().join("tests/py/fake_engine.py");
@@ -245,6 +241,9 @@ fn learn_with_analyze_searches_what_the_game_added_and_stays_exact() {
 
 #[test]
 fn book_quality_judges_a_polyglot_export_of_the_books_own_choices_the_same() {
+    if !(common::have_program("/usr/games/glaurung")) {
+        return;
+    }
     let dir = TempDir::new().expect("tmp");
     let book = sample_book(&dir);
     analyze_40(&book);
@@ -304,6 +303,9 @@ fn book_quality_judges_a_polyglot_export_of_the_books_own_choices_the_same() {
 
 #[test]
 fn a_uci_engine_analyses_as_the_search_core_does() {
+    if !(common::have_program("/usr/games/glaurung")) {
+        return;
+    }
     let dir = TempDir::new().expect("tmp");
     let book = sample_book(&dir);
     let out = ok(&[

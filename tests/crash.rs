@@ -81,6 +81,9 @@ fn duplicates(summary: &str) -> u64 {
 
 #[test]
 fn sigkill_during_learn_loses_nothing() {
+    if !(common::have_shared()) {
+        return;
+    }
     let dir = TempDir::new().expect("tmp");
     let input = learn_input(dir.path(), 3000);
     let book = dir.path().join("book.sqlite");
@@ -159,6 +162,9 @@ fn sigkill_during_learn_loses_nothing() {
 
 #[test]
 fn sigkill_during_build_leaves_the_old_book_or_none() {
+    if !(common::have_shared()) {
+        return;
+    }
     let dir = TempDir::new().expect("tmp");
     let master = shared().join("games/master-games.pgn.gz");
     // A new book: killed before the end, there is no book, only the

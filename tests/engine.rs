@@ -71,6 +71,9 @@ impl Uci {
 
 #[test]
 fn perft_suite_matches_to_depth_4() {
+    if !(common::have_shared()) {
+        return;
+    }
     let out = ok(&[
         "bench",
         "perft",
@@ -248,6 +251,9 @@ fn weights_presets_load_back_into_the_engine() {
 
 #[test]
 fn python_chess_plays_full_games() {
+    if !(common::have_python_chess() && common::have_program("/usr/games/glaurung")) {
+        return;
+    }
     let script = repo().join("tests/py/uci_games.py");
     let out = Command::new("python3")
         .args([s(&script), bin(), "/usr/games/glaurung", "1", "4", "0.05"])
@@ -268,6 +274,9 @@ fn python_chess_plays_full_games() {
 
 #[test]
 fn solves_win_at_chess_at_a_fixed_node_count() {
+    if !(common::have_shared()) {
+        return;
+    }
     // Node-limited, so the count does not depend on the machine: 182 of 200
     // at 200,000 nodes when this was written; 1 s per position solves more
     // (docs/BENCHMARKS.md).
@@ -289,6 +298,9 @@ fn solves_win_at_chess_at_a_fixed_node_count() {
 
 #[test]
 fn finds_hossas_trapped_rook_move() {
+    if !(common::have_shared()) {
+        return;
+    }
     let seeds = shared().join("positions/seed-positions.epd");
     let out = ok(&["bench", "wac", s(&seeds), "--nodes", "1000000"]);
     let text = String::from_utf8_lossy(&out.stdout);

@@ -144,6 +144,9 @@ fn read_games(path: &Path, skip: usize, n: usize) -> Vec<Game> {
 
 #[test]
 fn incremental_equals_full_after_each_of_1000_games_on_an_analysed_book() {
+    if !(common::have_shared()) {
+        return;
+    }
     let dir = TempDir::new().expect("tmp");
     let mut book = sample_book(&dir);
     // Search scores are inputs too: positions with >= 10 games carry a
@@ -175,6 +178,9 @@ fn incremental_equals_full_after_each_of_1000_games_on_an_analysed_book() {
 /// connection, or by this one outside `add_game`, must not leave it stale.
 #[test]
 fn learning_stays_exact_when_others_write_to_the_book() {
+    if !(common::have_shared()) {
+        return;
+    }
     let dir = TempDir::new().expect("tmp");
     let mut a = sample_book(&dir);
     let mut b = Book::open(&a.path).expect("second connection");

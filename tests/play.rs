@@ -50,6 +50,9 @@ print(n)
 
 #[test]
 fn every_fault_loses_the_game_and_the_match_goes_on() {
+    if !(common::have_python_chess()) {
+        return;
+    }
     let dir = tempfile::tempdir().expect("tempdir");
     for (mode, reason) in [
         ("crash", "crash"),
@@ -86,6 +89,14 @@ fn every_fault_loses_the_game_and_the_match_goes_on() {
 
 #[test]
 fn real_engines_complete_matches() {
+    if !(common::have_shared()
+        && common::have_python_chess()
+        && common::have_program("/usr/games/glaurung")
+        && common::have_program("/usr/games/phalanx")
+        && common::have_program("/usr/games/fairymax"))
+    {
+        return;
+    }
     let dir = tempfile::tempdir().expect("tempdir");
     let pgn = dir.path().join("games.pgn");
     let lb = format!("name=learnbook,cmd={} uci", env!("CARGO_BIN_EXE_learnbook"));
@@ -193,6 +204,9 @@ fn learning_adds_every_game_to_the_book() {
 
 #[test]
 fn sprt_stops_a_lopsided_match_early() {
+    if !(common::have_shared()) {
+        return;
+    }
     let dir = tempfile::tempdir().expect("tempdir");
     let weak = dir.path().join("kotok.toml");
     std::fs::write(&weak, ok(&["weights", "--preset", "kotok"]).stdout).expect("write");

@@ -66,6 +66,9 @@ fn polyglot_bin() -> &'static str {
 
 #[test]
 fn export_is_read_by_python_chess() {
+    if !(common::have_python_chess()) {
+        return;
+    }
     let dir = TempDir::new().expect("tmp");
     let book = dir.path().join("book.sqlite");
     ok(&["build", "--book", s(&book), s(&sample())]);
@@ -102,6 +105,9 @@ fn export_is_read_by_python_chess() {
 
 #[test]
 fn same_entries_as_polyglot_make_book_run_here() {
+    if !(common::have_program("/usr/games/polyglot")) {
+        return;
+    }
     let dir = TempDir::new().expect("tmp");
     let pgn = dir.path().join("sample.pgn");
     let text = sample_text();
@@ -137,6 +143,9 @@ fn same_entries_as_polyglot_make_book_run_here() {
 
 #[test]
 fn same_book_as_polyglot_on_the_master_games() {
+    if !(common::have_shared()) {
+        return;
+    }
     let dir = TempDir::new().expect("tmp");
     let (book, ours) =
         as_polyglot_makes_it(dir.path(), &shared().join("games/master-games.pgn.gz"), 3);
@@ -175,6 +184,9 @@ fn same_book_as_polyglot_on_the_master_games() {
 
 #[test]
 fn gnuchess_book_round_trip() {
+    if !(common::have_shared()) {
+        return;
+    }
     let dir = TempDir::new().expect("tmp");
     let book = dir.path().join("gnu.sqlite");
     let out_bin = dir.path().join("gnu.bin");
@@ -235,6 +247,9 @@ fn a_broken_polyglot_file_is_a_clear_error_and_changes_nothing() {
 /// their weights.
 #[test]
 fn a_polyglot_book_is_read_as_python_chess_reads_it_and_played_by_weight() {
+    if !(common::have_shared() && common::have_python_chess()) {
+        return;
+    }
     use learnbook::book::polyglot::PolyglotBook;
     use rand::SeedableRng;
     use shakmaty::{fen::Fen, CastlingMode, Chess};

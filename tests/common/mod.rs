@@ -100,3 +100,41 @@ pub fn number_after<T: std::str::FromStr>(text: &str, label: &str, end: char) ->
         .and_then(|n| n.trim().parse().ok())
         .unwrap_or_else(|| panic!("no number after {label:?} in {text}"))
 }
+
+/// Whether a test may use `what`. Missing, the test is skipped with one
+/// line on the terminal (not captured by the test harness), unless
+/// `LEARNBOOK_REQUIRE_EXTERNAL=1` (set by `.ci/run`): then it fails.
+pub fn have(what: &str, present: bool) -> bool {
+    use std::io::Write;
+    if present {
+        return true;
+    }
+    if std::env::var("LEARNBOOK_REQUIRE_EXTERNAL").is_ok_and(|v| v == "1") {
+        panic!("{what} is missing and LEARNBOOK_REQUIRE_EXTERNAL=1");
+    }
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("a test")
+        .to_string();
+    let _ = writeln!(std::io::stderr(), "skipped {test}: {what} is missing");
+    false
+}
+
+/// `../shared/data` (the project's shared games, books and suites).
+pub fn have_shared() -> bool {
+    have("../shared/data", shared().is_dir())
+}
+
+/// An engine or tool installed from Debian's packages, by its path.
+pub fn have_program(path: &str) -> bool {
+    have(path, Path::new(path).is_file())
+}
+
+/// python3 with python-chess.
+pub fn have_python_chess() -> bool {
+    let ok = Command::new("python3")
+        .args(["-c", "import chess"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    have("python3 with python-chess", ok)
+}
