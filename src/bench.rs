@@ -20,6 +20,7 @@ use crate::book::{
 pub enum BenchCommand {
     /// An EPD test suite (bm/am), a fixed time per position: solved/total and the misses.
     Wac {
+        /// The EPD suite (bm/am operations).
         #[arg(default_value = "../shared/data/positions/wac-001-200.epd")]
         file: PathBuf,
         /// Milliseconds per position.
@@ -37,29 +38,37 @@ pub enum BenchCommand {
     },
     /// Games per second of the built-in engine at --concurrency 1 and 2, in one run.
     Play {
+        /// Nodes a move.
         #[arg(long, default_value_t = 2000)]
         nodes: u64,
         /// Games per measurement.
         #[arg(long, default_value_t = 40)]
         games: usize,
+        /// Openings (EPD or PGN).
         #[arg(long, default_value = "../shared/data/openings/8moves_v3.pgn.gz")]
         openings: PathBuf,
     },
     /// Tuner throughput: the same SPSA iterations with --threads 1 and 2, games/s and ratio.
     Tune {
+        /// Nodes a move.
         #[arg(long, default_value_t = 2000)]
         nodes: u64,
+        /// Game pairs per iteration.
         #[arg(long, default_value_t = 16)]
         pairs_per_iteration: usize,
+        /// Iterations per measurement.
         #[arg(long, default_value_t = 10)]
         iterations: u64,
+        /// Openings (EPD or PGN).
         #[arg(long, default_value = "../shared/data/openings/8moves_v3.pgn.gz")]
         openings: PathBuf,
     },
     /// Perft of a perft EPD suite through the engine's position handling, timed against shakmaty's perft.
     Perft {
+        /// The perft EPD suite.
         #[arg(default_value = "../shared/data/positions/perftsuite.epd")]
         file: PathBuf,
+        /// Perft depth.
         #[arg(long, default_value_t = 4)]
         depth: u32,
     },
@@ -68,6 +77,7 @@ pub enum BenchCommand {
         /// The PGN (any compression); it is decompressed once, for both tools.
         #[arg(default_value = "../shared/data/games/master-games.pgn.gz")]
         pgn: PathBuf,
+        /// Store moves up to this ply (both tools).
         #[arg(long, default_value_t = 40)]
         max_ply: u32,
         /// polyglot's -min-game.
@@ -100,6 +110,7 @@ pub enum BenchCommand {
         /// Positions analysed per measurement (the first of the breadth-first order).
         #[arg(long, default_value_t = 400)]
         positions: usize,
+        /// Analyse positions with at least this many games, and their children.
         #[arg(long, default_value_t = crate::analyze::DEFAULT_MIN_GAMES)]
         min_games: u32,
     },

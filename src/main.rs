@@ -18,7 +18,8 @@ use learnbook::book::{
 #[command(
     name = "learnbook",
     version,
-    about = "Opening books that learn: PGN -> SQLite minimax book -> Polyglot"
+    about = "Opening books that learn: PGN -> SQLite minimax book -> Polyglot",
+    after_help = "Exit codes: 0 success; 1 a negative answer (check: the book is not consistent; choose: no book move); 2 an error (bad input, unreadable file, engine failure: the message says which); 130 interrupted by Ctrl-C after storing what was done (analyze, tune)."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -133,6 +134,7 @@ enum Command {
         /// Games a search score counts as in an analysed position's statistics (new book only).
         #[arg(long, default_value_t = ValueParams::default().search_games)]
         search_games: f64,
+        /// PGN files to read (.pgn, .pgn.gz, .pgn.zst), or - for standard input.
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
     },
@@ -148,6 +150,7 @@ enum Command {
         analyze: bool,
         #[command(flatten)]
         analysis: LearnAnalysisArgs,
+        /// PGN files whose games are added one by one (.pgn, .pgn.gz, .pgn.zst, or -).
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
     },
@@ -191,6 +194,7 @@ enum Command {
     Export {
         #[command(flatten)]
         book: BookArg,
+        /// The Polyglot book to write.
         #[arg(long, value_name = "OUT.bin")]
         polyglot: PathBuf,
         /// value, games, polyglot (as polyglot make-book) or imported.
@@ -207,6 +211,7 @@ enum Command {
     Import {
         #[command(flatten)]
         book: BookArg,
+        /// The Polyglot book to read.
         #[arg(long, value_name = "IN.bin")]
         polyglot: PathBuf,
     },
@@ -214,8 +219,10 @@ enum Command {
     Choose {
         #[command(flatten)]
         book: BookArg,
+        /// The position as FEN (default: the start position).
         #[arg(long)]
         fen: Option<String>,
+        /// Moves from the start position, in UCI notation: "e2e4 e7e5".
         #[arg(long)]
         moves: Option<String>,
         /// best or weighted.
@@ -223,7 +230,8 @@ enum Command {
         mode: Mode,
     },
     /// Benchmarks. Alone: the engine's fixed-depth search (nodes, nps, signature);
-    /// `bench wac`, `bench perft`, `bench play`, `bench build` (against polyglot make-book), `bench learn`.
+    /// `bench wac`, `bench perft`, `bench play`, `bench tune`, `bench build` (against polyglot
+    /// make-book), `bench learn`, `bench analyze`, `bench book-quality`.
     Bench {
         #[command(subcommand)]
         what: Option<learnbook::bench::BenchCommand>,
@@ -257,6 +265,7 @@ enum Command {
         /// Fixed depth per move.
         #[arg(long)]
         depth: Option<u32>,
+        /// Games played at once (one worker thread each).
         #[arg(long, default_value_t = 2)]
         games: usize,
         /// Games played at once (each worker owns its engine processes).
@@ -268,6 +277,7 @@ enum Command {
         /// Shuffle the openings (seeded with --seed).
         #[arg(long)]
         random: bool,
+        /// Seed of the opening order with --random (and of the engines' book choices).
         #[arg(long, default_value_t = 1)]
         seed: u64,
         /// Play each opening twice, colours swapped.
@@ -302,16 +312,19 @@ enum Command {
         learn_analyze: bool,
         #[command(flatten)]
         analysis: LearnAnalysisArgs,
+        /// The Event tag of the games.
         #[arg(long, default_value = "learnbook match")]
         event: String,
     },
     /// A player's learning curve from a PGN of games in order: score per window, repeated losses.
     Report {
+        /// The games, in the order they were played.
         #[arg(long)]
         pgn: PathBuf,
         /// The player's name as in the White/Black tags.
         #[arg(long)]
         player: String,
+        /// Games per window of the learning curve.
         #[arg(long, default_value_t = 50)]
         window: usize,
         /// Draw the learning curve into this PNG.
@@ -340,8 +353,10 @@ enum Command {
         /// Time control moves/seconds+increment instead of --nodes.
         #[arg(long)]
         tc: Option<String>,
+        /// Game pairs (colours swapped) per SPSA iteration.
         #[arg(long, default_value_t = 16)]
         pairs_per_iteration: usize,
+        /// SPSA iterations in all (the gain schedules depend on it).
         #[arg(long, default_value_t = 2000)]
         iterations: u64,
         /// Openings (EPD or PGN, .gz/.zst); each pair takes one at random.
@@ -350,6 +365,7 @@ enum Command {
         /// Games played at once (default: every core).
         #[arg(long)]
         threads: Option<usize>,
+        /// Seed of the perturbations and the openings: the same seed gives the same run.
         #[arg(long, default_value_t = 1)]
         seed: u64,
         /// movenumber=N,movecount=N,score=CP, or none.
@@ -370,10 +386,13 @@ enum Command {
     },
     /// A tuning run's trajectory: summary, CSV, PNG plot.
     TuneReport {
+        /// The tuner's checkpoint.
         #[arg(long, value_name = "tune.ckpt")]
         checkpoint: PathBuf,
+        /// Write the trajectory of every parameter as a PNG plot.
         #[arg(long, value_name = "trajectory.png")]
         plot: Option<PathBuf>,
+        /// Write the trajectory as CSV (iteration, theta of each parameter).
         #[arg(long, value_name = "trajectory.csv")]
         csv: Option<PathBuf>,
     },
