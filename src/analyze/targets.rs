@@ -30,17 +30,6 @@ pub struct Targets {
     pub done: usize,
 }
 
-/// Whether `t` already has an analysis by `engine` at `budget` that is still
-/// valid (for an interior position: made with the same book moves).
-fn already_done(book: &Book, t: &Target, engine: &str, budget: &str) -> Result<bool> {
-    Ok(match book.analysis(t.key)? {
-        Some(a) if a.engine == engine && a.budget == budget => {
-            !t.interior || (a.interior && a.book_moves as usize == t.book_moves.len())
-        }
-        _ => false,
-    })
-}
-
 /// A book move with games: its code, the child's board, key and games, and
 /// whether the child is checkmate or stalemate.
 type Child = (MoveCode, Chess, u64, u32, bool);
@@ -62,61 +51,91 @@ fn book_children(book: &Book, pos: &Chess, key: u64) -> Result<Vec<Child>> {
     Ok(out)
 }
 
+/// Collects targets, each position once.
+struct Walk<'a> {
+    book: &'a Book,
+    min_games: u32,
+    engine: &'a str,
+    budget: &'a str,
+    /// Positions already a target or queued.
+    seen: HashSet<u64>,
+    out: Targets,
+}
+
+impl Walk<'_> {
+    /// Adds `t` unless it already has a valid analysis by this engine at
+    /// this budget (for an interior position: made with the same book moves).
+    fn add(&mut self, t: Target) -> Result<()> {
+        let done = match self.book.analysis(t.key)? {
+            Some(a) if a.engine == self.engine && a.budget == self.budget => {
+                !t.interior || (a.interior && a.book_moves as usize == t.book_moves.len())
+            }
+            _ => false,
+        };
+        if done {
+            self.out.done += 1;
+        } else {
+            self.out.todo.push(t);
+        }
+        Ok(())
+    }
+
+    /// Adds `pos` as an interior target and its children with fewer than
+    /// `min_games` games as leaves; returns its other children not seen yet.
+    fn expand(&mut self, pos: Chess, key: u64) -> Result<Vec<(Chess, u64)>> {
+        let kids = book_children(self.book, &pos, key)?;
+        let book_moves = kids.iter().map(|k| k.0).collect();
+        let mut busy = Vec::new();
+        for (_, child_pos, child, games, exact) in kids {
+            if exact || !self.seen.insert(child) {
+                continue;
+            }
+            if games >= self.min_games {
+                busy.push((child_pos, child));
+            } else {
+                self.add(Target {
+                    key: child,
+                    pos: child_pos,
+                    interior: false,
+                    book_moves: Vec::new(),
+                })?;
+            }
+        }
+        self.add(Target {
+            key,
+            pos,
+            interior: true,
+            book_moves,
+        })?;
+        Ok(busy)
+    }
+}
+
 /// Walks the book breadth first from the start position (shallow, important
 /// positions first).
 pub fn find(book: &Book, min_games: u32, engine: &str, budget: &str) -> Result<Targets> {
-    let mut out = Targets::default();
+    let mut walk = Walk {
+        book,
+        min_games,
+        engine,
+        budget,
+        seen: HashSet::new(),
+        out: Targets::default(),
+    };
     let root = Chess::default();
     let root_key = crate::book::keys::polyglot_key(&root);
     let Some(node) = book.position(root_key)? else {
-        return Ok(out);
+        return Ok(walk.out);
     };
-    let mut seen = HashSet::new();
     let mut queue = VecDeque::new();
     if node.counts.total() >= min_games.max(1) {
         queue.push_back((root, root_key));
-        seen.insert(root_key);
+        walk.seen.insert(root_key);
     }
-    let push = |out: &mut Targets, t: Target| -> Result<()> {
-        if already_done(book, &t, engine, budget)? {
-            out.done += 1;
-        } else {
-            out.todo.push(t);
-        }
-        Ok(())
-    };
     while let Some((pos, key)) = queue.pop_front() {
-        let kids = book_children(book, &pos, key)?;
-        let book_moves = kids.iter().map(|k| k.0).collect();
-        for (_, child_pos, child, games, exact) in kids {
-            if exact || !seen.insert(child) {
-                continue;
-            }
-            if games >= min_games {
-                queue.push_back((child_pos, child));
-            } else {
-                push(
-                    &mut out,
-                    Target {
-                        key: child,
-                        pos: child_pos,
-                        interior: false,
-                        book_moves: Vec::new(),
-                    },
-                )?;
-            }
-        }
-        push(
-            &mut out,
-            Target {
-                key,
-                pos,
-                interior: true,
-                book_moves,
-            },
-        )?;
+        queue.extend(walk.expand(pos, key)?);
     }
-    Ok(out)
+    Ok(walk.out)
 }
 
 /// The targets along one game's positions (`positions`: the boards of the
@@ -128,45 +147,24 @@ pub fn on_path(
     engine: &str,
     budget: &str,
 ) -> Result<Targets> {
-    let mut out = Targets::default();
-    let mut seen = HashSet::new();
+    let mut walk = Walk {
+        book,
+        min_games,
+        engine,
+        budget,
+        seen: HashSet::new(),
+        out: Targets::default(),
+    };
+    let mut expanded = HashSet::new();
     for pos in positions {
         let key = crate::book::keys::polyglot_key(pos);
         let Some(node) = book.position(key)? else {
             continue;
         };
-        if node.counts.total() < min_games.max(1) || node.exact.is_some() || !seen.insert(key) {
+        if node.counts.total() < min_games.max(1) || node.exact.is_some() || !expanded.insert(key) {
             continue;
         }
-        let kids = book_children(book, pos, key)?;
-        let book_moves = kids.iter().map(|k| k.0).collect();
-        for (_, child_pos, child, games, exact) in kids {
-            if exact || games >= min_games || !seen.insert(child) {
-                continue;
-            }
-            let t = Target {
-                key: child,
-                pos: child_pos,
-                interior: false,
-                book_moves: Vec::new(),
-            };
-            if already_done(book, &t, engine, budget)? {
-                out.done += 1;
-            } else {
-                out.todo.push(t);
-            }
-        }
-        let t = Target {
-            key,
-            pos: pos.clone(),
-            interior: true,
-            book_moves,
-        };
-        if already_done(book, &t, engine, budget)? {
-            out.done += 1;
-        } else {
-            out.todo.push(t);
-        }
+        walk.expand(pos.clone(), key)?;
     }
-    Ok(out)
+    Ok(walk.out)
 }

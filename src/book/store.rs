@@ -759,13 +759,14 @@ impl Book {
         // The cached nodes do not know the new scores.
         self.cache.clear();
         let keys: Vec<u64> = rows.iter().map(|a| a.key).collect();
+        // (After this write the next `add_game` finds the stamp changed and
+        // starts its cache afresh; an error leaves it to be dropped too.)
         let out = super::learn::reevaluate_keys(&tx, &mut self.cache, &params, &keys);
         if out.is_err() {
             self.cache.clear();
         }
         let out = out?;
         tx.commit()?;
-        self.cache.clear();
         Ok(out)
     }
 }
