@@ -353,9 +353,7 @@ fn copy_book(book: &Path, copy: &Path) -> Result<()> {
     // A page-for-page copy of the book as `build` left it (VACUUM INTO
     // would pack every page full, so that nearly every insert splits one).
     let src = Book::open(book)?;
-    src.conn
-        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
-        .context("checkpointing the book")?;
+    src.checkpoint()?;
     std::fs::copy(book, copy)
         .with_context(|| format!("copying {} to {}", book.display(), copy.display()))?;
     // Written back now, not by the kernel while work is timed.

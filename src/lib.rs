@@ -1,6 +1,6 @@
 //! learnbook: opening books that learn.
 //!
-//! The book pipeline lives in [`book`]: `ingest -> store -> minimax ->
+//! The book pipeline lives in [`book`]: `ingest -> db -> minimax ->
 //! select/export`. See `README.md` for the value formula and the schema.
 
 pub mod analyze;

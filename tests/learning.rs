@@ -109,14 +109,14 @@ fn assert_exact(book: &Book, context: &str) {
         assert_eq!(
             a.value.to_bits(),
             b.value.to_bits(),
-            "{context}: value of {:016x}: {} vs {}",
+            "{context}: value of {}: {} vs {}",
             a.key,
             a.value,
             b.value
         );
         assert_eq!(
             stored.best[i], fresh.best[i],
-            "{context}: choice of {:016x}",
+            "{context}: choice of {}",
             a.key
         );
     }
@@ -200,10 +200,7 @@ fn learning_stays_exact_when_others_write_to_the_book() {
             assert!(report.ok(), "after game {i}: {:?}", report.problems);
         }
     }
-    let games_in_book: i64 = a
-        .conn
-        .query_row("SELECT count(*) FROM games", [], |r| r.get(0))
-        .expect("count");
+    let games_in_book: i64 = a.totals().expect("count").games;
     let root = a
         .position(polyglot_key(&Chess::default()))
         .expect("read")
@@ -236,9 +233,7 @@ fn losing_line_sinks_winning_line_stays() {
 
     // (b) The line keeps winning: White keeps playing it, and its value rises.
     let copy = dir.path().join("won.sqlite");
-    book.conn
-        .execute("VACUUM INTO ?1", [copy.to_str().expect("utf8")])
-        .expect("copy");
+    book.vacuum_into(&copy).expect("copy");
     let mut won = Book::open(&copy).expect("open copy");
     for r in 0..3 {
         won.add_game(&game(&line, "1-0", 100 + r), "test")

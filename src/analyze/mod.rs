@@ -26,7 +26,7 @@ use shakmaty::{Move, Position as _};
 pub use analyst::{Analyst, EngineChoice};
 pub use targets::Target;
 
-use crate::book::{keys::MoveCode, store::Analysis, Book};
+use crate::book::{db::Analysis, keys::MoveCode, Book};
 
 /// How long each search may take.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

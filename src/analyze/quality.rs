@@ -23,10 +23,10 @@ use shakmaty::{Chess, Move, Position};
 
 use crate::{
     book::{
-        keys::{polyglot_key, uci_of},
-        minimax::Choice,
+        keys::{polyglot_key, uci_of, Key},
+        minimax::{option_weights, Choice},
         polyglot::PolyglotBook,
-        select::{choice_of, option_weights},
+        select::choice_of,
         Book,
     },
     play::protocol::{EngineSpec, UciEngine},
@@ -123,7 +123,7 @@ fn most_played(book: &Book, max_ply: u32, count: usize) -> Result<Vec<(Chess, u3
     };
     let mut heap = BinaryHeap::new();
     let mut seen = HashSet::new();
-    let mut boards: HashMap<u64, (Chess, u32)> = HashMap::new();
+    let mut boards: HashMap<Key, (Chess, u32)> = HashMap::new();
     heap.push((node.counts.total(), std::cmp::Reverse(key)));
     boards.insert(key, (root, 0));
     seen.insert(key);
@@ -178,7 +178,7 @@ fn spots(opts: &Options, book: &Book, polyglots: &[PolyglotBook]) -> Result<Vec<
         let key = polyglot_key(&pos);
         let node = book
             .position(key)?
-            .ok_or_else(|| anyhow!("position {key:016x} vanished"))?;
+            .ok_or_else(|| anyhow!("position {key} vanished"))?;
         let c = node.counts;
         let (w, l) = if ply % 2 == 0 {
             (c.white, c.black)

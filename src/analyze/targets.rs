@@ -9,12 +9,15 @@ use std::collections::{HashSet, VecDeque};
 use anyhow::Result;
 use shakmaty::{Chess, Position};
 
-use crate::book::{keys::MoveCode, Book};
+use crate::book::{
+    keys::{Key, MoveCode},
+    Book,
+};
 
 /// A position to search.
 #[derive(Clone, Debug)]
 pub struct Target {
-    pub key: u64,
+    pub key: Key,
     pub pos: Chess,
     /// Search its best move outside the book too.
     pub interior: bool,
@@ -32,10 +35,10 @@ pub struct Targets {
 
 /// A book move with games: its code, the child's board, key and games, and
 /// whether the child is checkmate or stalemate.
-type Child = (MoveCode, Chess, u64, u32, bool);
+type Child = (MoveCode, Chess, Key, u32, bool);
 
 /// The book moves of `pos` that have games, with their children.
-fn book_children(book: &Book, pos: &Chess, key: u64) -> Result<Vec<Child>> {
+fn book_children(book: &Book, pos: &Chess, key: Key) -> Result<Vec<Child>> {
     let mut out = Vec::new();
     for m in book.moves(key)? {
         if m.q.is_none() || m.child_games == 0 || m.counts.total() == 0 {
@@ -58,7 +61,7 @@ struct Walk<'a> {
     engine: &'a str,
     budget: &'a str,
     /// Positions already a target or queued.
-    seen: HashSet<u64>,
+    seen: HashSet<Key>,
     out: Targets,
 }
 
@@ -82,7 +85,7 @@ impl Walk<'_> {
 
     /// Adds `pos` as an interior target and its children with fewer than
     /// `min_games` games as leaves; returns its other children not seen yet.
-    fn expand(&mut self, pos: Chess, key: u64) -> Result<Vec<(Chess, u64)>> {
+    fn expand(&mut self, pos: Chess, key: Key) -> Result<Vec<(Chess, Key)>> {
         let kids = book_children(self.book, &pos, key)?;
         let book_moves = kids.iter().map(|k| k.0).collect();
         let mut busy = Vec::new();

@@ -17,10 +17,10 @@ use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 
+use super::db::{Aggregate, Book, BookSettings};
 use super::ingest::{open_input, Filter, Game, GameStream, RawGame, SkipReason};
 use super::keys::KeySet;
 use super::minimax::ChoiceChange;
-use super::store::{Aggregate, Book, BookSettings};
 
 const BATCH: usize = 2048;
 /// Games between two log lines when stderr is not a terminal.
@@ -326,17 +326,13 @@ pub fn build_book(
     }
     let summary = {
         let mut book = Book::open_or_create(&tmp, settings)?;
-        book.conn.pragma_update(None, "journal_mode", "OFF")?;
-        book.conn.pragma_update(None, "synchronous", "OFF")?;
+        book.write_unjournaled()?;
         let filter = Filter {
             max_ply: settings.max_ply,
             ..filter
         };
         let summary = build(&mut book, inputs, &filter)?;
-        book.conn.pragma_update(None, "journal_mode", "WAL")?;
-        book.conn.pragma_update(None, "synchronous", "FULL")?;
-        book.conn
-            .execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")?;
+        book.make_durable()?;
         summary
     };
     std::fs::rename(&tmp, path)

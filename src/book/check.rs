@@ -12,9 +12,9 @@ use std::collections::HashMap;
 
 use anyhow::Result;
 
+use super::db::Book;
 use super::ingest::Counts;
-use super::keys::from_sql;
-use super::store::Book;
+use super::keys::Key;
 
 #[derive(Clone, Debug, Default)]
 pub struct CheckReport {
@@ -40,62 +40,35 @@ impl CheckReport {
 
 pub fn check(book: &Book) -> Result<CheckReport> {
     let mut report = CheckReport::default();
-    let integrity: String = book
-        .conn
-        .query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
+    let integrity = book.integrity_check()?;
     if integrity != "ok" {
         report.problem(format!("SQLite integrity_check: {integrity}"));
     }
     let graph = book.load_graph()?;
     report.positions = graph.nodes.len();
     // Parent links, as the incremental pass finds them.
-    let mut linked: std::collections::HashSet<(u64, u64)> = std::collections::HashSet::new();
-    {
-        let mut stmt = book.conn.prepare(
-            "SELECT key, parent FROM positions WHERE parent IS NOT NULL UNION ALL SELECT child, parent FROM parents",
-        )?;
-        let mut rows = stmt.query([])?;
-        while let Some(r) = rows.next()? {
-            linked.insert((from_sql(r.get(0)?), from_sql(r.get(1)?)));
+    let linked = book.parent_links()?;
+    let mut incoming: HashMap<Key, Counts> = HashMap::new();
+    let mut outgoing: HashMap<Key, Counts> = HashMap::new();
+    book.for_each_move(|m| {
+        report.moves += 1;
+        let (parent, c) = (m.parent, m.counts);
+        if !graph.index.contains_key(&parent) {
+            report.problem(format!("move from unknown position {parent}"));
+            return;
         }
-    }
-    let mut incoming: HashMap<u64, Counts> = HashMap::new();
-    let mut outgoing: HashMap<u64, Counts> = HashMap::new();
-    {
-        let mut stmt = book
-            .conn
-            .prepare("SELECT parent, move, child, white, draws, black FROM moves")?;
-        let mut rows = stmt.query([])?;
-        while let Some(r) = rows.next()? {
-            report.moves += 1;
-            let parent = from_sql(r.get(0)?);
-            let child: Option<u64> = r.get::<_, Option<i64>>(2)?.map(from_sql);
-            let c = Counts {
-                white: r.get(3)?,
-                draws: r.get(4)?,
-                black: r.get(5)?,
-            };
-            if !graph.index.contains_key(&parent) {
-                report.problem(format!("move from unknown position {parent:016x}"));
-                continue;
+        outgoing.entry(parent).or_default().add(c);
+        if let Some(child) = m.child {
+            if !graph.index.contains_key(&child) {
+                report.problem(format!("move {parent} -> unknown position {child}"));
+                return;
             }
-            outgoing.entry(parent).or_default().add(c);
-            if let Some(child) = child {
-                if !graph.index.contains_key(&child) {
-                    report.problem(format!(
-                        "move {parent:016x} -> unknown position {child:016x}"
-                    ));
-                    continue;
-                }
-                if !linked.contains(&(child, parent)) {
-                    report.problem(format!(
-                        "move {parent:016x} -> {child:016x} has no parent link"
-                    ));
-                }
-                incoming.entry(child).or_default().add(c);
+            if !linked.contains(&(child, parent)) {
+                report.problem(format!("move {parent} -> {child} has no parent link"));
             }
+            incoming.entry(child).or_default().add(c);
         }
-    }
+    })?;
     let mut starts = Counts::default();
     for n in &graph.nodes {
         let inc = incoming.get(&n.key).copied().unwrap_or_default();
@@ -104,14 +77,14 @@ pub fn check(book: &Book) -> Result<CheckReport> {
             |a: Counts, b: Counts| a.white <= b.white && a.draws <= b.draws && a.black <= b.black;
         if !within(inc, n.counts) {
             report.problem(format!(
-                "{:016x}: games entering {inc:?} exceed its count {:?}",
+                "{}: games entering {inc:?} exceed its count {:?}",
                 n.key, n.counts
             ));
             continue;
         }
         if !within(out, n.counts) {
             report.problem(format!(
-                "{:016x}: games leaving {out:?} exceed its count {:?}",
+                "{}: games leaving {out:?} exceed its count {:?}",
                 n.key, n.counts
             ));
         }
@@ -135,13 +108,13 @@ pub fn check(book: &Book) -> Result<CheckReport> {
     for (i, (stored, new)) in graph.nodes.iter().zip(&fresh.nodes).enumerate() {
         if stored.value.to_bits() != new.value.to_bits() {
             report.problem(format!(
-                "{:016x}: stored value {} but full re-evaluation gives {}",
+                "{}: stored value {} but full re-evaluation gives {}",
                 stored.key, stored.value, new.value
             ));
         }
         if graph.best[i] != fresh.best[i] {
             report.problem(format!(
-                "{:016x}: stored choice {:?} but full re-evaluation gives {:?}",
+                "{}: stored choice {:?} but full re-evaluation gives {:?}",
                 stored.key, graph.best[i], fresh.best[i]
             ));
         }

@@ -21,7 +21,7 @@ use shakmaty::{
     EnPassantMode, Position,
 };
 
-use super::keys::{polyglot_key, MoveCode};
+use super::keys::{polyglot_key, Key, MoveCode};
 
 /// How a game ended, as far as the book is concerned. `*` counts as a draw,
 /// as in `polyglot make-book`.
@@ -193,9 +193,9 @@ pub struct RawGame {
 /// One move of a validated game, with the keys on both sides of it.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Ply {
-    pub parent: u64,
+    pub parent: Key,
     pub mv: MoveCode,
-    pub child: u64,
+    pub child: Key,
     pub castle: bool,
 }
 
@@ -216,7 +216,7 @@ pub struct Game {
     /// only the stored ones) and result: the same game is never counted twice.
     pub hash: u64,
     /// Key of the start position.
-    pub start: u64,
+    pub start: Key,
     /// Ply number of the start position (0 for the standard start).
     pub start_ply: u32,
     /// The stored moves (at most max-ply of them).
@@ -254,7 +254,7 @@ impl Game {
     }
 
     /// Keys of every stored position, start first.
-    pub fn keys(&self) -> impl Iterator<Item = u64> + '_ {
+    pub fn keys(&self) -> impl Iterator<Item = Key> + '_ {
         std::iter::once(self.start).chain(self.plies.iter().map(|p| p.child))
     }
 }
@@ -415,11 +415,11 @@ impl RawGame {
 
 /// Plays `mv` and returns the new Polyglot key, updated incrementally from
 /// `key` where shakmaty can (a full hash costs a pass over the board).
-fn next_key(pos: &mut Chess, key: u64, mv: shakmaty::Move) -> u64 {
-    let next = pos.update_zobrist_hash(Zobrist64(key), mv, EnPassantMode::PseudoLegal);
+fn next_key(pos: &mut Chess, key: Key, mv: shakmaty::Move) -> Key {
+    let next = pos.update_zobrist_hash(Zobrist64(key.0), mv, EnPassantMode::PseudoLegal);
     pos.play_unchecked(mv);
     match next {
-        Some(z) => z.0,
+        Some(z) => Key(z.0),
         None => polyglot_key(pos),
     }
 }
@@ -613,7 +613,7 @@ mod tests {
         assert_eq!(g.result, GameResult::WhiteWins);
         assert_eq!(g.terminal, Some(-1.0));
         assert_eq!(g.plies.len(), 7);
-        assert_eq!(g.start, 0x463b96181691fc9c);
+        assert_eq!(g.start, Key(0x463b96181691fc9c));
     }
 
     #[test]

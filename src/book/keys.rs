@@ -10,19 +10,41 @@ use std::fmt;
 
 use shakmaty::{zobrist::Zobrist64, EnPassantMode, Move, Position, Role, Square};
 
+/// The Polyglot hash of a position: its row in the book, its entries in a
+/// Polyglot book.
+#[derive(Copy, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Key(pub u64);
+
+impl Key {
+    /// As SQLite stores it: the signed 64-bit integer with the same bits
+    /// (SQLite has no unsigned integers). Rows in this order are in
+    /// B-tree order.
+    pub fn to_sql(self) -> i64 {
+        self.0 as i64
+    }
+
+    /// Back from [`Key::to_sql`].
+    pub fn from_sql(v: i64) -> Key {
+        Key(v as u64)
+    }
+}
+
+/// 16 hex digits, as `show` prints keys and Polyglot tools list them.
+impl fmt::Display for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:016x}", self.0)
+    }
+}
+
+impl fmt::Debug for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Key({self})")
+    }
+}
+
 /// The Polyglot key of a position.
-pub fn polyglot_key<P: Position>(pos: &P) -> u64 {
-    pos.zobrist_hash::<Zobrist64>(EnPassantMode::PseudoLegal).0
-}
-
-/// u64 key -> SQLite INTEGER (same bits).
-pub fn to_sql(key: u64) -> i64 {
-    key as i64
-}
-
-/// SQLite INTEGER -> u64 key.
-pub fn from_sql(key: i64) -> u64 {
-    key as u64
+pub fn polyglot_key<P: Position>(pos: &P) -> Key {
+    Key(pos.zobrist_hash::<Zobrist64>(EnPassantMode::PseudoLegal).0)
 }
 
 /// A move in Polyglot's encoding: bits 0-5 to-square, 6-11 from-square,
@@ -115,7 +137,9 @@ mod tests {
 
     #[test]
     fn start_key_is_polyglot() {
-        assert_eq!(polyglot_key(&Chess::default()), 0x463b96181691fc9c);
+        assert_eq!(polyglot_key(&Chess::default()), Key(0x463b96181691fc9c));
+        assert_eq!(Key::from_sql(Key(u64::MAX).to_sql()), Key(u64::MAX));
+        assert_eq!(Key(0xab).to_string(), "00000000000000ab");
     }
 
     #[test]
@@ -139,8 +163,8 @@ mod tests {
     }
 }
 
-/// A hasher for maps keyed by position keys. Zobrist keys are already
-/// uniformly random, so a multiply-rotate mix is enough and far cheaper than
+/// A hasher for maps keyed by position keys ([`Key`], alone or with a move)
+/// and game hashes. Both are already uniformly random, so a multiply-rotate mix is enough and far cheaper than
 /// SipHash (the build spends much of its sequential time in these maps).
 #[derive(Default, Clone, Copy)]
 pub struct KeyHasher(u64);

@@ -43,7 +43,7 @@ use std::collections::{BinaryHeap, HashSet};
 use anyhow::{bail, Result};
 
 use super::ingest::Counts;
-use super::keys::{KeyMap, MoveCode};
+use super::keys::{Key, KeyMap, MoveCode};
 
 /// The value formula's parameters. Stored in the book's meta table so every
 /// evaluation of one book uses the same numbers.
@@ -132,7 +132,7 @@ pub fn expected_milli(white_elo: Option<u32>, black_elo: Option<u32>) -> i64 {
 /// What the formula needs to know about a node.
 #[derive(Copy, Clone, Debug, PartialEq)]
 pub struct NodeInfo {
-    pub key: u64,
+    pub key: Key,
     /// Smallest ply at which a game reached it; `None` for imported positions
     /// not reachable from a known start (they carry no value).
     pub depth: Option<u32>,
@@ -152,7 +152,7 @@ pub struct NodeInfo {
 
 impl NodeInfo {
     /// A position with games and nothing else known (no analysis, no rating).
-    pub fn from_counts(key: u64, depth: Option<u32>, counts: Counts) -> NodeInfo {
+    pub fn from_counts(key: Key, depth: Option<u32>, counts: Counts) -> NodeInfo {
         NodeInfo {
             key,
             depth,
@@ -376,6 +376,42 @@ pub fn choices<'a>(
         .collect()
 }
 
+/// The probability the `weighted` mode (see `select`) gives each option of
+/// `parent`: `Some(move)` for a book move, `None` for leaving the book.
+/// Empty when the book has no valued move here (an imported position).
+/// (Here rather than in `select`: the Polyglot export weighs moves by it.)
+pub fn option_weights(
+    parent: &NodeInfo,
+    choices: &[Choice],
+    p: &ValueParams,
+) -> Vec<(Option<MoveCode>, f64)> {
+    let points = parent.points();
+    let analysed = parent.deviation.is_some();
+    let mut scored: Vec<(Option<MoveCode>, f64)> = choices
+        .iter()
+        .filter(|c| c.games > 0 && !c.all_lost && (analysed || c.q >= p.deviation))
+        .map(|c| (Some(c.mv), c.score(points, p)))
+        .collect();
+    if scored.is_empty() {
+        return Vec::new();
+    }
+    if let Some(Some(d)) = parent.deviation {
+        scored.push((None, deviation_score(d, points, p)));
+    }
+    let top = scored.iter().map(|s| s.1).fold(f64::NEG_INFINITY, f64::max);
+    let t = (p.popularity / 2.0).max(0.02);
+    let mut w: Vec<(Option<MoveCode>, f64)> = scored
+        .into_iter()
+        .map(|(m, s)| (m, ((s - top) / t).exp()))
+        .filter(|&(_, w)| w >= 1e-3)
+        .collect();
+    let total: f64 = w.iter().map(|x| x.1).sum();
+    for x in &mut w {
+        x.1 /= total;
+    }
+    w
+}
+
 /// `v(n)` and the `best` move from the node and its children `(move, child)`.
 pub fn node_value<'a>(
     node: &NodeInfo,
@@ -402,7 +438,7 @@ pub fn node_value<'a>(
 pub struct Graph {
     pub nodes: Vec<NodeInfo>,
     pub best: Vec<Option<MoveCode>>,
-    pub index: KeyMap<u64, u32>,
+    pub index: KeyMap<Key, u32>,
     /// Children of node `i`: `edges[offsets[i]..offsets[i + 1]]`.
     pub offsets: Vec<u32>,
     pub edges: Vec<(MoveCode, u32)>,
@@ -411,8 +447,8 @@ pub struct Graph {
 impl Graph {
     /// Builds the graph from nodes and `(parent, move, child)` edges; edges
     /// whose ends are unknown are ignored.
-    pub fn new(nodes: Vec<NodeInfo>, mut edge_list: Vec<(u64, MoveCode, u64)>) -> Graph {
-        let index: KeyMap<u64, u32> = nodes
+    pub fn new(nodes: Vec<NodeInfo>, mut edge_list: Vec<(Key, MoveCode, Key)>) -> Graph {
+        let index: KeyMap<Key, u32> = nodes
             .iter()
             .enumerate()
             .map(|(i, n)| (n.key, i as u32))
@@ -472,18 +508,18 @@ impl Graph {
 /// Storage as the incremental pass needs it.
 pub trait Tree {
     /// A node and its stored `best` move.
-    fn node(&mut self, key: u64) -> Result<Option<(NodeInfo, Option<MoveCode>)>>;
+    fn node(&mut self, key: Key) -> Result<Option<(NodeInfo, Option<MoveCode>)>>;
     /// `(move, child)` for every book move of `key` with a known child.
-    fn children(&mut self, key: u64) -> Result<Vec<(MoveCode, NodeInfo)>>;
+    fn children(&mut self, key: Key) -> Result<Vec<(MoveCode, NodeInfo)>>;
     /// Key and depth of every position with a book move into `key`.
-    fn parents(&mut self, key: u64) -> Result<Vec<(u64, Option<u32>)>>;
-    fn set_value(&mut self, key: u64, value: f64, best: Option<MoveCode>) -> Result<()>;
+    fn parents(&mut self, key: Key) -> Result<Vec<(Key, Option<u32>)>>;
+    fn set_value(&mut self, key: Key, value: f64, best: Option<MoveCode>) -> Result<()>;
 }
 
 /// A node whose `best` move changed during re-evaluation.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ChoiceChange {
-    pub key: u64,
+    pub key: Key,
     pub depth: u32,
     pub before: Option<MoveCode>,
     pub after: Option<MoveCode>,
@@ -502,7 +538,7 @@ pub struct Reevaluation {
 /// depends on a changed value, stopping where values no longer change.
 pub fn reevaluate_from<T: Tree>(
     tree: &mut T,
-    dirty: impl IntoIterator<Item = (u64, Option<u32>)>,
+    dirty: impl IntoIterator<Item = (Key, Option<u32>)>,
     p: &ValueParams,
 ) -> Result<Reevaluation> {
     let mut heap = BinaryHeap::new();
@@ -557,7 +593,7 @@ mod tests {
 
     fn node(key: u64, depth: u32, w: u32, d: u32, b: u32) -> NodeInfo {
         NodeInfo::from_counts(
-            key,
+            Key(key),
             Some(depth),
             Counts {
                 white: w,
@@ -576,9 +612,9 @@ mod tests {
             node(3, 2, 2, 0, 0),
         ];
         let edges = vec![
-            (1, MoveCode(1), 2),
-            (2, MoveCode(2), 3),
-            (3, MoveCode(3), 1),
+            (Key(1), MoveCode(1), Key(2)),
+            (Key(2), MoveCode(2), Key(3)),
+            (Key(3), MoveCode(3), Key(1)),
         ];
         let mut g = Graph::new(nodes, edges);
         let p = ValueParams::default();

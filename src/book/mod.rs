@@ -2,13 +2,12 @@
 
 pub mod build;
 pub mod check;
+pub mod db;
 pub mod ingest;
 pub mod keys;
-pub mod learn;
 pub mod minimax;
 pub mod polyglot;
 pub mod report;
 pub mod select;
-pub mod store;
 
-pub use store::{Book, BookSettings};
+pub use db::{Book, BookSettings};

@@ -13,17 +13,16 @@ use std::{
 };
 
 use anyhow::{bail, Context, Result};
-use rusqlite::params;
 use shakmaty::{Chess, Position};
 
-use super::keys::{from_sql, polyglot_key, to_sql, uci_of, KeyMap, MoveCode};
-use super::minimax;
-use super::select::option_weights;
-use super::store::{link_parent, reevaluate_all, Book};
+use super::db::import::ImportedMove;
+use super::db::Book;
+use super::keys::{polyglot_key, uci_of, Key, KeyMap, MoveCode};
+use super::minimax::{self, option_weights};
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Entry {
-    pub key: u64,
+    pub key: Key,
     pub mv: u16,
     pub weight: u16,
     pub learn: u32,
@@ -80,7 +79,7 @@ pub fn read_bin(path: &Path) -> Result<Vec<Entry>> {
     Ok(bytes
         .chunks_exact(16)
         .map(|c| Entry {
-            key: be(&c[0..8]),
+            key: Key(be(&c[0..8])),
             mv: be(&c[8..10]) as u16,
             weight: be(&c[10..12]) as u16,
             learn: be(&c[12..16]) as u32,
@@ -91,12 +90,12 @@ pub fn read_bin(path: &Path) -> Result<Vec<Entry>> {
 /// A Polyglot `.bin` book in memory, read as GUIs read one: the entries of a
 /// position, a move at random in proportion to its weight.
 pub struct PolyglotBook {
-    entries: KeyMap<u64, Vec<(MoveCode, u16)>>,
+    entries: KeyMap<Key, Vec<(MoveCode, u16)>>,
 }
 
 impl PolyglotBook {
     pub fn open(path: &Path) -> Result<PolyglotBook> {
-        let mut entries: KeyMap<u64, Vec<(MoveCode, u16)>> = KeyMap::default();
+        let mut entries: KeyMap<Key, Vec<(MoveCode, u16)>> = KeyMap::default();
         for e in read_bin(path)? {
             entries
                 .entry(e.key)
@@ -162,7 +161,7 @@ pub fn write_bin(path: &Path, entries: &mut [Entry]) -> Result<()> {
             fs::File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
         let mut w = BufWriter::new(f);
         for e in entries.iter() {
-            w.write_all(&e.key.to_be_bytes())?;
+            w.write_all(&e.key.0.to_be_bytes())?;
             w.write_all(&e.mv.to_be_bytes())?;
             w.write_all(&e.weight.to_be_bytes())?;
             w.write_all(&e.learn.to_be_bytes())?;
@@ -175,7 +174,7 @@ pub fn write_bin(path: &Path, entries: &mut [Entry]) -> Result<()> {
 
 /// `weighted`'s probability of every book move, times 10,000 (at least 1
 /// for a move it plays at all), from the whole book in memory.
-fn value_weights(book: &Book) -> Result<KeyMap<(u64, u16), u16>> {
+fn value_weights(book: &Book) -> Result<KeyMap<(Key, u16), u16>> {
     let params = book.settings.params;
     let g = book.load_graph()?;
     let mut out = KeyMap::default();
@@ -200,26 +199,19 @@ pub fn export_entries(book: &Book, opts: &ExportOptions) -> Result<Vec<Entry>> {
         WeightMode::Value => value_weights(book)?,
         _ => KeyMap::default(),
     };
-    let mut stmt = book.conn.prepare(
-        "SELECT m.parent, m.move, m.white, m.draws, m.black, m.weight, pp.depth
-         FROM moves m LEFT JOIN positions pp ON pp.key = m.parent",
-    )?;
-    let mut rows = stmt.query([])?;
     let mut out = Vec::new();
-    while let Some(r) = rows.next()? {
-        let key = from_sql(r.get(0)?);
-        let mv: u16 = r.get(1)?;
-        let (w, d, b): (u32, u32, u32) = (r.get(2)?, r.get(3)?, r.get(4)?);
-        let imported: Option<u32> = r.get(5)?;
-        let depth: Option<u32> = r.get::<_, Option<i64>>(6)?.map(|d| d as u32);
+    book.for_each_move(|m| {
+        let (key, mv) = (m.parent, m.mv.0);
+        let (w, d, b) = (m.counts.white, m.counts.draws, m.counts.black);
+        let depth = m.parent_depth;
         let games = w + d + b;
         if let (Some(max), Some(dp)) = (opts.max_ply, depth) {
             if dp >= max {
-                continue;
+                return;
             }
         }
         let weight: u32 = match opts.weights {
-            WeightMode::Imported => imported.unwrap_or(0),
+            WeightMode::Imported => m.weight.unwrap_or(0),
             WeightMode::Games => games.min(65535),
             WeightMode::Polyglot => {
                 let wins = match depth {
@@ -242,7 +234,7 @@ pub fn export_entries(book: &Book, opts: &ExportOptions) -> Result<Vec<Entry>> {
                 learn: 0,
             });
         }
-    }
+    })?;
     Ok(out)
 }
 
@@ -270,7 +262,7 @@ pub struct ImportSummary {
 /// them, minimax ignores them).
 pub fn import(book: &mut Book, path: &Path) -> Result<ImportSummary> {
     let entries = read_bin(path)?;
-    let mut by_key: HashMap<u64, Vec<Entry>> = HashMap::new();
+    let mut by_key: HashMap<Key, Vec<Entry>> = HashMap::new();
     for e in &entries {
         by_key.entry(e.key).or_default().push(*e);
     }
@@ -279,9 +271,9 @@ pub fn import(book: &mut Book, path: &Path) -> Result<ImportSummary> {
         ..Default::default()
     };
     // Breadth-first from the start position: smallest depth first.
-    let mut depth: HashMap<u64, u32> = HashMap::new();
-    let mut children: HashMap<(u64, u16), (u64, String)> = HashMap::new();
-    let mut illegal: HashSet<(u64, u16)> = HashSet::new();
+    let mut depth: HashMap<Key, u32> = HashMap::new();
+    let mut children: HashMap<(Key, u16), (Key, String)> = HashMap::new();
+    let mut illegal: HashSet<(Key, u16)> = HashSet::new();
     let start = Chess::default();
     let mut queue = VecDeque::from([(start.clone(), 0u32)]);
     depth.insert(polyglot_key(&start), 0);
@@ -310,45 +302,36 @@ pub fn import(book: &mut Book, path: &Path) -> Result<ImportSummary> {
             }
         }
     }
-    let tx = book.conn.transaction()?;
-    {
-        let mut pos_stmt = tx.prepare(
-            "INSERT INTO positions(key, depth) VALUES (?1, ?2)
-             ON CONFLICT(key) DO UPDATE SET depth = CASE WHEN depth IS NULL OR
-               (excluded.depth IS NOT NULL AND excluded.depth < depth) THEN coalesce(excluded.depth, depth) ELSE depth END",
-        )?;
-        let mut keys: Vec<u64> = by_key.keys().copied().collect();
-        for (_, (ck, _)) in children.iter() {
-            keys.push(*ck);
-        }
-        keys.sort_unstable();
-        keys.dedup();
-        for k in keys {
-            pos_stmt.execute(params![to_sql(k), depth.get(&k)])?;
-        }
-        let mut mv_stmt = tx.prepare(
-            "INSERT INTO moves(parent, move, uci, child, weight) VALUES (?1, ?2, ?3, ?4, ?5)
-             ON CONFLICT(parent, move) DO UPDATE SET weight = coalesce(weight, 0) + excluded.weight,
-               child = coalesce(child, excluded.child)",
-        )?;
-        for e in &entries {
-            let (child, uci) = match children.get(&(e.key, e.mv)) {
-                Some((ck, uci)) => {
-                    summary.reached += 1;
-                    (Some(to_sql(*ck)), uci.clone())
-                }
-                None => (None, MoveCode(e.mv).to_string()),
-            };
-            if illegal.contains(&(e.key, e.mv)) {
-                summary.illegal += 1;
-            }
-            mv_stmt.execute(params![to_sql(e.key), e.mv, uci, child, e.weight])?;
-            if let Some(c) = child {
-                link_parent(&tx, e.key, from_sql(c))?;
-            }
-        }
+    let mut keys: Vec<Key> = by_key.keys().copied().collect();
+    for (_, (ck, _)) in children.iter() {
+        keys.push(*ck);
     }
-    reevaluate_all(&tx, &book.settings.params)?;
-    tx.commit()?;
+    keys.sort_unstable();
+    keys.dedup();
+    let positions: Vec<(Key, Option<u32>)> = keys
+        .into_iter()
+        .map(|k| (k, depth.get(&k).copied()))
+        .collect();
+    let mut moves = Vec::with_capacity(entries.len());
+    for e in &entries {
+        let (child, uci) = match children.get(&(e.key, e.mv)) {
+            Some((ck, uci)) => {
+                summary.reached += 1;
+                (Some(*ck), uci.clone())
+            }
+            None => (None, MoveCode(e.mv).to_string()),
+        };
+        if illegal.contains(&(e.key, e.mv)) {
+            summary.illegal += 1;
+        }
+        moves.push(ImportedMove {
+            parent: e.key,
+            mv: MoveCode(e.mv),
+            uci,
+            child,
+            weight: e.weight,
+        });
+    }
+    book.add_imported(&positions, &moves)?;
     Ok(summary)
 }

@@ -6,10 +6,11 @@ use anyhow::{Context, Result};
 use shakmaty::{fen::Fen, CastlingMode, Chess, EnPassantMode, Position};
 
 use super::build::Learned;
+use super::db::{Book, BookMove};
 use super::ingest::parse_uci;
 use super::keys::polyglot_key;
-use super::select::{best_of, choice_of, option_weights};
-use super::store::Book;
+use super::minimax::option_weights;
+use super::select::{best_of, choice_of};
 
 /// The position given by `--fen` or `--moves` (from the start), or the start.
 pub fn position_from(fen: Option<&str>, moves: Option<&str>) -> Result<Chess> {
@@ -33,13 +34,13 @@ pub fn show(book: &Book, pos: &Chess) -> Result<String> {
     let mut s = String::new();
     writeln!(s, "{}", Fen::from_position(pos, EnPassantMode::Legal))?;
     let Some(node) = book.position(key)? else {
-        writeln!(s, "key {key:016x}: not in the book")?;
+        writeln!(s, "key {key}: not in the book")?;
         return Ok(s);
     };
     let c = node.counts;
     writeln!(
         s,
-        "key {key:016x}  depth {}  games {} (+{} ={} -{} for White)  value {:+.4}",
+        "key {key}  depth {}  games {} (+{} ={} -{} for White)  value {:+.4}",
         node.depth.map_or("?".to_string(), |d| d.to_string()),
         c.total(),
         c.white,
@@ -53,7 +54,7 @@ pub fn show(book: &Book, pos: &Chess) -> Result<String> {
     let d = params.deviation;
     let choices: Vec<_> = moves.iter().filter_map(choice_of).collect();
     let weights = option_weights(&node, &choices, &params);
-    let weight_of = |m: &crate::book::store::BookMove| -> String {
+    let weight_of = |m: &BookMove| -> String {
         match weights.iter().find(|w| w.0 == Some(m.mv)) {
             Some(w) => format!("{:.1}%", 100.0 * w.1),
             None if m.child_games == 0 => m.weight.map_or("-".into(), |w| w.to_string()),
@@ -210,7 +211,7 @@ pub fn learned_line(l: &Learned) -> String {
             .after
             .map_or("(leave the book)".to_string(), |m| m.to_string());
         let before = c.before.map_or(String::new(), |m| m.to_string());
-        let _ = write!(s, "\n  ply {} {:016x}: {before} -> {after}", c.depth, c.key);
+        let _ = write!(s, "\n  ply {} {}: {before} -> {after}", c.depth, c.key);
     }
     s
 }

@@ -19,10 +19,10 @@ use shakmaty::{Chess, Move, Position as _};
 
 use std::path::Path;
 
+use super::db::{Book, BookMove};
 use super::keys::{polyglot_key, MoveCode};
-use super::minimax::{self, Choice, NodeInfo, ValueParams};
+use super::minimax::{self, option_weights, Choice, NodeInfo, ValueParams};
 use super::polyglot::{is_polyglot_path, PolyglotBook};
-use super::store::{Book, BookMove};
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -53,41 +53,6 @@ pub fn choice_of(m: &BookMove) -> Option<Choice> {
         exact: m.child_exact,
         all_lost: m.all_lost,
     })
-}
-
-/// The probability `weighted` gives each option of `parent`: `Some(move)`
-/// for a book move, `None` for leaving the book. Empty when the book has no
-/// valued move here (an imported position).
-pub fn option_weights(
-    parent: &NodeInfo,
-    choices: &[Choice],
-    p: &ValueParams,
-) -> Vec<(Option<MoveCode>, f64)> {
-    let points = parent.points();
-    let analysed = parent.deviation.is_some();
-    let mut scored: Vec<(Option<MoveCode>, f64)> = choices
-        .iter()
-        .filter(|c| c.games > 0 && !c.all_lost && (analysed || c.q >= p.deviation))
-        .map(|c| (Some(c.mv), c.score(points, p)))
-        .collect();
-    if scored.is_empty() {
-        return Vec::new();
-    }
-    if let Some(Some(d)) = parent.deviation {
-        scored.push((None, minimax::deviation_score(d, points, p)));
-    }
-    let top = scored.iter().map(|s| s.1).fold(f64::NEG_INFINITY, f64::max);
-    let t = (p.popularity / 2.0).max(0.02);
-    let mut w: Vec<(Option<MoveCode>, f64)> = scored
-        .into_iter()
-        .map(|(m, s)| (m, ((s - top) / t).exp()))
-        .filter(|&(_, w)| w >= 1e-3)
-        .collect();
-    let total: f64 = w.iter().map(|x| x.1).sum();
-    for x in &mut w {
-        x.1 /= total;
-    }
-    w
 }
 
 /// The book's move in `pos`, or `None` when the book has none to offer
@@ -200,12 +165,13 @@ pub fn best_of(parent: &NodeInfo, moves: &[BookMove], p: &ValueParams) -> Option
 mod tests {
     use super::*;
     use crate::book::ingest::Counts;
+    use crate::book::keys::Key;
 
     fn book_move(mv: u16, q: f64, games: u32) -> BookMove {
         BookMove {
             mv: MoveCode(mv),
             uci: String::new(),
-            child: Some(u64::from(mv)),
+            child: Some(Key(u64::from(mv))),
             counts: Counts {
                 white: games,
                 draws: 0,
@@ -224,7 +190,7 @@ mod tests {
     fn weighted_prefers_popular_and_good_moves_and_sums_to_one() {
         let p = ValueParams::default();
         let parent = NodeInfo::from_counts(
-            1,
+            Key(1),
             Some(0),
             Counts {
                 white: 1000,

@@ -1,180 +1,35 @@
 //! Hossa's step: add one game to a book and re-evaluate what it affects, in
-//! one transaction.
-//!
-//! The incremental pass reads the same opening positions (and their many
-//! children) game after game, so what it reads is kept between games in a
-//! write-through cache. Every row it changes is written once, at the end,
-//! from the cache. The cache is dropped whenever the file may have changed
-//! behind it: another connection committed (`PRAGMA data_version`), this
-//! connection wrote outside `add_game` (`total_changes`), or a game's
-//! transaction failed.
+//! one transaction, reading through the [`NodeCache`] and writing every
+//! changed row once, at the end.
 
 use anyhow::Result;
-use rusqlite::{params, CachedStatement, Connection, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, Connection, Transaction, TransactionBehavior};
 
-use super::ingest::Game;
-use super::keys::{from_sql, to_sql, KeyMap, KeySet, MoveCode};
-use super::minimax::{self, NodeInfo, Reevaluation, Tree, ValueParams};
-use super::store::{
-    insert_game_row, link_transposition, node_from_row, Book, MOVE_UPSERT, NODE_COLS, NODE_WIDTH,
-};
-
-/// Above this many positions the cache starts again (about 150 bytes each).
-const CACHE_LIMIT: usize = 1 << 18;
-
-/// Positions as the incremental pass last saw them.
-#[derive(Default)]
-pub struct NodeCache {
-    nodes: KeyMap<u64, Cached>,
-    /// `PRAGMA data_version` and `total_changes()` when the cache was last
-    /// known to match the file; `None`: empty, nothing to check.
-    stamp: Option<(i64, u64)>,
-}
-
-struct Cached {
-    info: NodeInfo,
-    best: Option<MoveCode>,
-    /// `positions.parent`: the first position seen to lead here.
-    first_parent: Option<u64>,
-    /// `(move, child)` of every move with a child; `None` until read.
-    children: Option<Vec<(MoveCode, u64)>>,
-    /// This position's rows in `parents`; `None` until read.
-    linked: Option<Vec<u64>>,
-}
-
-/// The statements of one game's transaction, prepared once per game.
-struct Sql<'c> {
-    node: CachedStatement<'c>,
-    children: CachedStatement<'c>,
-    parents: CachedStatement<'c>,
-}
-
-impl<'c> Sql<'c> {
-    fn new(conn: &'c Connection) -> Result<Sql<'c>> {
-        Ok(Sql {
-            node: conn.prepare_cached(&format!(
-                "SELECT {NODE_COLS}, p.best, p.parent FROM positions p LEFT JOIN analysis a ON a.key = p.key
-                 WHERE p.key = ?1"
-            ))?,
-            children: conn.prepare_cached(
-                "SELECT move, child FROM moves WHERE parent = ?1 AND child IS NOT NULL",
-            )?,
-            parents: conn.prepare_cached("SELECT parent FROM parents WHERE child = ?1")?,
-        })
-    }
-}
-
-impl NodeCache {
-    pub fn clear(&mut self) {
-        self.nodes.clear();
-        self.stamp = None;
-    }
-
-    /// Drops the cache unless the file is as it was after the last game.
-    /// Call inside the write transaction, so nobody can commit after it.
-    fn revalidate(&mut self, conn: &Connection) -> Result<()> {
-        let stamp = (data_version(conn)?, conn.total_changes());
-        if self.stamp != Some(stamp) || self.nodes.len() > CACHE_LIMIT {
-            self.nodes.clear();
-        }
-        Ok(())
-    }
-
-    /// Whether `key` is a stored position (read into the cache if needed).
-    fn load(&mut self, sql: &mut Sql<'_>, key: u64) -> Result<bool> {
-        if self.nodes.contains_key(&key) {
-            return Ok(true);
-        }
-        let row = sql
-            .node
-            .query_row([to_sql(key)], cached_from_row)
-            .optional()?;
-        Ok(match row {
-            Some(c) => {
-                self.nodes.insert(key, c);
-                true
-            }
-            None => false,
-        })
-    }
-
-    /// The moves of a cached position, read if needed.
-    fn children(&mut self, sql: &mut Sql<'_>, key: u64) -> Result<Vec<(MoveCode, u64)>> {
-        if let Some(kids) = self.nodes.get(&key).and_then(|n| n.children.clone()) {
-            return Ok(kids);
-        }
-        let kids = sql
-            .children
-            .query_map([to_sql(key)], |r| {
-                Ok((MoveCode(r.get(0)?), from_sql(r.get(1)?)))
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        if let Some(n) = self.nodes.get_mut(&key) {
-            n.children = Some(kids.clone());
-        }
-        Ok(kids)
-    }
-
-    /// Every position with a book move into a cached position.
-    fn parent_keys(&mut self, sql: &mut Sql<'_>, key: u64) -> Result<Vec<u64>> {
-        let Some(n) = self.nodes.get(&key) else {
-            return Ok(Vec::new());
-        };
-        let first = n.first_parent;
-        let linked = match &n.linked {
-            Some(l) => l.clone(),
-            None => {
-                let l = sql
-                    .parents
-                    .query_map([to_sql(key)], |r| r.get::<_, i64>(0).map(from_sql))?
-                    .collect::<rusqlite::Result<Vec<_>>>()?;
-                if let Some(n) = self.nodes.get_mut(&key) {
-                    n.linked = Some(l.clone());
-                }
-                l
-            }
-        };
-        let mut out: Vec<u64> = first.into_iter().chain(linked).collect();
-        out.sort_unstable();
-        out.dedup();
-        Ok(out)
-    }
-}
-
-/// A cached node from [`NODE_COLS`], `best`, `parent`.
-fn cached_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Cached> {
-    Ok(Cached {
-        info: node_from_row(r, 0)?,
-        best: r.get::<_, Option<u16>>(NODE_WIDTH)?.map(MoveCode),
-        first_parent: r.get::<_, Option<i64>>(NODE_WIDTH + 1)?.map(from_sql),
-        children: None,
-        linked: None,
-    })
-}
-
-fn data_version(conn: &Connection) -> Result<i64> {
-    Ok(conn
-        .prepare_cached("PRAGMA data_version")?
-        .query_row([], |r| r.get(0))?)
-}
+use super::book::Book;
+use super::cache::{Cached, NodeCache, Sql};
+use super::graph::{link_transposition, MOVE_UPSERT};
+use super::schema::hash_to_sql;
+use crate::book::ingest::Game;
+use crate::book::keys::{Key, KeySet, MoveCode};
+use crate::book::minimax::{self, NodeInfo, Reevaluation, Tree, ValueParams};
 
 /// The incremental pass's view of the book: the cache, read-through.
 struct CachedTree<'a, 'c> {
     sql: &'a mut Sql<'c>,
     cache: &'a mut NodeCache,
     /// Positions whose row must be written.
-    changed: &'a mut KeySet<u64>,
+    changed: &'a mut KeySet<Key>,
 }
 
 impl Tree for CachedTree<'_, '_> {
-    fn node(&mut self, key: u64) -> Result<Option<(NodeInfo, Option<MoveCode>)>> {
+    fn node(&mut self, key: Key) -> Result<Option<(NodeInfo, Option<MoveCode>)>> {
         if !self.cache.load(self.sql, key)? {
             return Ok(None);
         }
         Ok(self.cache.nodes.get(&key).map(|n| (n.info, n.best)))
     }
 
-    fn children(&mut self, key: u64) -> Result<Vec<(MoveCode, NodeInfo)>> {
+    fn children(&mut self, key: Key) -> Result<Vec<(MoveCode, NodeInfo)>> {
         let mut out = Vec::new();
         for (mv, child) in self.cache.children(self.sql, key)? {
             if self.cache.load(self.sql, child)? {
@@ -186,7 +41,7 @@ impl Tree for CachedTree<'_, '_> {
         Ok(out)
     }
 
-    fn parents(&mut self, key: u64) -> Result<Vec<(u64, Option<u32>)>> {
+    fn parents(&mut self, key: Key) -> Result<Vec<(Key, Option<u32>)>> {
         let mut out = Vec::new();
         for parent in self.cache.parent_keys(self.sql, key)? {
             if self.cache.load(self.sql, parent)? {
@@ -198,7 +53,7 @@ impl Tree for CachedTree<'_, '_> {
         Ok(out)
     }
 
-    fn set_value(&mut self, key: u64, value: f64, best: Option<MoveCode>) -> Result<()> {
+    fn set_value(&mut self, key: Key, value: f64, best: Option<MoveCode>) -> Result<()> {
         if let Some(n) = self.cache.nodes.get_mut(&key) {
             n.info.value = value;
             n.best = best;
@@ -215,10 +70,7 @@ impl Book {
         let params = self.settings.params;
         let out = add_game(&mut self.conn, &mut self.cache, &params, game, source);
         match &out {
-            Ok(_) => {
-                let stamp = (data_version(&self.conn)?, self.conn.total_changes());
-                self.cache.stamp = Some(stamp);
-            }
+            Ok(_) => self.cache.stamp(&self.conn)?,
             Err(_) => self.cache.clear(),
         }
         out
@@ -244,7 +96,7 @@ fn add_game(
     let mut changed = KeySet::default();
     let mut new = KeySet::default();
     let mut path = Vec::with_capacity(game.plies.len() + 1);
-    let mut from: Option<u64> = None;
+    let mut from: Option<Key> = None;
     for (ply, key) in game.keys().enumerate() {
         let depth = game.start_ply + ply as u32;
         if cache.load(&mut sql, key)? {
@@ -301,13 +153,13 @@ fn add_game(
                 .children(&mut sql, p.parent)?
                 .contains(&(p.mv, p.child));
             if known {
-                update.execute(params![to_sql(p.parent), p.mv.0, c.white, c.draws, c.black])?;
+                update.execute(params![p.parent, p.mv.0, c.white, c.draws, c.black])?;
             } else {
                 upsert.execute(params![
-                    to_sql(p.parent),
+                    p.parent,
                     p.mv.0,
                     p.uci(),
-                    to_sql(p.child),
+                    p.child,
                     c.white,
                     c.draws,
                     c.black
@@ -337,6 +189,15 @@ fn add_game(
     Ok(Some(re))
 }
 
+/// Adds the game's row; `false` if the game is already in the book.
+fn insert_game_row(tx: &Transaction<'_>, game: &Game, source: &str) -> Result<bool> {
+    let n = tx.prepare_cached(
+        "INSERT OR IGNORE INTO games(hash, source, white, black, result, plies, start) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?
+    .execute(params![hash_to_sql(game.hash), source, game.white, game.black, game.result.as_str(), game.total_plies, game.start])?;
+    Ok(n == 1)
+}
+
 /// Re-evaluates `path` (positions whose own inputs changed), every parent of
 /// them (their edge values changed) and whatever depends on a changed value;
 /// then writes the rows of `changed` (with those the pass changed).
@@ -345,9 +206,9 @@ fn reevaluate_path(
     sql: &mut Sql<'_>,
     cache: &mut NodeCache,
     params: &ValueParams,
-    path: &[u64],
-    mut changed: KeySet<u64>,
-    new: &KeySet<u64>,
+    path: &[Key],
+    mut changed: KeySet<Key>,
+    new: &KeySet<Key>,
 ) -> Result<Reevaluation> {
     let mut tree = CachedTree {
         sql,
@@ -367,11 +228,11 @@ fn reevaluate_path(
 
 /// Re-evaluates after the inputs of `keys` changed other than through games
 /// (their analysis), inside the caller's transaction.
-pub(crate) fn reevaluate_keys(
+pub(super) fn reevaluate_keys(
     conn: &Connection,
     cache: &mut NodeCache,
     params: &ValueParams,
-    keys: &[u64],
+    keys: &[Key],
 ) -> Result<Reevaluation> {
     let mut sql = Sql::new(conn)?;
     reevaluate_path(
@@ -389,11 +250,11 @@ pub(crate) fn reevaluate_keys(
 fn write_positions(
     conn: &Connection,
     cache: &NodeCache,
-    changed: &KeySet<u64>,
-    new: &KeySet<u64>,
+    changed: &KeySet<Key>,
+    new: &KeySet<Key>,
 ) -> Result<()> {
-    let mut keys: Vec<u64> = changed.iter().copied().collect();
-    keys.sort_unstable_by_key(|&k| to_sql(k));
+    let mut keys: Vec<Key> = changed.iter().copied().collect();
+    keys.sort_unstable_by_key(|&k| k.to_sql());
     let mut insert = conn.prepare_cached(
         "INSERT INTO positions(depth, white, draws, black, exact, value, best, parent, expected, key)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
@@ -414,9 +275,9 @@ fn write_positions(
             n.info.exact,
             n.info.value,
             n.best.map(|m| m.0),
-            n.first_parent.map(to_sql),
+            n.first_parent,
             n.info.expected,
-            to_sql(key)
+            key
         ];
         if new.contains(&key) {
             insert.execute(row)?;

@@ -1,0 +1,110 @@
+//! Search scores of positions (table `analysis`), as `analyze` stores them.
+
+use anyhow::Result;
+use rusqlite::{params, OptionalExtension, TransactionBehavior};
+
+use super::book::Book;
+use super::learn::reevaluate_keys;
+use crate::book::keys::{Key, MoveCode};
+use crate::book::minimax::Reevaluation;
+
+/// A position's search scores.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Analysis {
+    pub key: Key,
+    /// Search score of the position, centipawns, side to move (mate:
+    /// +-(30000 - plies)).
+    pub score: i32,
+    pub depth: u32,
+    /// Its moves were analysed too: the deviation was searched.
+    pub interior: bool,
+    /// Score of the best legal move that is not a book move (side to move);
+    /// `None` for a leaf of the analysis or when every legal move is a book move.
+    pub deviation: Option<i32>,
+    pub dev_move: Option<MoveCode>,
+    pub dev_depth: Option<u32>,
+    /// Book moves with games when it was analysed.
+    pub book_moves: u32,
+    /// The engine (`learnbook` for the search core, else the UCI `id name`).
+    pub engine: String,
+    /// The search budget, `nodes=N` or `movetime=MS`.
+    pub budget: String,
+}
+
+impl Book {
+    /// The stored analysis of a position.
+    pub fn analysis(&self, key: Key) -> Result<Option<Analysis>> {
+        Ok(self
+            .conn
+            .prepare_cached(
+                "SELECT key, score, depth, interior, deviation, dev_move, dev_depth, book_moves, engine, budget
+                 FROM analysis WHERE key = ?1",
+            )?
+            .query_row([key], |r| {
+                Ok(Analysis {
+                    key: r.get(0)?,
+                    score: r.get(1)?,
+                    depth: r.get(2)?,
+                    interior: r.get(3)?,
+                    deviation: r.get(4)?,
+                    dev_move: r.get::<_, Option<u16>>(5)?.map(MoveCode),
+                    dev_depth: r.get(6)?,
+                    book_moves: r.get(7)?,
+                    engine: r.get(8)?,
+                    budget: r.get(9)?,
+                })
+            })
+            .optional()?)
+    }
+
+    /// Number of analysed positions (interior, all).
+    pub fn analysed_count(&self) -> Result<(i64, i64)> {
+        Ok(self.conn.query_row(
+            "SELECT coalesce(sum(interior), 0), count(*) FROM analysis",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?)
+    }
+
+    /// Stores search scores (replacing older ones of the same positions) and
+    /// re-evaluates what they change, in one transaction: values stay exactly
+    /// those of a full re-evaluation after every call.
+    pub fn store_analysis(&mut self, rows: &[Analysis]) -> Result<Reevaluation> {
+        let params = self.settings.params;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        {
+            let mut stmt = tx.prepare_cached(
+                "INSERT OR REPLACE INTO analysis(key, score, depth, interior, deviation, dev_move, dev_depth, book_moves, engine, budget)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            )?;
+            for a in rows {
+                stmt.execute(params![
+                    a.key,
+                    a.score,
+                    a.depth,
+                    a.interior,
+                    a.deviation,
+                    a.dev_move.map(|m| m.0),
+                    a.dev_depth,
+                    a.book_moves,
+                    a.engine,
+                    a.budget
+                ])?;
+            }
+        }
+        // The cached nodes do not know the new scores.
+        self.cache.clear();
+        let keys: Vec<Key> = rows.iter().map(|a| a.key).collect();
+        // (After this write the next `add_game` finds the stamp changed and
+        // starts its cache afresh; an error leaves it to be dropped too.)
+        let out = reevaluate_keys(&tx, &mut self.cache, &params, &keys);
+        if out.is_err() {
+            self.cache.clear();
+        }
+        let out = out?;
+        tx.commit()?;
+        Ok(out)
+    }
+}

@@ -1,0 +1,248 @@
+//! [`Book`]: an open book file, its settings, and reads of single positions.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use rusqlite::{Connection, OptionalExtension};
+
+use super::cache::NodeCache;
+use super::graph::{load_graph, node_from_row, reevaluate_all, NODE_COLS};
+use super::schema::{create_or_read, hash_from_sql, open_conn, read_settings, BookSettings};
+use crate::book::ingest::Counts;
+use crate::book::keys::{Key, KeySet, MoveCode};
+use crate::book::minimax::{self, Graph, NodeInfo};
+
+/// An open book.
+pub struct Book {
+    /// Only this folder speaks SQL; the rest of the crate calls methods.
+    pub(super) conn: Connection,
+    pub path: PathBuf,
+    pub settings: BookSettings,
+    /// What `add_game`'s incremental pass has read, kept between games.
+    pub(super) cache: NodeCache,
+}
+
+/// A book move as `show` and the move choice see it.
+#[derive(Clone, Debug)]
+pub struct BookMove {
+    pub mv: MoveCode,
+    pub uci: String,
+    pub child: Option<Key>,
+    /// Counts of the move itself (occurrences), White's point of view.
+    pub counts: Counts,
+    /// Weight read from an imported Polyglot book.
+    pub weight: Option<u32>,
+    /// `q`: the move's value for the side to move (None: no value).
+    pub q: Option<f64>,
+    /// Games through the child position (the evidence behind `q`).
+    pub child_games: u32,
+    /// Points the side to move at the parent scored in them (2 a win, 1 a draw).
+    pub child_points: u32,
+    /// The child is checkmate or stalemate.
+    pub child_exact: bool,
+    /// Every game through the child was lost by the side playing this move.
+    pub all_lost: bool,
+}
+
+/// Whole-book counts.
+#[derive(Clone, Debug)]
+pub struct BookTotals {
+    pub positions: i64,
+    pub moves: i64,
+    pub games: i64,
+    /// Games counted, with copies of duplicates (`build --allow-duplicates`).
+    pub copies: i64,
+    pub white_wins: i64,
+    pub draws: i64,
+    pub black_wins: i64,
+    pub unknown: i64,
+    pub single_game_moves: i64,
+    pub max_depth: i64,
+}
+
+impl Book {
+    /// Opens an existing book, or creates an empty one with `settings`.
+    /// An existing book keeps its own settings.
+    pub fn open_or_create(path: &Path, settings: BookSettings) -> Result<Book> {
+        settings.params.validate()?;
+        let conn = open_conn(path)?;
+        let settings = create_or_read(&conn, path, settings)?;
+        Ok(Book {
+            conn,
+            path: path.to_path_buf(),
+            settings,
+            cache: NodeCache::default(),
+        })
+    }
+
+    /// Opens an existing book; fails if there is none.
+    pub fn open(path: &Path) -> Result<Book> {
+        if !path.exists() {
+            bail!(
+                "no book at {} (create one with `learnbook build`)",
+                path.display()
+            );
+        }
+        let conn = open_conn(path)?;
+        let settings = read_settings(&conn, path)?;
+        Ok(Book {
+            conn,
+            path: path.to_path_buf(),
+            settings,
+            cache: NodeCache::default(),
+        })
+    }
+
+    pub fn is_empty(&self) -> Result<bool> {
+        Ok(self
+            .conn
+            .query_row("SELECT NOT EXISTS(SELECT 1 FROM positions)", [], |r| {
+                r.get(0)
+            })?)
+    }
+
+    /// The hashes of the games in the book (`Game::hash`).
+    pub fn game_hashes(&self) -> Result<KeySet<u64>> {
+        let mut stmt = self.conn.prepare("SELECT hash FROM games")?;
+        let rows = stmt.query_map([], |r| r.get::<_, i64>(0))?;
+        let mut set = KeySet::default();
+        for h in rows {
+            set.insert(hash_from_sql(h?));
+        }
+        Ok(set)
+    }
+
+    /// Loads every position and move into memory.
+    pub fn load_graph(&self) -> Result<Graph> {
+        load_graph(&self.conn)
+    }
+
+    /// Full re-evaluation of every node; writes the values that changed.
+    /// Returns the number of positions whose value or choice changed.
+    pub fn reevaluate_all(&mut self) -> Result<usize> {
+        let tx = self.conn.transaction()?;
+        let changed = reevaluate_all(&tx, &self.settings.params)?;
+        tx.commit()?;
+        Ok(changed)
+    }
+
+    pub fn position(&self, key: Key) -> Result<Option<NodeInfo>> {
+        Ok(self
+            .conn
+            .query_row(
+                &format!("SELECT {NODE_COLS} FROM positions p LEFT JOIN analysis a ON a.key = p.key WHERE p.key = ?1"),
+                [key],
+                |r| node_from_row(r, 0),
+            )
+            .optional()?)
+    }
+
+    pub fn stored_best(&self, key: Key) -> Result<Option<MoveCode>> {
+        Ok(self
+            .conn
+            .query_row("SELECT best FROM positions WHERE key = ?1", [key], |r| {
+                r.get::<_, Option<u16>>(0)
+            })
+            .optional()?
+            .flatten()
+            .map(MoveCode))
+    }
+
+    /// The book moves of a position, with their values.
+    pub fn moves(&self, key: Key) -> Result<Vec<BookMove>> {
+        let parent = self.position(key)?;
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT m.move, m.uci, m.child, m.white, m.draws, m.black, m.weight, {NODE_COLS}
+             FROM moves m LEFT JOIN positions p ON p.key = m.child LEFT JOIN analysis a ON a.key = p.key
+             WHERE m.parent = ?1 ORDER BY m.move"
+        ))?;
+        let mut rows = stmt.query([key])?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next()? {
+            let child: Option<NodeInfo> = match r.get::<_, Option<i64>>(7)? {
+                Some(_) => Some(node_from_row(r, 7)?),
+                None => None,
+            };
+            let q = match (&parent, &child) {
+                (Some(p), Some(c)) => minimax::edge_value(p.depth, c, &self.settings.params),
+                _ => None,
+            };
+            out.push(BookMove {
+                mv: MoveCode(r.get(0)?),
+                uci: r.get(1)?,
+                child: r.get(2)?,
+                counts: Counts {
+                    white: r.get(3)?,
+                    draws: r.get(4)?,
+                    black: r.get(5)?,
+                },
+                weight: r.get(6)?,
+                q,
+                child_games: child.map_or(0, |c| c.counts.total()),
+                child_points: match (&parent, &child) {
+                    (Some(p), Some(c)) => p.white_to_move().map_or(0, |w| c.points_for(w)),
+                    _ => 0,
+                },
+                child_exact: child.is_some_and(|c| c.exact.is_some()),
+                all_lost: match (&parent, &child) {
+                    (Some(p), Some(c)) => minimax::all_lost(p, c),
+                    _ => false,
+                },
+            });
+        }
+        Ok(out)
+    }
+
+    /// Counts for `stats`.
+    pub fn totals(&self) -> Result<BookTotals> {
+        let q = |sql: &str| -> Result<i64> { Ok(self.conn.query_row(sql, [], |r| r.get(0))?) };
+        Ok(BookTotals {
+            positions: q("SELECT count(*) FROM positions")?,
+            moves: q("SELECT count(*) FROM moves")?,
+            games: q("SELECT count(*) FROM games")?,
+            copies: q("SELECT coalesce(sum(copies), 0) FROM games")?,
+            white_wins: q("SELECT coalesce(sum(copies), 0) FROM games WHERE result = '1-0'")?,
+            draws: q("SELECT coalesce(sum(copies), 0) FROM games WHERE result = '1/2-1/2'")?,
+            black_wins: q("SELECT coalesce(sum(copies), 0) FROM games WHERE result = '0-1'")?,
+            unknown: q("SELECT coalesce(sum(copies), 0) FROM games WHERE result = '*'")?,
+            single_game_moves: q("SELECT count(*) FROM moves WHERE white + draws + black = 1")?,
+            max_depth: q("SELECT coalesce(max(depth), 0) FROM positions")?,
+        })
+    }
+
+    /// For a new book in a temporary file: no journal and no syncs, which
+    /// is much faster, and a crash only loses a file that is thrown away.
+    /// [`Book::make_durable`] undoes it once the book is complete.
+    pub fn write_unjournaled(&self) -> Result<()> {
+        self.conn.pragma_update(None, "journal_mode", "OFF")?;
+        self.conn.pragma_update(None, "synchronous", "OFF")?;
+        Ok(())
+    }
+
+    /// Back to a journal (WAL) with full syncs, and everything written into
+    /// the file itself, before a new book is renamed into place.
+    pub fn make_durable(&self) -> Result<()> {
+        self.conn.pragma_update(None, "journal_mode", "WAL")?;
+        self.conn.pragma_update(None, "synchronous", "FULL")?;
+        self.checkpoint()
+    }
+
+    /// Writes the WAL back into the file and empties it, so that the file
+    /// alone is the whole book (to be copied, say).
+    pub fn checkpoint(&self) -> Result<()> {
+        self.conn
+            .execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+            .with_context(|| format!("checkpointing {}", self.path.display()))
+    }
+
+    /// A compacted copy of the book at `path` (SQLite's `VACUUM INTO`).
+    pub fn vacuum_into(&self, path: &Path) -> Result<()> {
+        let target = path
+            .to_str()
+            .with_context(|| format!("{} is not valid UTF-8", path.display()))?;
+        self.conn
+            .execute("VACUUM INTO ?1", [target])
+            .with_context(|| format!("copying {} to {}", self.path.display(), path.display()))?;
+        Ok(())
+    }
+}

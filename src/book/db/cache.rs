@@ -1,0 +1,156 @@
+//! What the incremental pass has read, kept between games.
+//!
+//! The pass reads the same opening positions (and their many children) game
+//! after game, so they are kept in a write-through cache: `learn` changes
+//! the cached rows and writes them once, at the end of a game. The cache is
+//! dropped whenever the file may have changed behind it: another connection
+//! committed (`PRAGMA data_version`), this connection wrote outside
+//! `add_game` (`total_changes`), or a game's transaction failed.
+
+use anyhow::Result;
+use rusqlite::{CachedStatement, Connection, OptionalExtension};
+
+use super::graph::{node_from_row, NODE_COLS, NODE_WIDTH};
+use crate::book::keys::{Key, KeyMap, MoveCode};
+use crate::book::minimax::NodeInfo;
+
+/// Above this many positions the cache starts again (about 150 bytes each).
+const CACHE_LIMIT: usize = 1 << 18;
+
+/// Positions as the incremental pass last saw them.
+#[derive(Default)]
+pub(super) struct NodeCache {
+    pub(super) nodes: KeyMap<Key, Cached>,
+    /// `PRAGMA data_version` and `total_changes()` when the cache was last
+    /// known to match the file; `None`: empty, nothing to check.
+    stamp: Option<(i64, u64)>,
+}
+
+/// One position's row, and what is known of its links.
+pub(super) struct Cached {
+    pub(super) info: NodeInfo,
+    pub(super) best: Option<MoveCode>,
+    /// `positions.parent`: the first position seen to lead here.
+    pub(super) first_parent: Option<Key>,
+    /// `(move, child)` of every move with a child; `None` until read.
+    pub(super) children: Option<Vec<(MoveCode, Key)>>,
+    /// This position's rows in `parents`; `None` until read.
+    pub(super) linked: Option<Vec<Key>>,
+}
+
+/// The statements the cache reads through, prepared once per transaction.
+pub(super) struct Sql<'c> {
+    node: CachedStatement<'c>,
+    children: CachedStatement<'c>,
+    parents: CachedStatement<'c>,
+}
+
+impl<'c> Sql<'c> {
+    pub(super) fn new(conn: &'c Connection) -> Result<Sql<'c>> {
+        Ok(Sql {
+            node: conn.prepare_cached(&format!(
+                "SELECT {NODE_COLS}, p.best, p.parent FROM positions p LEFT JOIN analysis a ON a.key = p.key
+                 WHERE p.key = ?1"
+            ))?,
+            children: conn.prepare_cached(
+                "SELECT move, child FROM moves WHERE parent = ?1 AND child IS NOT NULL",
+            )?,
+            parents: conn.prepare_cached("SELECT parent FROM parents WHERE child = ?1")?,
+        })
+    }
+}
+
+impl NodeCache {
+    pub(super) fn clear(&mut self) {
+        self.nodes.clear();
+        self.stamp = None;
+    }
+
+    /// Records that the cache matches the file as `conn` sees it now.
+    pub(super) fn stamp(&mut self, conn: &Connection) -> Result<()> {
+        self.stamp = Some((data_version(conn)?, conn.total_changes()));
+        Ok(())
+    }
+
+    /// Drops the cache unless the file is as it was after the last game.
+    /// Call inside the write transaction, so nobody can commit after it.
+    pub(super) fn revalidate(&mut self, conn: &Connection) -> Result<()> {
+        let stamp = (data_version(conn)?, conn.total_changes());
+        if self.stamp != Some(stamp) || self.nodes.len() > CACHE_LIMIT {
+            self.nodes.clear();
+        }
+        Ok(())
+    }
+
+    /// Whether `key` is a stored position (read into the cache if needed).
+    pub(super) fn load(&mut self, sql: &mut Sql<'_>, key: Key) -> Result<bool> {
+        if self.nodes.contains_key(&key) {
+            return Ok(true);
+        }
+        let row = sql.node.query_row([key], cached_from_row).optional()?;
+        Ok(match row {
+            Some(c) => {
+                self.nodes.insert(key, c);
+                true
+            }
+            None => false,
+        })
+    }
+
+    /// The moves of a cached position, read if needed.
+    pub(super) fn children(&mut self, sql: &mut Sql<'_>, key: Key) -> Result<Vec<(MoveCode, Key)>> {
+        if let Some(kids) = self.nodes.get(&key).and_then(|n| n.children.clone()) {
+            return Ok(kids);
+        }
+        let kids = sql
+            .children
+            .query_map([key], |r| Ok((MoveCode(r.get(0)?), r.get(1)?)))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        if let Some(n) = self.nodes.get_mut(&key) {
+            n.children = Some(kids.clone());
+        }
+        Ok(kids)
+    }
+
+    /// Every position with a book move into a cached position.
+    pub(super) fn parent_keys(&mut self, sql: &mut Sql<'_>, key: Key) -> Result<Vec<Key>> {
+        let Some(n) = self.nodes.get(&key) else {
+            return Ok(Vec::new());
+        };
+        let first = n.first_parent;
+        let linked = match &n.linked {
+            Some(l) => l.clone(),
+            None => {
+                let l = sql
+                    .parents
+                    .query_map([key], |r| r.get::<_, Key>(0))?
+                    .collect::<rusqlite::Result<Vec<_>>>()?;
+                if let Some(n) = self.nodes.get_mut(&key) {
+                    n.linked = Some(l.clone());
+                }
+                l
+            }
+        };
+        let mut out: Vec<Key> = first.into_iter().chain(linked).collect();
+        out.sort_unstable();
+        out.dedup();
+        Ok(out)
+    }
+}
+
+/// A cached node from [`NODE_COLS`], `best`, `parent`.
+fn cached_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Cached> {
+    Ok(Cached {
+        info: node_from_row(r, 0)?,
+        best: r.get::<_, Option<u16>>(NODE_WIDTH)?.map(MoveCode),
+        first_parent: r.get(NODE_WIDTH + 1)?,
+        children: None,
+        linked: None,
+    })
+}
+
+fn data_version(conn: &Connection) -> Result<i64> {
+    Ok(conn
+        .prepare_cached("PRAGMA data_version")?
+        .query_row([], |r| r.get(0))?)
+}

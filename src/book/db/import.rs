@@ -1,0 +1,57 @@
+//! Moves of a Polyglot book added to a book (`import --polyglot`).
+
+use anyhow::Result;
+use rusqlite::params;
+
+use super::book::Book;
+use super::graph::{link_parent, reevaluate_all};
+use crate::book::keys::{Key, MoveCode};
+
+/// One Polyglot entry as a book move.
+#[derive(Clone, Debug)]
+pub struct ImportedMove {
+    pub parent: Key,
+    pub mv: MoveCode,
+    pub uci: String,
+    /// The position it leads to, where the parent was reached from the
+    /// start position (else unknown).
+    pub child: Option<Key>,
+    pub weight: u16,
+}
+
+impl Book {
+    /// Adds `positions` (with their depth where known; a smaller depth
+    /// replaces a stored one) and then `moves` (weights add up), links
+    /// parents, and re-evaluates the whole book, in one transaction.
+    pub fn add_imported(
+        &mut self,
+        positions: &[(Key, Option<u32>)],
+        moves: &[ImportedMove],
+    ) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        {
+            let mut pos_stmt = tx.prepare(
+                "INSERT INTO positions(key, depth) VALUES (?1, ?2)
+                 ON CONFLICT(key) DO UPDATE SET depth = CASE WHEN depth IS NULL OR
+                   (excluded.depth IS NOT NULL AND excluded.depth < depth) THEN coalesce(excluded.depth, depth) ELSE depth END",
+            )?;
+            for (key, depth) in positions {
+                pos_stmt.execute(params![key, depth])?;
+            }
+            let mut mv_stmt = tx.prepare(
+                "INSERT INTO moves(parent, move, uci, child, weight) VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT(parent, move) DO UPDATE SET weight = coalesce(weight, 0) + excluded.weight,
+                   child = coalesce(child, excluded.child)",
+            )?;
+            for m in moves {
+                mv_stmt.execute(params![m.parent, m.mv.0, m.uci, m.child, m.weight])?;
+                if let Some(c) = m.child {
+                    link_parent(&tx, m.parent, c)?;
+                }
+            }
+        }
+        reevaluate_all(&tx, &self.settings.params)?;
+        tx.commit()?;
+        Ok(())
+    }
+}

@@ -1,0 +1,37 @@
+//! The SQLite book. Every SQL statement of the crate is in this folder;
+//! the rest of the crate goes through [`Book`]'s methods.
+//!
+//! One file is one book; the tables are in [`schema`] (and the README).
+//! Parent links replace an index on `moves(child)` (which cost a third of
+//! the build): `positions.parent` is the first position seen to lead to it,
+//! and a position reached from two or more positions (a transposition) has
+//! all of them in `parents`. The incremental pass finds parents there.
+//!
+//! * [`book`]: [`Book`], opening a file, reads of single positions, totals;
+//! * [`schema`]: tables, settings in `meta`, migration from older schemas;
+//! * [`graph`]: node rows, parent links, the whole book as a [`Graph`]
+//!   (`crate::book::minimax::Graph`) and its full re-evaluation;
+//! * [`cache`]: what the incremental pass keeps between games;
+//! * [`learn`]: `add_game`, one game in one transaction;
+//! * [`bulk`]: `build`'s aggregate of many games, written at once;
+//! * [`analysis`]: search scores (`analyze`);
+//! * [`import`]: moves of a Polyglot book;
+//! * [`scan`]: whole-table reads for `check` and the export.
+//!
+//! Submodules name the file they import from (`super::book::Book`, not a
+//! re-export from here), so that no two files import each other.
+
+pub mod analysis;
+pub mod book;
+pub mod bulk;
+mod cache;
+mod graph;
+pub mod import;
+mod learn;
+pub mod scan;
+pub mod schema;
+
+pub use analysis::Analysis;
+pub use book::{Book, BookMove, BookTotals};
+pub use bulk::Aggregate;
+pub use schema::{BookSettings, SCHEMA_VERSION};

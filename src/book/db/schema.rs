@@ -1,0 +1,269 @@
+//! The tables, the settings kept in `meta`, and the upgrade of older books.
+
+use std::path::Path;
+
+use anyhow::{anyhow, bail, Context, Result};
+use rusqlite::types::{FromSql, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::graph::reevaluate_all;
+use crate::book::keys::Key;
+use crate::book::minimax::ValueParams;
+
+pub const SCHEMA_VERSION: u32 = 3;
+
+pub(super) const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS positions(
+    key INTEGER PRIMARY KEY,
+    depth INTEGER,
+    white INTEGER NOT NULL DEFAULT 0,
+    draws INTEGER NOT NULL DEFAULT 0,
+    black INTEGER NOT NULL DEFAULT 0,
+    exact REAL,
+    value REAL NOT NULL DEFAULT 0,
+    best INTEGER,
+    parent INTEGER,
+    expected INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS parents(
+    child INTEGER NOT NULL,
+    parent INTEGER NOT NULL,
+    PRIMARY KEY(child, parent)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS moves(
+    parent INTEGER NOT NULL,
+    move INTEGER NOT NULL,
+    uci TEXT NOT NULL,
+    child INTEGER,
+    white INTEGER NOT NULL DEFAULT 0,
+    draws INTEGER NOT NULL DEFAULT 0,
+    black INTEGER NOT NULL DEFAULT 0,
+    weight INTEGER,
+    PRIMARY KEY(parent, move)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS analysis(
+    key INTEGER PRIMARY KEY,
+    score INTEGER NOT NULL,
+    depth INTEGER NOT NULL,
+    interior INTEGER NOT NULL,
+    deviation INTEGER,
+    dev_move INTEGER,
+    dev_depth INTEGER,
+    book_moves INTEGER NOT NULL,
+    engine TEXT NOT NULL,
+    budget TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS games(
+    id INTEGER PRIMARY KEY,
+    hash INTEGER NOT NULL UNIQUE,
+    source TEXT,
+    white TEXT,
+    black TEXT,
+    result TEXT NOT NULL,
+    plies INTEGER NOT NULL,
+    start INTEGER NOT NULL,
+    copies INTEGER NOT NULL DEFAULT 1
+);
+";
+
+/// Keys are bound and read as [`Key::to_sql`] stores them.
+impl ToSql for Key {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(ToSqlOutput::from(Key::to_sql(*self)))
+    }
+}
+
+impl FromSql for Key {
+    fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
+        i64::column_result(value).map(Key::from_sql)
+    }
+}
+
+/// A game hash (`games.hash`) as SQLite stores it: the same bits, signed.
+pub(super) fn hash_to_sql(hash: u64) -> i64 {
+    hash as i64
+}
+
+/// Back from [`hash_to_sql`].
+pub(super) fn hash_from_sql(v: i64) -> u64 {
+    v as u64
+}
+
+/// Settings fixed when a book is created.
+#[derive(Copy, Clone, Debug)]
+pub struct BookSettings {
+    pub max_ply: u32,
+    pub params: ValueParams,
+}
+
+impl Default for BookSettings {
+    fn default() -> Self {
+        BookSettings {
+            max_ply: 40,
+            params: ValueParams::default(),
+        }
+    }
+}
+
+pub(super) fn open_conn(path: &Path) -> Result<Connection> {
+    let conn =
+        Connection::open(path).with_context(|| format!("cannot open book {}", path.display()))?;
+    conn.busy_timeout(std::time::Duration::from_secs(30))?;
+    // The bundled SQLite has STAT4, which re-prepares a statement whenever a
+    // bound key changes; the query planner stability guarantee stops that.
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+        true,
+    )?;
+    conn.pragma_update(None, "journal_mode", "WAL")
+        .with_context(|| {
+            format!(
+                "{} is not a learnbook book (or cannot be opened for writing)",
+                path.display()
+            )
+        })?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    // Checkpoints (and their fsync) every ~32 MB of WAL instead of 4 MB.
+    conn.pragma_update(None, "wal_autocheckpoint", 8192)?;
+    conn.pragma_update(None, "cache_size", -16_384i64)?;
+    conn.pragma_update(None, "mmap_size", 1i64 << 30)?;
+    Ok(conn)
+}
+
+/// Creates the tables if missing; a new book gets `settings`, an existing
+/// one keeps (and returns) its own.
+pub(super) fn create_or_read(
+    conn: &Connection,
+    path: &Path,
+    settings: BookSettings,
+) -> Result<BookSettings> {
+    conn.execute_batch(SCHEMA)
+        .with_context(|| format!("{} is not a learnbook book", path.display()))?;
+    match read_meta(conn, "schema_version")? {
+        None => {
+            write_meta(conn, &settings)?;
+            Ok(settings)
+        }
+        Some(_) => read_settings(conn, path),
+    }
+}
+
+/// The settings of an existing book, upgrading it first if it is older.
+pub(super) fn read_settings(conn: &Connection, path: &Path) -> Result<BookSettings> {
+    let version: u32 = read_meta(conn, "schema_version")
+        .ok()
+        .flatten()
+        .ok_or_else(|| {
+            anyhow!(
+                "{} is not a learnbook book (no schema_version)",
+                path.display()
+            )
+        })?
+        .parse()
+        .context("bad schema_version")?;
+    if version == 2 {
+        migrate_v2(conn).with_context(|| format!("cannot upgrade {}", path.display()))?;
+    } else if version != SCHEMA_VERSION {
+        bail!(
+            "{} has schema version {version}, this learnbook reads {SCHEMA_VERSION}",
+            path.display()
+        );
+    }
+    let max_ply: u32 = read_meta(conn, "max_ply")?
+        .ok_or_else(|| anyhow!("meta max_ply missing"))?
+        .parse()
+        .context("meta max_ply")?;
+    let settings = BookSettings {
+        max_ply,
+        params: read_params(conn)?,
+    };
+    settings.params.validate()?;
+    Ok(settings)
+}
+
+fn read_meta(conn: &Connection, key: &str) -> Result<Option<String>> {
+    Ok(conn
+        .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| {
+            r.get::<_, String>(0)
+        })
+        .optional()?)
+}
+
+fn write_meta(conn: &Connection, settings: &BookSettings) -> Result<()> {
+    let rows = [
+        ("schema_version", SCHEMA_VERSION.to_string()),
+        ("max_ply", settings.max_ply.to_string()),
+        ("prior_games", settings.params.prior_games.to_string()),
+        ("deviation", settings.params.deviation.to_string()),
+        (
+            "evidence_penalty",
+            settings.params.evidence_penalty.to_string(),
+        ),
+        ("popularity", settings.params.popularity.to_string()),
+        ("search_games", settings.params.search_games.to_string()),
+    ];
+    for (k, v) in rows {
+        conn.execute(
+            "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)",
+            params![k, v],
+        )?;
+    }
+    Ok(())
+}
+
+/// The value formula's parameters from the meta table.
+fn read_params(conn: &Connection) -> Result<ValueParams> {
+    let num = |k: &str| -> Result<f64> {
+        read_meta(conn, k)?
+            .ok_or_else(|| anyhow!("meta {k} missing"))?
+            .parse::<f64>()
+            .with_context(|| format!("meta {k}"))
+    };
+    let params = ValueParams {
+        prior_games: num("prior_games")?,
+        deviation: num("deviation")?,
+        evidence_penalty: num("evidence_penalty")?,
+        popularity: num("popularity")?,
+        search_games: num("search_games")?,
+    };
+    params.validate()?;
+    Ok(params)
+}
+
+/// Schema 2 -> 3: ratings (`positions.expected`, half a point a game, as
+/// if unrated) and the `analysis` table (created with the schema).
+fn migrate_v2(conn: &Connection) -> Result<()> {
+    let tx = conn.unchecked_transaction()?;
+    let has_expected: bool = tx.query_row(
+        "SELECT count(*) FROM pragma_table_info('positions') WHERE name = 'expected'",
+        [],
+        |r| r.get(0),
+    )?;
+    if !has_expected {
+        tx.execute_batch(
+            "ALTER TABLE positions ADD COLUMN expected INTEGER NOT NULL DEFAULT 0;
+             UPDATE positions SET expected = 500 * (white + draws + black);",
+        )?;
+    }
+    tx.execute_batch(SCHEMA)?;
+    let defaults = ValueParams::default();
+    for (k, v) in [
+        ("popularity", defaults.popularity),
+        ("search_games", defaults.search_games),
+    ] {
+        tx.execute(
+            "INSERT OR IGNORE INTO meta(key, value) VALUES (?1, ?2)",
+            params![k, v.to_string()],
+        )?;
+    }
+    tx.execute(
+        "UPDATE meta SET value = ?1 WHERE key = 'schema_version'",
+        [SCHEMA_VERSION.to_string()],
+    )?;
+    // Values now follow the new formula.
+    let params = read_params(&tx)?;
+    reevaluate_all(&tx, &params)?;
+    tx.commit()?;
+    Ok(())
+}
