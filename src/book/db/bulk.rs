@@ -293,7 +293,8 @@ impl Book {
     }
 }
 
-/// Aggregated moves as rows, in key order.
+/// Aggregated moves as rows, in the table's order (keys as SQLite stores
+/// them, signed).
 fn sorted_edges(edges: KeyMap<(Key, u16), EdgeAgg>) -> Vec<((i64, u16), EdgeAgg)> {
     let mut rows: Vec<((i64, u16), EdgeAgg)> = edges
         .into_iter()

@@ -7,16 +7,18 @@
 //! and a position reached from two or more positions (a transposition) has
 //! all of them in `parents`. The incremental pass finds parents there.
 //!
-//! * [`book`]: [`Book`], opening a file, reads of single positions, totals;
-//! * [`schema`]: tables, settings in `meta`, migration from older schemas;
-//! * [`graph`]: node rows, parent links, the whole book as a [`Graph`]
-//!   (`crate::book::minimax::Graph`) and its full re-evaluation;
-//! * [`cache`]: what the incremental pass keeps between games;
-//! * [`learn`]: `add_game`, one game in one transaction;
-//! * [`bulk`]: `build`'s aggregate of many games, written at once;
-//! * [`analysis`]: search scores (`analyze`);
-//! * [`import`]: moves of a Polyglot book;
-//! * [`scan`]: whole-table reads for `check` and the export.
+//! * `book`: [`Book`], opening a file, reads of single positions, totals,
+//!   upkeep of the file;
+//! * `schema`: tables, settings in `meta`, migration from older schemas,
+//!   how a [`Key`](crate::book::keys::Key) is stored;
+//! * `graph`: node rows, parent links, the whole book as a
+//!   [`Graph`](crate::book::minimax::Graph) and its full re-evaluation;
+//! * `cache`: what the incremental pass keeps between games;
+//! * `learn`: `add_game`, one game in one transaction;
+//! * `bulk`: `build`'s aggregate of many games, written at once;
+//! * `analysis`: search scores (`analyze`);
+//! * `import`: the moves of a Polyglot book;
+//! * `scan`: whole-table reads for `check` and the export.
 //!
 //! Submodules name the file they import from (`super::book::Book`, not a
 //! re-export from here), so that no two files import each other.
