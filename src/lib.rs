@@ -11,3 +11,4 @@ pub mod interrupt;
 pub mod play;
 pub mod plot;
 pub mod tune;
+pub mod uci;

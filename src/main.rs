@@ -559,7 +559,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let b = Book::open(&book.book)?;
             let pos = book::report::position_from(fen.as_deref(), moves.as_deref())?;
             match book::select::choose(&b, &pos, mode, &mut rand::rng())? {
-                Some(m) => println!("{}", book::keys::uci_of(&m)),
+                Some(m) => println!("{}", m.to_uci(shakmaty::CastlingMode::Standard)),
                 None => {
                     println!("(none)");
                     return Ok(ExitCode::from(1));
@@ -572,10 +572,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         },
         Command::Uci { book, weights } => {
             let stdin = std::io::stdin();
-            learnbook::engine::uci::run(
-                stdin.lock(),
-                learnbook::engine::uci::Config { book, weights },
-            )?;
+            learnbook::uci::run(stdin.lock(), learnbook::uci::Config { book, weights })?;
         }
         Command::Play {
             engines,

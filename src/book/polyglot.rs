@@ -14,9 +14,9 @@ use std::{
 
 use anyhow::{bail, Context, Result};
 use rusqlite::params;
-use shakmaty::{Chess, Position};
+use shakmaty::{CastlingMode, Chess, Position};
 
-use super::keys::{from_sql, polyglot_key, to_sql, uci_of, KeyMap, MoveCode};
+use super::keys::{from_sql, polyglot_key, to_sql, KeyMap, MoveCode};
 use super::minimax;
 use super::select::option_weights;
 use super::store::{link_parent, reevaluate_all, Book};
@@ -294,7 +294,7 @@ pub fn import(book: &mut Book, path: &Path) -> Result<ImportSummary> {
             let code = MoveCode(e.mv);
             match code.to_move(&pos) {
                 Some(m) => {
-                    let uci = uci_of(&m);
+                    let uci = m.to_uci(CastlingMode::Standard).to_string();
                     let mut next = pos.clone();
                     next.play_unchecked(m);
                     let ck = polyglot_key(&next);
