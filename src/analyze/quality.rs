@@ -485,7 +485,7 @@ pub fn run(opts: &Options) -> Result<String> {
                     Some((m, _)) => write!(
                         csv,
                         ",{},{}",
-                        m.to_uci(CastlingMode::Standard).to_string(),
+                        m.to_uci(CastlingMode::Standard),
                         v.loss
                             .get(&m.to_uci(CastlingMode::Standard).to_string())
                             .map_or(String::new(), |l| l.to_string())

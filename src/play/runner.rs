@@ -418,7 +418,7 @@ fn learn_game(book: &mut Book, record: &GameRecord, index: usize, date: &str) ->
         white_elo: None,
         black_elo: None,
     };
-    let result = GameResult::parse(&record.result)
+    let result = GameResult::parse(record.result)
         .with_context(|| format!("game {}: no result {:?}", index + 1, record.result))?;
     // The learner's games go in whole, not cut at the book's max ply: the
     // moves that decided them are usually later, and only a stored move can
