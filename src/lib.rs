@@ -4,9 +4,11 @@
 //! select/export`. See `README.md` for the value formula and the schema.
 
 pub mod analyze;
+pub mod atomic_file;
 pub mod bench;
 pub mod book;
 pub mod engine;
+pub mod fnv;
 pub mod interrupt;
 pub mod play;
 pub mod plot;

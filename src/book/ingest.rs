@@ -22,6 +22,7 @@ use shakmaty::{
 };
 
 use super::keys::{polyglot_key, MoveCode};
+use crate::fnv::Fnv64;
 
 /// How a game ended, as far as the book is concerned. `*` counts as a draw,
 /// as in `polyglot make-book`.
@@ -430,14 +431,14 @@ fn replay(
         + u32::from(pos.turn() == Color::Black);
     let start = polyglot_key(&pos);
     let mut hasher = Fnv64::new();
-    hasher.write(header.white.as_bytes());
-    hasher.write(header.black.as_bytes());
+    hasher.write_field(header.white.as_bytes());
+    hasher.write_field(header.black.as_bytes());
     let mut identity = header.identity.to_vec();
     identity.sort();
     for tag in &identity {
-        hasher.write(tag.as_bytes());
+        hasher.write_field(tag.as_bytes());
     }
-    hasher.write(header.fen.unwrap_or("startpos").trim().as_bytes());
+    hasher.write_field(header.fen.unwrap_or("startpos").trim().as_bytes());
 
     let mut plies = Vec::with_capacity(max_ply.min(n as u32) as usize);
     let mut parent = start;
@@ -445,7 +446,7 @@ fn replay(
         let mv = move_at(i, &pos)?;
         let code = MoveCode::from_move(&mv);
         let castle = mv.is_castle();
-        hasher.write(&code.0.to_le_bytes());
+        hasher.write_field(&code.0.to_le_bytes());
         if (i as u32) < max_ply {
             let child = next_key(&mut pos, parent, mv);
             plies.push(Ply {
@@ -471,7 +472,7 @@ fn replay(
             terminal = Some(0.0);
         }
     }
-    hasher.write(result.as_str().as_bytes());
+    hasher.write_field(result.as_str().as_bytes());
     Ok(Game {
         white: header.white.to_string(),
         black: header.black.to_string(),
@@ -495,28 +496,6 @@ fn next_key(pos: &mut Chess, key: u64, mv: shakmaty::Move) -> u64 {
     match next {
         Some(z) => z.0,
         None => polyglot_key(pos),
-    }
-}
-
-/// FNV-1a, 64 bit: stable across Rust versions, unlike `DefaultHasher`,
-/// because the hash is stored in the book.
-struct Fnv64(u64);
-
-impl Fnv64 {
-    fn new() -> Self {
-        Fnv64(0xcbf2_9ce4_8422_2325)
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 ^= u64::from(*b);
-            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-        // Separator, so that "ab"+"c" and "a"+"bc" differ.
-        self.0 ^= 0xff;
-        self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    fn finish(&self) -> u64 {
-        self.0
     }
 }
 

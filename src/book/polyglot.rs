@@ -8,7 +8,7 @@
 use std::{
     collections::{HashMap, HashSet, VecDeque},
     fs,
-    io::{BufWriter, Write},
+    io::Write,
     path::Path,
 };
 
@@ -20,6 +20,7 @@ use super::keys::{from_sql, polyglot_key, to_sql, KeyMap, MoveCode};
 use super::minimax;
 use super::select::option_weights;
 use super::store::{link_parent, reevaluate_all, Book};
+use crate::atomic_file;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Entry {
@@ -156,21 +157,15 @@ pub fn write_bin(path: &Path, entries: &mut [Entry]) -> Result<()> {
             .then(b.weight.cmp(&a.weight))
             .then(a.mv.cmp(&b.mv))
     });
-    let tmp = path.with_extension("bin.tmp");
-    {
-        let f =
-            fs::File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
-        let mut w = BufWriter::new(f);
+    atomic_file::write_with(path, |w| {
         for e in entries.iter() {
             w.write_all(&e.key.to_be_bytes())?;
             w.write_all(&e.mv.to_be_bytes())?;
             w.write_all(&e.weight.to_be_bytes())?;
             w.write_all(&e.learn.to_be_bytes())?;
         }
-        w.flush()?;
-    }
-    fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
+        Ok(())
+    })
 }
 
 /// `weighted`'s probability of every book move, times 10,000 (at least 1
