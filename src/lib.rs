@@ -1,7 +1,7 @@
 //! learnbook: opening books that learn.
 //!
 //! The book pipeline lives in [`book`]: `ingest -> store -> minimax ->
-//! select/export`. See `README.md` for the value formula and the schema.
+//! select/export`. See `docs/FORMULA.md` for the value formula and `docs/SCHEMA.md` for the schema.
 
 pub mod analyze;
 pub mod atomic_file;

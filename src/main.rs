@@ -331,7 +331,7 @@ struct PlayArgs {
     /// Fixed depth per move.
     #[arg(long)]
     depth: Option<u32>,
-    /// Games played at once (one worker thread each).
+    /// Games to play in all (fewer if --sprt decides first).
     #[arg(long, default_value_t = 2)]
     games: usize,
     /// Games played at once (each worker owns its engine processes).
