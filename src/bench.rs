@@ -21,7 +21,7 @@ pub enum BenchCommand {
     /// An EPD test suite (bm/am), a fixed time per position: solved/total and the misses.
     Wac {
         /// The EPD suite (bm/am operations).
-        #[arg(default_value = "../shared/data/positions/wac-001-200.epd")]
+        #[arg(value_name = "FILE.epd")]
         file: PathBuf,
         /// Milliseconds per position.
         #[arg(long, default_value_t = 1000)]
@@ -45,7 +45,7 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 40)]
         games: usize,
         /// Openings (EPD or PGN).
-        #[arg(long, default_value = "../shared/data/openings/8moves_v3.pgn.gz")]
+        #[arg(long, value_name = "FILE")]
         openings: PathBuf,
     },
     /// Tuner throughput: the same SPSA iterations with --threads 1 and 2, games/s and ratio.
@@ -60,13 +60,13 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 10)]
         iterations: u64,
         /// Openings (EPD or PGN).
-        #[arg(long, default_value = "../shared/data/openings/8moves_v3.pgn.gz")]
+        #[arg(long, value_name = "FILE")]
         openings: PathBuf,
     },
     /// Perft of a perft EPD suite through the engine's position handling, timed against shakmaty's perft.
     Perft {
         /// The perft EPD suite.
-        #[arg(default_value = "../shared/data/positions/perftsuite.epd")]
+        #[arg(value_name = "FILE.epd")]
         file: PathBuf,
         /// Perft depth.
         #[arg(long, default_value_t = 4)]
@@ -75,7 +75,7 @@ pub enum BenchCommand {
     /// Full build (parse, SQLite, values) against `polyglot make-book` on the same decompressed PGN.
     Build {
         /// The PGN (any compression); it is decompressed once, for both tools.
-        #[arg(default_value = "../shared/data/games/master-games.pgn.gz")]
+        #[arg(value_name = "FILE.pgn")]
         pgn: PathBuf,
         /// Store moves up to this ply (both tools).
         #[arg(long, default_value_t = 40)]

@@ -1,13 +1,16 @@
 //! learnbook: opening books that learn.
 //!
 //! The book pipeline lives in [`book`]: `ingest -> db -> minimax ->
-//! select/export`. See `README.md` for the value formula and the schema.
+//! select/export`. See `docs/FORMULA.md` for the value formula and `docs/SCHEMA.md` for the schema.
 
 pub mod analyze;
+pub mod atomic_file;
 pub mod bench;
 pub mod book;
 pub mod engine;
+pub mod fnv;
 pub mod interrupt;
 pub mod play;
 pub mod plot;
 pub mod tune;
+pub mod uci;

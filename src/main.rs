@@ -103,305 +103,373 @@ impl LearnAnalysisArgs {
 #[derive(Subcommand)]
 enum Command {
     /// Build (or add to) a book from PGN files: .pgn, .pgn.gz, .pgn.zst, or - for stdin.
-    Build {
-        #[command(flatten)]
-        book: BookArg,
-        /// Store moves up to this ply (a new book only; an existing book keeps its own).
-        #[arg(long, default_value_t = 40)]
-        max_ply: u32,
-        /// Use only games where both players have at least this Elo.
-        #[arg(long)]
-        min_elo: Option<u32>,
-        /// Threads for parsing (default: all cores).
-        #[arg(long)]
-        threads: Option<usize>,
-        /// Count a game again if it is already in the book, as polyglot make-book does
-        /// (default: a game with the same players, event, site, date, round, moves and result is skipped).
-        #[arg(long)]
-        allow_duplicates: bool,
-        /// Virtual draws added to every position's statistics (new book only).
-        #[arg(long, default_value_t = ValueParams::default().prior_games)]
-        prior_games: f64,
-        /// Value of leaving the book, the floor of every interior node (new book only).
-        #[arg(long, default_value_t = ValueParams::default().deviation, allow_hyphen_values = true)]
-        deviation: f64,
-        /// Evidence penalty Z of the `best` choice (new book only).
-        #[arg(long, default_value_t = ValueParams::default().evidence_penalty)]
-        evidence_penalty: f64,
-        /// Weight B of the popularity prior ln(share of the games) in the choice (new book only).
-        #[arg(long, default_value_t = ValueParams::default().popularity)]
-        popularity: f64,
-        /// Games a search score counts as in an analysed position's statistics (new book only).
-        #[arg(long, default_value_t = ValueParams::default().search_games)]
-        search_games: f64,
-        /// PGN files to read (.pgn, .pgn.gz, .pgn.zst), or - for standard input.
-        #[arg(required = true, value_name = "FILE")]
-        files: Vec<PathBuf>,
-    },
+    Build(BuildArgs),
     /// Add games one by one, re-evaluating the affected positions after each.
-    Learn {
-        #[command(flatten)]
-        book: BookArg,
-        /// Print only the summary, not a line per game.
-        #[arg(long)]
-        quiet: bool,
-        /// After each game, analyse what it added or changed (as `analyze` would).
-        #[arg(long)]
-        analyze: bool,
-        #[command(flatten)]
-        analysis: LearnAnalysisArgs,
-        /// PGN files whose games are added one by one (.pgn, .pgn.gz, .pgn.zst, or -).
-        #[arg(required = true, value_name = "FILE")]
-        files: Vec<PathBuf>,
-    },
+    Learn(LearnArgs),
     /// Show a position's book moves with counts, values and the book's choice.
-    Show {
-        #[command(flatten)]
-        book: BookArg,
-        /// The position as FEN (default: the start position).
-        #[arg(long, conflicts_with = "moves")]
-        fen: Option<String>,
-        /// Moves from the start position, in UCI notation: "e2e4 e7e5".
-        #[arg(long)]
-        moves: Option<String>,
-    },
+    Show(ShowArgs),
     /// Counts of positions, moves and games.
-    Stats {
-        #[command(flatten)]
-        book: BookArg,
-    },
+    Stats(StatsArgs),
     /// Verify the book; exit 0 only if it is consistent.
-    Check {
-        #[command(flatten)]
-        book: BookArg,
-    },
+    Check(CheckArgs),
     /// Search the book's positions (Buro's analysis): every position with at least
     /// --min-games games gets a search score and the score of its best move outside
     /// the book; their other children get a search score. Resumable: positions
     /// already analysed with this engine and budget are skipped.
-    Analyze {
-        #[command(flatten)]
-        book: BookArg,
-        #[command(flatten)]
-        analysis: AnalysisArgs,
-    },
+    Analyze(AnalyzeArgs),
     /// Recompute every value from scratch.
-    Reevaluate {
-        #[command(flatten)]
-        book: BookArg,
-    },
+    Reevaluate(ReevaluateArgs),
     /// Write a Polyglot .bin book.
-    Export {
-        #[command(flatten)]
-        book: BookArg,
-        /// The Polyglot book to write.
-        #[arg(long, value_name = "OUT.bin")]
-        polyglot: PathBuf,
-        /// value, games, polyglot (as polyglot make-book) or imported.
-        #[arg(long, default_value = "value")]
-        weights: WeightMode,
-        /// Keep moves played in at least N games.
-        #[arg(long, default_value_t = 1)]
-        min_games: u32,
-        /// Keep moves of positions before this ply.
-        #[arg(long)]
-        max_ply: Option<u32>,
-    },
+    Export(ExportArgs),
     /// Read a Polyglot .bin book into a book (moves and weights, no results).
-    Import {
-        #[command(flatten)]
-        book: BookArg,
-        /// The Polyglot book to read.
-        #[arg(long, value_name = "IN.bin")]
-        polyglot: PathBuf,
-    },
+    Import(ImportArgs),
     /// Print the book move for a position (exit 1 when the book has none there).
-    Choose {
-        #[command(flatten)]
-        book: BookArg,
-        /// The position as FEN (default: the start position).
-        #[arg(long)]
-        fen: Option<String>,
-        /// Moves from the start position, in UCI notation: "e2e4 e7e5".
-        #[arg(long)]
-        moves: Option<String>,
-        /// best or weighted.
-        #[arg(long, default_value = "best")]
-        mode: Mode,
-    },
+    Choose(ChooseArgs),
     /// Benchmarks. Alone: the engine's fixed-depth search (nodes, nps, signature);
     /// `bench wac`, `bench perft`, `bench play`, `bench tune`, `bench build` (against polyglot
     /// make-book), `bench learn`, `bench analyze`, `bench book-quality`.
-    Bench {
-        #[command(subcommand)]
-        what: Option<learnbook::bench::BenchCommand>,
-        /// Search depth of the fixed-position bench.
-        #[arg(long, default_value_t = 12)]
-        depth: i32,
-        /// Transposition table, MB.
-        #[arg(long, default_value_t = 64)]
-        hash: usize,
-    },
+    Bench(BenchArgs),
     /// Run as a UCI engine (for GUIs and match runners).
-    Uci {
-        /// A learnbook book to play from (UCI options OwnBook, BookFile, BookMode).
-        #[arg(long, value_name = "BOOK.sqlite")]
-        book: Option<PathBuf>,
-        /// Evaluation weights (TOML, as `learnbook weights` writes).
-        #[arg(long, value_name = "W.toml")]
-        weights: Option<PathBuf>,
-    },
+    Uci(UciArgs),
     /// Play a match between two engines (UCI, xboard, or the built-in search core).
-    Play {
-        /// name=N,cmd=CMD[,proto=uci|xboard][,option.X=V][,dir=D][,tc=|nodes=|depth=]; cmd=builtin[,weights=W][,book=B][,bookmode=M]. Twice.
-        #[arg(long = "engine", required = true, num_args = 1)]
-        engines: Vec<String>,
-        /// Time control moves/seconds+increment (10+0.1, 40/60).
-        #[arg(long, conflicts_with_all = ["nodes", "depth"])]
-        tc: Option<String>,
-        /// Fixed nodes per move (UCI and builtin engines).
-        #[arg(long, conflicts_with = "depth")]
-        nodes: Option<u64>,
-        /// Fixed depth per move.
-        #[arg(long)]
-        depth: Option<u32>,
-        /// Games played at once (one worker thread each).
-        #[arg(long, default_value_t = 2)]
-        games: usize,
-        /// Games played at once (each worker owns its engine processes).
-        #[arg(long, default_value_t = 1)]
-        concurrency: usize,
-        /// Openings: EPD (one position per line) or PGN (.gz, .zst); default the start position.
-        #[arg(long)]
-        openings: Option<PathBuf>,
-        /// Shuffle the openings (seeded with --seed).
-        #[arg(long)]
-        random: bool,
-        /// Seed of the opening order with --random (and of the engines' book choices).
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        /// Play each opening twice, colours swapped.
-        #[arg(long)]
-        repeat: bool,
-        /// The first engine always plays White.
-        #[arg(long)]
-        noswap: bool,
-        /// Append the games to this PGN file.
-        #[arg(long)]
-        pgnout: Option<PathBuf>,
-        /// elo0=E0,elo1=E1,alpha=A,beta=B: stop when the GSPRT decides.
-        #[arg(long)]
-        sprt: Option<String>,
-        /// movenumber=N,movecount=N,score=CP: adjudicate draws.
-        #[arg(long)]
-        draw: Option<String>,
-        /// movecount=N,score=CP: adjudicate losses.
-        #[arg(long)]
-        resign: Option<String>,
-        /// A draw after this many moves.
-        #[arg(long)]
-        maxmoves: Option<u32>,
-        /// Add each game of --learn-as to this book and re-evaluate at once.
-        #[arg(long, requires = "learn_as")]
-        learn: Option<PathBuf>,
-        /// The engine (name=) whose games are learned.
-        #[arg(long)]
-        learn_as: Option<String>,
-        /// After each learned game, analyse what it added or changed (as `analyze` would).
-        #[arg(long, requires = "learn")]
-        learn_analyze: bool,
-        #[command(flatten)]
-        analysis: LearnAnalysisArgs,
-        /// The Event tag of the games.
-        #[arg(long, default_value = "learnbook match")]
-        event: String,
-    },
+    Play(PlayArgs),
     /// A player's learning curve from a PGN of games in order: score per window, repeated losses.
-    Report {
-        /// The games, in the order they were played.
-        #[arg(long)]
-        pgn: PathBuf,
-        /// The player's name as in the White/Black tags.
-        #[arg(long)]
-        player: String,
-        /// Games per window of the learning curve.
-        #[arg(long, default_value_t = 50)]
-        window: usize,
-        /// Draw the learning curve into this PNG.
-        #[arg(long)]
-        plot: Option<PathBuf>,
-    },
+    Report(ReportArgs),
     /// Tune evaluation weights by self-play (SPSA, game pairs in parallel), checkpointed.
     ///
     /// Every iteration plays --pairs-per-iteration game pairs (one opening,
     /// colours swapped) between theta+c and theta-c, steps theta, and
     /// writes --checkpoint and --out. Ctrl-C stops after the current
     /// iteration; --resume continues exactly where it stopped.
-    Tune {
-        /// Start weights: a TOML file (`learnbook weights`) or a preset (default, kaissa, kotok).
-        #[arg(long, value_name = "W.toml", required_unless_present = "resume")]
-        start: Option<String>,
-        /// Which parameters to tune (TOML: `name = { c_end = .., r_end = .., min = .., max = .. }`; default all).
-        #[arg(long, value_name = "P.toml")]
-        params: Option<PathBuf>,
-        /// The tuned weights (TOML), rewritten after every iteration.
-        #[arg(long, value_name = "tuned.toml")]
-        out: PathBuf,
-        /// Fixed nodes per move (results independent of machine load).
-        #[arg(long, conflicts_with = "tc")]
-        nodes: Option<u64>,
-        /// Time control moves/seconds+increment instead of --nodes.
-        #[arg(long)]
-        tc: Option<String>,
-        /// Game pairs (colours swapped) per SPSA iteration.
-        #[arg(long, default_value_t = 16)]
-        pairs_per_iteration: usize,
-        /// SPSA iterations in all (the gain schedules depend on it).
-        #[arg(long, default_value_t = 2000)]
-        iterations: u64,
-        /// Openings (EPD or PGN, .gz/.zst); each pair takes one at random.
-        #[arg(long, default_value = "../shared/data/openings/8moves_v3.pgn.gz")]
-        openings: PathBuf,
-        /// Games played at once (default: every core).
-        #[arg(long)]
-        threads: Option<usize>,
-        /// Seed of the perturbations and the openings: the same seed gives the same run.
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        /// movenumber=N,movecount=N,score=CP, or none.
-        #[arg(long, default_value = "movenumber=34,movecount=8,score=20")]
-        draw: String,
-        /// movecount=N,score=CP, or none.
-        #[arg(long, default_value = "movecount=3,score=400")]
-        resign: String,
-        /// A draw after this many moves.
-        #[arg(long, default_value_t = 200)]
-        maxmoves: u32,
-        /// The tuner's state, written atomically after every iteration.
-        #[arg(long, value_name = "tune.ckpt")]
-        checkpoint: PathBuf,
-        /// Continue the run in --checkpoint (its settings; only --out and --threads may be given).
-        #[arg(long, conflicts_with_all = ["start", "params", "nodes", "tc", "pairs_per_iteration", "iterations", "openings", "seed", "draw", "resign", "maxmoves"])]
-        resume: bool,
-    },
+    Tune(TuneArgs),
     /// A tuning run's trajectory: summary, CSV, PNG plot.
-    TuneReport {
-        /// The tuner's checkpoint.
-        #[arg(long, value_name = "tune.ckpt")]
-        checkpoint: PathBuf,
-        /// Write the trajectory of every parameter as a PNG plot.
-        #[arg(long, value_name = "trajectory.png")]
-        plot: Option<PathBuf>,
-        /// Write the trajectory as CSV (iteration, theta of each parameter).
-        #[arg(long, value_name = "trajectory.csv")]
-        csv: Option<PathBuf>,
-    },
+    TuneReport(TuneReportArgs),
     /// Print an evaluation parameter set as TOML.
-    Weights {
-        /// default, kaissa or kotok.
-        #[arg(long, default_value = "default")]
-        preset: String,
-    },
+    Weights(WeightsArgs),
+}
+
+/// Arguments of `learnbook build`.
+#[derive(Args)]
+struct BuildArgs {
+    #[command(flatten)]
+    book: BookArg,
+    /// Store moves up to this ply (a new book only; an existing book keeps its own).
+    #[arg(long, default_value_t = 40)]
+    max_ply: u32,
+    /// Use only games where both players have at least this Elo.
+    #[arg(long)]
+    min_elo: Option<u32>,
+    /// Threads for parsing (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Count a game again if it is already in the book, as polyglot make-book does
+    /// (default: a game with the same players, event, site, date, round, moves and result is skipped).
+    #[arg(long)]
+    allow_duplicates: bool,
+    /// Virtual draws added to every position's statistics (new book only).
+    #[arg(long, default_value_t = ValueParams::default().prior_games)]
+    prior_games: f64,
+    /// Value of leaving the book, the floor of every interior node (new book only).
+    #[arg(long, default_value_t = ValueParams::default().deviation, allow_hyphen_values = true)]
+    deviation: f64,
+    /// Evidence penalty Z of the `best` choice (new book only).
+    #[arg(long, default_value_t = ValueParams::default().evidence_penalty)]
+    evidence_penalty: f64,
+    /// Weight B of the popularity prior ln(share of the games) in the choice (new book only).
+    #[arg(long, default_value_t = ValueParams::default().popularity)]
+    popularity: f64,
+    /// Games a search score counts as in an analysed position's statistics (new book only).
+    #[arg(long, default_value_t = ValueParams::default().search_games)]
+    search_games: f64,
+    /// PGN files to read (.pgn, .pgn.gz, .pgn.zst), or - for standard input.
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
+}
+
+/// Arguments of `learnbook learn`.
+#[derive(Args)]
+struct LearnArgs {
+    #[command(flatten)]
+    book: BookArg,
+    /// Print only the summary, not a line per game.
+    #[arg(long)]
+    quiet: bool,
+    /// After each game, analyse what it added or changed (as `analyze` would).
+    #[arg(long)]
+    analyze: bool,
+    #[command(flatten)]
+    analysis: LearnAnalysisArgs,
+    /// PGN files whose games are added one by one (.pgn, .pgn.gz, .pgn.zst, or -).
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
+}
+
+/// Arguments of `learnbook show`.
+#[derive(Args)]
+struct ShowArgs {
+    #[command(flatten)]
+    book: BookArg,
+    /// The position as FEN (default: the start position).
+    #[arg(long, conflicts_with = "moves")]
+    fen: Option<String>,
+    /// Moves from the start position, in UCI notation: "e2e4 e7e5".
+    #[arg(long)]
+    moves: Option<String>,
+}
+
+/// Arguments of `learnbook stats`.
+#[derive(Args)]
+struct StatsArgs {
+    #[command(flatten)]
+    book: BookArg,
+}
+
+/// Arguments of `learnbook check`.
+#[derive(Args)]
+struct CheckArgs {
+    #[command(flatten)]
+    book: BookArg,
+}
+
+/// Arguments of `learnbook analyze`.
+#[derive(Args)]
+struct AnalyzeArgs {
+    #[command(flatten)]
+    book: BookArg,
+    #[command(flatten)]
+    analysis: AnalysisArgs,
+}
+
+/// Arguments of `learnbook reevaluate`.
+#[derive(Args)]
+struct ReevaluateArgs {
+    #[command(flatten)]
+    book: BookArg,
+}
+
+/// Arguments of `learnbook export`.
+#[derive(Args)]
+struct ExportArgs {
+    #[command(flatten)]
+    book: BookArg,
+    /// The Polyglot book to write.
+    #[arg(long, value_name = "OUT.bin")]
+    polyglot: PathBuf,
+    /// value, games, polyglot (as polyglot make-book) or imported.
+    #[arg(long, default_value = "value")]
+    weights: WeightMode,
+    /// Keep moves played in at least N games.
+    #[arg(long, default_value_t = 1)]
+    min_games: u32,
+    /// Keep moves of positions before this ply.
+    #[arg(long)]
+    max_ply: Option<u32>,
+}
+
+/// Arguments of `learnbook import`.
+#[derive(Args)]
+struct ImportArgs {
+    #[command(flatten)]
+    book: BookArg,
+    /// The Polyglot book to read.
+    #[arg(long, value_name = "IN.bin")]
+    polyglot: PathBuf,
+}
+
+/// Arguments of `learnbook choose`.
+#[derive(Args)]
+struct ChooseArgs {
+    #[command(flatten)]
+    book: BookArg,
+    /// The position as FEN (default: the start position).
+    #[arg(long)]
+    fen: Option<String>,
+    /// Moves from the start position, in UCI notation: "e2e4 e7e5".
+    #[arg(long)]
+    moves: Option<String>,
+    /// best or weighted.
+    #[arg(long, default_value = "best")]
+    mode: Mode,
+}
+
+/// Arguments of `learnbook bench`.
+#[derive(Args)]
+struct BenchArgs {
+    #[command(subcommand)]
+    what: Option<learnbook::bench::BenchCommand>,
+    /// Search depth of the fixed-position bench.
+    #[arg(long, default_value_t = 12)]
+    depth: i32,
+    /// Transposition table, MB.
+    #[arg(long, default_value_t = 64)]
+    hash: usize,
+}
+
+/// Arguments of `learnbook uci`.
+#[derive(Args)]
+struct UciArgs {
+    /// A learnbook book to play from (UCI options OwnBook, BookFile, BookMode).
+    #[arg(long, value_name = "BOOK.sqlite")]
+    book: Option<PathBuf>,
+    /// Evaluation weights (TOML, as `learnbook weights` writes).
+    #[arg(long, value_name = "W.toml")]
+    weights: Option<PathBuf>,
+}
+
+/// Arguments of `learnbook play`.
+#[derive(Args)]
+struct PlayArgs {
+    /// name=N,cmd=CMD[,proto=uci|xboard][,option.X=V][,dir=D][,tc=|nodes=|depth=]; cmd=builtin[,weights=W][,book=B][,bookmode=M]. Twice.
+    #[arg(long = "engine", required = true, num_args = 1)]
+    engines: Vec<String>,
+    /// Time control moves/seconds+increment (10+0.1, 40/60).
+    #[arg(long, conflicts_with_all = ["nodes", "depth"])]
+    tc: Option<String>,
+    /// Fixed nodes per move (UCI and builtin engines).
+    #[arg(long, conflicts_with = "depth")]
+    nodes: Option<u64>,
+    /// Fixed depth per move.
+    #[arg(long)]
+    depth: Option<u32>,
+    /// Games to play in all (fewer if --sprt decides first).
+    #[arg(long, default_value_t = 2)]
+    games: usize,
+    /// Games played at once (each worker owns its engine processes).
+    #[arg(long, default_value_t = 1)]
+    concurrency: usize,
+    /// Openings: EPD (one position per line) or PGN (.gz, .zst); default the start position.
+    #[arg(long)]
+    openings: Option<PathBuf>,
+    /// Shuffle the openings (seeded with --seed).
+    #[arg(long)]
+    random: bool,
+    /// Seed of the opening order with --random (and of the engines' book choices).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Play each opening twice, colours swapped.
+    #[arg(long)]
+    repeat: bool,
+    /// The first engine always plays White.
+    #[arg(long)]
+    noswap: bool,
+    /// Append the games to this PGN file.
+    #[arg(long)]
+    pgnout: Option<PathBuf>,
+    /// elo0=E0,elo1=E1,alpha=A,beta=B: stop when the GSPRT decides.
+    #[arg(long)]
+    sprt: Option<String>,
+    /// movenumber=N,movecount=N,score=CP: adjudicate draws.
+    #[arg(long)]
+    draw: Option<String>,
+    /// movecount=N,score=CP: adjudicate losses.
+    #[arg(long)]
+    resign: Option<String>,
+    /// A draw after this many moves.
+    #[arg(long)]
+    maxmoves: Option<u32>,
+    /// Add each game of --learn-as to this book and re-evaluate at once.
+    #[arg(long, requires = "learn_as")]
+    learn: Option<PathBuf>,
+    /// The engine (name=) whose games are learned.
+    #[arg(long)]
+    learn_as: Option<String>,
+    /// After each learned game, analyse what it added or changed (as `analyze` would).
+    #[arg(long, requires = "learn")]
+    learn_analyze: bool,
+    #[command(flatten)]
+    analysis: LearnAnalysisArgs,
+    /// The Event tag of the games.
+    #[arg(long, default_value = "learnbook match")]
+    event: String,
+}
+
+/// Arguments of `learnbook report`.
+#[derive(Args)]
+struct ReportArgs {
+    /// The games, in the order they were played.
+    #[arg(long)]
+    pgn: PathBuf,
+    /// The player's name as in the White/Black tags.
+    #[arg(long)]
+    player: String,
+    /// Games per window of the learning curve.
+    #[arg(long, default_value_t = 50)]
+    window: usize,
+    /// Draw the learning curve into this PNG.
+    #[arg(long)]
+    plot: Option<PathBuf>,
+}
+
+/// Arguments of `learnbook tune`.
+#[derive(Args)]
+struct TuneArgs {
+    /// Start weights: a TOML file (`learnbook weights`) or a preset (default, kaissa, kotok).
+    #[arg(long, value_name = "W.toml", required_unless_present = "resume")]
+    start: Option<String>,
+    /// Which parameters to tune (TOML: `name = { c_end = .., r_end = .., min = .., max = .. }`; default all).
+    #[arg(long, value_name = "P.toml")]
+    params: Option<PathBuf>,
+    /// The tuned weights (TOML), rewritten after every iteration.
+    #[arg(long, value_name = "tuned.toml")]
+    out: PathBuf,
+    /// Fixed nodes per move (results independent of machine load).
+    #[arg(long, conflicts_with = "tc")]
+    nodes: Option<u64>,
+    /// Time control moves/seconds+increment instead of --nodes.
+    #[arg(long)]
+    tc: Option<String>,
+    /// Game pairs (colours swapped) per SPSA iteration.
+    #[arg(long, default_value_t = 16)]
+    pairs_per_iteration: usize,
+    /// SPSA iterations in all (the gain schedules depend on it).
+    #[arg(long, default_value_t = 2000)]
+    iterations: u64,
+    /// Openings (EPD or PGN, .gz/.zst); each pair takes one at random.
+    #[arg(long, value_name = "FILE", required_unless_present = "resume")]
+    openings: Option<PathBuf>,
+    /// Games played at once (default: every core).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Seed of the perturbations and the openings: the same seed gives the same run.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// movenumber=N,movecount=N,score=CP, or none.
+    #[arg(long, default_value = "movenumber=34,movecount=8,score=20")]
+    draw: String,
+    /// movecount=N,score=CP, or none.
+    #[arg(long, default_value = "movecount=3,score=400")]
+    resign: String,
+    /// A draw after this many moves.
+    #[arg(long, default_value_t = 200)]
+    maxmoves: u32,
+    /// The tuner's state, written atomically after every iteration.
+    #[arg(long, value_name = "tune.ckpt")]
+    checkpoint: PathBuf,
+    /// Continue the run in --checkpoint (its settings; only --out and --threads may be given).
+    #[arg(long, conflicts_with_all = ["start", "params", "nodes", "tc", "pairs_per_iteration", "iterations", "openings", "seed", "draw", "resign", "maxmoves"])]
+    resume: bool,
+}
+
+/// Arguments of `learnbook tune-report`.
+#[derive(Args)]
+struct TuneReportArgs {
+    /// The tuner's checkpoint.
+    #[arg(long, value_name = "tune.ckpt")]
+    checkpoint: PathBuf,
+    /// Write the trajectory of every parameter as a PNG plot.
+    #[arg(long, value_name = "trajectory.png")]
+    plot: Option<PathBuf>,
+    /// Write the trajectory as CSV (iteration, theta of each parameter).
+    #[arg(long, value_name = "trajectory.csv")]
+    csv: Option<PathBuf>,
+}
+
+/// Arguments of `learnbook weights`.
+#[derive(Args)]
+struct WeightsArgs {
+    /// default, kaissa or kotok.
+    #[arg(long, default_value = "default")]
+    preset: String,
 }
 
 fn main() -> ExitCode {
@@ -417,7 +485,29 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
-        Command::Build {
+        Command::Build(args) => args.run(),
+        Command::Analyze(args) => args.run(),
+        Command::Learn(args) => args.run(),
+        Command::Show(args) => args.run(),
+        Command::Stats(args) => args.run(),
+        Command::Check(args) => args.run(),
+        Command::Reevaluate(args) => args.run(),
+        Command::Export(args) => args.run(),
+        Command::Import(args) => args.run(),
+        Command::Choose(args) => args.run(),
+        Command::Bench(args) => args.run(),
+        Command::Uci(args) => args.run(),
+        Command::Play(args) => args.run(),
+        Command::Report(args) => args.run(),
+        Command::Tune(args) => args.run(),
+        Command::TuneReport(args) => args.run(),
+        Command::Weights(args) => args.run(),
+    }
+}
+
+impl BuildArgs {
+    fn run(self) -> Result<ExitCode> {
+        let BuildArgs {
             book,
             max_ply,
             min_elo,
@@ -429,155 +519,214 @@ fn run(cli: Cli) -> Result<ExitCode> {
             popularity,
             search_games,
             files,
-        } => {
-            if let Some(n) = threads {
-                rayon::ThreadPoolBuilder::new()
-                    .num_threads(n)
-                    .build_global()
-                    .context("cannot set --threads")?;
-            }
-            let settings = BookSettings {
+        } = self;
+        if let Some(n) = threads {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(n)
+                .build_global()
+                .context("cannot set --threads")?;
+        }
+        let settings = BookSettings {
+            max_ply,
+            params: ValueParams {
+                prior_games,
+                deviation,
+                evidence_penalty,
+                popularity,
+                search_games,
+            },
+        };
+        let summary = build::build_book(
+            &book.book,
+            settings,
+            files,
+            Filter {
                 max_ply,
-                params: ValueParams {
-                    prior_games,
-                    deviation,
-                    evidence_penalty,
-                    popularity,
-                    search_games,
-                },
-            };
-            let summary = build::build_book(
-                &book.book,
-                settings,
-                files,
-                Filter {
-                    max_ply,
-                    min_elo,
-                    allow_duplicates,
-                },
-            )?;
-            eprint!("{}", summary.report());
+                min_elo,
+                allow_duplicates,
+            },
+        )?;
+        eprint!("{}", summary.report());
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+impl AnalyzeArgs {
+    fn run(self) -> Result<ExitCode> {
+        let AnalyzeArgs { book, analysis } = self;
+        let opts = analysis.options(true)?;
+        let mut b = Book::open(&book.book)?;
+        learnbook::interrupt::stop_on_sigint();
+        let summary = learnbook::analyze::run(&mut b, &opts)?;
+        eprint!("{}", summary.report());
+        if summary.interrupted {
+            return Ok(ExitCode::from(130));
         }
-        Command::Analyze { book, analysis } => {
-            let opts = analysis.options(true)?;
-            let mut b = Book::open(&book.book)?;
-            learnbook::interrupt::stop_on_sigint();
-            let summary = learnbook::analyze::run(&mut b, &opts)?;
-            eprint!("{}", summary.report());
-            if summary.interrupted {
-                return Ok(ExitCode::from(130));
-            }
-        }
-        Command::Learn {
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+impl LearnArgs {
+    fn run(self) -> Result<ExitCode> {
+        let LearnArgs {
             book,
             quiet,
             analyze,
             analysis,
             files,
-        } => {
-            let mut b = Book::open(&book.book)?;
-            let opts = analyze.then(|| analysis.options()).transpose()?;
-            let summary = build::learn(&mut b, files, |b, game, l: &Learned| {
-                if !quiet {
-                    println!("{}", book::report::learned_line(l));
-                }
-                if let Some(opts) = &opts {
-                    if let Some(boards) = game.boards() {
-                        let s = learnbook::analyze::run_on_game(b, &boards, opts)?;
-                        if !quiet && s.analysed > 0 {
-                            print!("  {}", s.report());
-                        }
+        } = self;
+        let mut b = Book::open(&book.book)?;
+        let opts = analyze.then(|| analysis.options()).transpose()?;
+        let summary = build::learn(&mut b, files, |b, game, l: &Learned| {
+            if !quiet {
+                println!("{}", book::report::learned_line(l));
+            }
+            if let Some(opts) = &opts {
+                if let Some(boards) = game.boards() {
+                    let s = learnbook::analyze::run_on_game(b, &boards, opts)?;
+                    if !quiet && s.analysed > 0 {
+                        print!("  {}", s.report());
                     }
                 }
-                Ok(())
-            })?;
-            eprint!("{}", summary.report());
-        }
-        Command::Show { book, fen, moves } => {
-            let b = Book::open(&book.book)?;
-            let pos = book::report::position_from(fen.as_deref(), moves.as_deref())?;
-            print!("{}", book::report::show(&b, &pos)?);
-        }
-        Command::Stats { book } => {
-            let b = Book::open(&book.book)?;
-            print!("{}", book::report::stats(&b)?);
-        }
-        Command::Check { book } => {
-            let b = Book::open(&book.book)?;
-            let r = book::check::check(&b)?;
-            println!("positions: {}, moves: {}", r.positions, r.moves);
-            for p in &r.problems {
-                println!("problem: {p}");
             }
-            if r.more_problems > 0 {
-                println!("... and {} more problems", r.more_problems);
-            }
-            if !r.ok() {
-                println!("book is NOT consistent");
-                return Ok(ExitCode::from(1));
-            }
-            println!("book is consistent");
+            Ok(())
+        })?;
+        eprint!("{}", summary.report());
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+impl ShowArgs {
+    fn run(self) -> Result<ExitCode> {
+        let ShowArgs { book, fen, moves } = self;
+        let b = Book::open(&book.book)?;
+        let pos = book::report::position_from(fen.as_deref(), moves.as_deref())?;
+        print!("{}", book::report::show(&b, &pos)?);
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+impl StatsArgs {
+    fn run(self) -> Result<ExitCode> {
+        let StatsArgs { book } = self;
+        let b = Book::open(&book.book)?;
+        print!("{}", book::report::stats(&b)?);
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+impl CheckArgs {
+    fn run(self) -> Result<ExitCode> {
+        let CheckArgs { book } = self;
+        let b = Book::open(&book.book)?;
+        let r = book::check::check(&b)?;
+        println!("positions: {}, moves: {}", r.positions, r.moves);
+        for p in &r.problems {
+            println!("problem: {p}");
         }
-        Command::Reevaluate { book } => {
-            let mut b = Book::open(&book.book)?;
-            let n = b.reevaluate_all()?;
-            println!("{n} positions changed");
+        if r.more_problems > 0 {
+            println!("... and {} more problems", r.more_problems);
         }
-        Command::Export {
+        if !r.ok() {
+            println!("book is NOT consistent");
+            return Ok(ExitCode::from(1));
+        }
+        println!("book is consistent");
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+impl ReevaluateArgs {
+    fn run(self) -> Result<ExitCode> {
+        let ReevaluateArgs { book } = self;
+        let mut b = Book::open(&book.book)?;
+        let n = b.reevaluate_all()?;
+        println!("{n} positions changed");
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+impl ExportArgs {
+    fn run(self) -> Result<ExitCode> {
+        let ExportArgs {
             book,
             polyglot,
             weights,
             min_games,
             max_ply,
-        } => {
-            let b = Book::open(&book.book)?;
-            let n = book::polyglot::export(
-                &b,
-                &polyglot,
-                &ExportOptions {
-                    weights,
-                    min_games,
-                    max_ply,
-                },
-            )?;
-            println!("wrote {n} entries to {}", polyglot.display());
-        }
-        Command::Import { book, polyglot } => {
-            let mut b = Book::open_or_create(&book.book, BookSettings::default())?;
-            let s = book::polyglot::import(&mut b, &polyglot)?;
-            println!(
-                "imported {} entries ({} reached from the start position, {} illegal there)",
-                s.entries, s.reached, s.illegal
-            );
-        }
-        Command::Choose {
+        } = self;
+        let b = Book::open(&book.book)?;
+        let n = book::polyglot::export(
+            &b,
+            &polyglot,
+            &ExportOptions {
+                weights,
+                min_games,
+                max_ply,
+            },
+        )?;
+        println!("wrote {n} entries to {}", polyglot.display());
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+impl ImportArgs {
+    fn run(self) -> Result<ExitCode> {
+        let ImportArgs { book, polyglot } = self;
+        let mut b = Book::open_or_create(&book.book, BookSettings::default())?;
+        let s = book::polyglot::import(&mut b, &polyglot)?;
+        println!(
+            "imported {} entries ({} reached from the start position, {} illegal there)",
+            s.entries, s.reached, s.illegal
+        );
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+impl ChooseArgs {
+    fn run(self) -> Result<ExitCode> {
+        let ChooseArgs {
             book,
             fen,
             moves,
             mode,
-        } => {
-            let b = Book::open(&book.book)?;
-            let pos = book::report::position_from(fen.as_deref(), moves.as_deref())?;
-            match book::select::choose(&b, &pos, mode, &mut rand::rng())? {
-                Some(m) => println!("{}", book::keys::uci_of(&m)),
-                None => {
-                    println!("(none)");
-                    return Ok(ExitCode::from(1));
-                }
+        } = self;
+        let b = Book::open(&book.book)?;
+        let pos = book::report::position_from(fen.as_deref(), moves.as_deref())?;
+        match book::select::choose(&b, &pos, mode, &mut rand::rng())? {
+            Some(m) => println!("{}", m.to_uci(shakmaty::CastlingMode::Standard)),
+            None => {
+                println!("(none)");
+                return Ok(ExitCode::from(1));
             }
         }
-        Command::Bench { what, depth, hash } => match what {
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+impl BenchArgs {
+    fn run(self) -> Result<ExitCode> {
+        let BenchArgs { what, depth, hash } = self;
+        match what {
             Some(what) => learnbook::bench::run(what)?,
             None => print!("{}", learnbook::engine::bench::search(depth, hash)?),
-        },
-        Command::Uci { book, weights } => {
-            let stdin = std::io::stdin();
-            learnbook::engine::uci::run(
-                stdin.lock(),
-                learnbook::engine::uci::Config { book, weights },
-            )?;
-        }
-        Command::Play {
+        };
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+impl UciArgs {
+    fn run(self) -> Result<ExitCode> {
+        let UciArgs { book, weights } = self;
+        let stdin = std::io::stdin();
+        learnbook::uci::run(stdin.lock(), learnbook::uci::Config { book, weights })?;
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+impl PlayArgs {
+    fn run(self) -> Result<ExitCode> {
+        let PlayArgs {
             engines,
             tc,
             nodes,
@@ -599,96 +748,104 @@ fn run(cli: Cli) -> Result<ExitCode> {
             learn_analyze,
             analysis,
             event,
-        } => {
-            use learnbook::play::{game, runner, spec};
-            let [a, b] = engines.as_slice() else {
-                anyhow::bail!("--engine must be given exactly twice");
-            };
-            let (pa, la) = spec::parse_player_and_limit(a)?;
-            let (pb, lb) = spec::parse_player_and_limit(b)?;
-            let limit = match (tc, nodes, depth) {
-                (Some(tc), None, None) => {
-                    game::Limit::Clock(tc.parse().map_err(anyhow::Error::msg)?)
-                }
-                (None, Some(n), None) => game::Limit::Nodes(n),
-                (None, None, Some(d)) => game::Limit::Depth(d),
-                (None, None, None) => match (la, lb) {
-                    (Some(l), _) | (None, Some(l)) => l,
-                    _ => anyhow::bail!(
-                        "give one of --tc, --nodes, --depth (or tc=, nodes=, depth= per engine)"
-                    ),
-                },
-                _ => anyhow::bail!("give one of --tc, --nodes, --depth"),
-            };
-            let cfg = runner::MatchConfig {
-                players: [pa, pb],
-                limit,
-                limits: [la, lb],
-                games,
-                concurrency,
-                openings: match openings {
-                    Some(p) => runner::read_openings(&p)?,
-                    None => vec![game::Opening {
-                        fen: None,
-                        moves: Vec::new(),
-                    }],
-                },
-                random_seed: random.then_some(seed),
-                repeat,
-                noswap,
-                pgn_out: pgnout,
-                sprt: sprt.as_deref().map(spec::parse_sprt).transpose()?,
-                adjudication: game::Adjudication {
-                    draw: draw.as_deref().map(spec::parse_draw).transpose()?,
-                    resign: resign.as_deref().map(spec::parse_resign).transpose()?,
-                    max_moves: maxmoves,
-                },
-                learn: learn.zip(learn_as),
-                after_learn: match learn_analyze.then(|| analysis.options()).transpose()? {
-                    Some(opts) => Some(Box::new(
-                        move |b: &mut Book, start: &shakmaty::Chess, moves: &[shakmaty::Move]| {
-                            learnbook::analyze::run_on_game(
-                                b,
-                                &learnbook::analyze::boards(start, moves),
-                                &opts,
-                            )
-                            .map(|_| ())
-                        },
-                    )),
-                    None => None,
-                },
-                event,
-            };
-            let first = cfg.players[0].name().to_string();
-            let standing = runner::run_match(&cfg, |round, g, st| {
-                println!(
-                    "game {round} ({} done): {} - {} {} ({}); {first}: +{} ={} -{}",
-                    st.played,
-                    g.white,
-                    g.black,
-                    g.result,
-                    g.termination,
-                    st.wdl.wins,
-                    st.wdl.draws,
-                    st.wdl.losses
-                );
-            })?;
-            print!("{}", runner::final_report(&cfg, &standing));
-        }
-        Command::Report {
+        } = self;
+        use learnbook::play::{game, runner, spec};
+        let [a, b] = engines.as_slice() else {
+            anyhow::bail!("--engine must be given exactly twice");
+        };
+        let (pa, la) = spec::parse_player_and_limit(a)?;
+        let (pb, lb) = spec::parse_player_and_limit(b)?;
+        let limit = match (tc, nodes, depth) {
+            (Some(tc), None, None) => game::Limit::Clock(tc.parse().map_err(anyhow::Error::msg)?),
+            (None, Some(n), None) => game::Limit::Nodes(n),
+            (None, None, Some(d)) => game::Limit::Depth(d),
+            (None, None, None) => match (la, lb) {
+                (Some(l), _) | (None, Some(l)) => l,
+                _ => anyhow::bail!(
+                    "give one of --tc, --nodes, --depth (or tc=, nodes=, depth= per engine)"
+                ),
+            },
+            _ => anyhow::bail!("give one of --tc, --nodes, --depth"),
+        };
+        let cfg = runner::MatchConfig {
+            players: [pa, pb],
+            limit,
+            limits: [la, lb],
+            games,
+            concurrency,
+            openings: match openings {
+                Some(p) => runner::read_openings(&p)?,
+                None => vec![game::Opening {
+                    fen: None,
+                    moves: Vec::new(),
+                }],
+            },
+            random_seed: random.then_some(seed),
+            repeat,
+            noswap,
+            pgn_out: pgnout,
+            sprt: sprt.as_deref().map(spec::parse_sprt).transpose()?,
+            adjudication: game::Adjudication {
+                draw: draw.as_deref().map(spec::parse_draw).transpose()?,
+                resign: resign.as_deref().map(spec::parse_resign).transpose()?,
+                max_moves: maxmoves,
+            },
+            learn: learn.zip(learn_as),
+            after_learn: match learn_analyze.then(|| analysis.options()).transpose()? {
+                Some(opts) => Some(Box::new(
+                    move |b: &mut Book, start: &shakmaty::Chess, moves: &[shakmaty::Move]| {
+                        learnbook::analyze::run_on_game(
+                            b,
+                            &learnbook::analyze::boards(start, moves),
+                            &opts,
+                        )
+                        .map(|_| ())
+                    },
+                )),
+                None => None,
+            },
+            event,
+        };
+        let first = cfg.players[0].name().to_string();
+        let standing = runner::run_match(&cfg, |round, g, st| {
+            println!(
+                "game {round} ({} done): {} - {} {} ({}); {first}: +{} ={} -{}",
+                st.played,
+                g.white,
+                g.black,
+                g.result,
+                g.termination,
+                st.wdl.wins,
+                st.wdl.draws,
+                st.wdl.losses
+            );
+        })?;
+        print!("{}", runner::final_report(&cfg, &standing));
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+impl ReportArgs {
+    fn run(self) -> Result<ExitCode> {
+        let ReportArgs {
             pgn,
             player,
             window,
             plot,
-        } => {
-            let r = learnbook::play::report::report(&pgn, &player, window)?;
-            print!("{}", r.text(&player));
-            if let Some(png) = plot {
-                r.plot(&player, window, &png)?;
-                println!("learning curve written to {}", png.display());
-            }
+        } = self;
+        let r = learnbook::play::report::report(&pgn, &player, window)?;
+        print!("{}", r.text(&player));
+        if let Some(png) = plot {
+            r.plot(&player, window, &png)?;
+            println!("learning curve written to {}", png.display());
         }
-        Command::Tune {
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+impl TuneArgs {
+    fn run(self) -> Result<ExitCode> {
+        let TuneArgs {
             start,
             params,
             out,
@@ -704,78 +861,86 @@ fn run(cli: Cli) -> Result<ExitCode> {
             maxmoves,
             checkpoint,
             resume,
-        } => {
-            use learnbook::{
-                play::spec,
-                tune::{checkpoint::*, run},
-            };
-            let (mut state, openings) = if resume {
-                run::resume(&checkpoint)?
-            } else {
-                let start = run::load_start(start.as_deref().unwrap_or("default"))?;
-                let none = |s: &str| s == "none";
-                run::Plan {
-                    params: run::load_params(params.as_deref(), &start)?,
-                    start,
-                    limit: match (nodes, tc) {
-                        (_, Some(tc)) => LimitSpec::Clock(tc),
-                        (n, None) => LimitSpec::Nodes(n.unwrap_or(2000)),
-                    },
-                    pairs_per_iteration,
-                    iterations,
-                    openings,
-                    seed,
-                    adjudication: AdjudicationSpec {
-                        draw: (!none(&draw))
-                            .then(|| spec::parse_draw(&draw))
-                            .transpose()?,
-                        resign: (!none(&resign))
-                            .then(|| spec::parse_resign(&resign))
-                            .transpose()?,
-                        max_moves: Some(maxmoves),
-                    },
-                }
-                .begin(&checkpoint)?
-            };
-            let threads = threads
-                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-            run::stop_on_sigint();
-            let outcome =
-                run::run_with_progress(&mut state, &openings, threads, &checkpoint, &out)?;
-            run::write_weights(&state, &out)?;
-            print!("{}", run::summary(&state));
-            if outcome == run::Outcome::Interrupted {
-                println!(
-                    "interrupted after iteration {}; `learnbook tune --resume --checkpoint {} --out {}` continues",
-                    state.iteration(),
-                    checkpoint.display(),
-                    out.display()
-                );
-                return Ok(ExitCode::from(130));
+        } = self;
+        use learnbook::{
+            play::spec,
+            tune::{checkpoint::*, run},
+        };
+        let (mut state, openings) = if resume {
+            run::resume(&checkpoint)?
+        } else {
+            let start = run::load_start(start.as_deref().unwrap_or("default"))?;
+            let none = |s: &str| s == "none";
+            run::Plan {
+                params: run::load_params(params.as_deref(), &start)?,
+                start,
+                limit: match (nodes, tc) {
+                    (_, Some(tc)) => LimitSpec::Clock(tc),
+                    (n, None) => LimitSpec::Nodes(n.unwrap_or(2000)),
+                },
+                pairs_per_iteration,
+                iterations,
+                openings: openings.context("--openings is required (a new run)")?,
+                seed,
+                adjudication: AdjudicationSpec {
+                    draw: (!none(&draw))
+                        .then(|| spec::parse_draw(&draw))
+                        .transpose()?,
+                    resign: (!none(&resign))
+                        .then(|| spec::parse_resign(&resign))
+                        .transpose()?,
+                    max_moves: Some(maxmoves),
+                },
             }
-            println!("tuned weights written to {}", out.display());
+            .begin(&checkpoint)?
+        };
+        let threads =
+            threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        run::stop_on_sigint();
+        let outcome = run::run_with_progress(&mut state, &openings, threads, &checkpoint, &out)?;
+        run::write_weights(&state, &out)?;
+        print!("{}", run::summary(&state));
+        if outcome == run::Outcome::Interrupted {
+            println!(
+            "interrupted after iteration {}; `learnbook tune --resume --checkpoint {} --out {}` continues",
+            state.iteration(),
+            checkpoint.display(),
+            out.display()
+        );
+            return Ok(ExitCode::from(130));
         }
-        Command::TuneReport {
+        println!("tuned weights written to {}", out.display());
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+impl TuneReportArgs {
+    fn run(self) -> Result<ExitCode> {
+        let TuneReportArgs {
             checkpoint,
             plot,
             csv,
-        } => {
-            use learnbook::tune::{checkpoint::State, report, run};
-            let state = State::load(&checkpoint)?;
-            print!("{}", run::summary(&state));
-            if let Some(p) = csv {
-                report::write_csv(&state, &p)?;
-                println!("trajectory written to {}", p.display());
-            }
-            if let Some(p) = plot {
-                report::plot(&state, &p)?;
-                println!("plot written to {}", p.display());
-            }
+        } = self;
+        use learnbook::tune::{checkpoint::State, report, run};
+        let state = State::load(&checkpoint)?;
+        print!("{}", run::summary(&state));
+        if let Some(p) = csv {
+            report::write_csv(&state, &p)?;
+            println!("trajectory written to {}", p.display());
         }
-        Command::Weights { preset } => {
-            let (w, notes) = learnbook::engine::presets::preset(&preset)?;
-            print!("{notes}{}", w.to_toml(&preset));
+        if let Some(p) = plot {
+            report::plot(&state, &p)?;
+            println!("plot written to {}", p.display());
         }
+        Ok(ExitCode::SUCCESS)
     }
-    Ok(ExitCode::SUCCESS)
+}
+
+impl WeightsArgs {
+    fn run(self) -> Result<ExitCode> {
+        let WeightsArgs { preset } = self;
+        let (w, notes) = learnbook::engine::presets::preset(&preset)?;
+        print!("{notes}{}", w.to_toml(&preset));
+        Ok(ExitCode::SUCCESS)
+    }
 }

@@ -9,14 +9,13 @@ use std::path::Path;
 use common::{sample, shared};
 use learnbook::book::{
     build::build_book,
-    ingest::{open_input, Filter, Game, GameStream, RawGame},
+    ingest::{open_input, Filter, Game, GameResult, GameStream, Header},
     keys::polyglot_key,
     select::{choose, Mode},
     Book, BookSettings,
 };
-use pgn_reader::{KnownOutcome, Outcome};
 use rand::{rngs::StdRng, Rng, SeedableRng};
-use shakmaty::{san::SanPlus, Chess, Color, Move, Position};
+use shakmaty::{CastlingMode, Chess, Move, Position};
 use tempfile::TempDir;
 
 fn master() -> std::path::PathBuf {
@@ -40,30 +39,18 @@ fn sample_book(dir: &TempDir) -> Book {
 
 /// A game with the given moves from the start position.
 fn game(moves: &[Move], result: &str, round: usize) -> Game {
-    let mut pos = Chess::default();
-    let mut sans = Vec::new();
-    for m in moves {
-        sans.push(SanPlus::from_move_and_play_unchecked(&mut pos, *m));
-    }
-    let raw = RawGame {
-        white: "learnbook".into(),
-        black: "opponent".into(),
-        result_tag: Some(result.into()),
-        outcome: Some(match result {
-            "1-0" => Outcome::Known(KnownOutcome::Decisive {
-                winner: Color::White,
-            }),
-            "0-1" => Outcome::Known(KnownOutcome::Decisive {
-                winner: Color::Black,
-            }),
-            "1/2-1/2" => Outcome::Known(KnownOutcome::Draw),
-            _ => Outcome::Unknown,
-        }),
-        identity: vec![format!("Round={round}")],
-        sans,
-        ..RawGame::default()
+    let identity = [format!("Round={round}")];
+    let header = Header {
+        white: "learnbook",
+        black: "opponent",
+        identity: &identity,
+        fen: None,
+        white_elo: None,
+        black_elo: None,
     };
-    raw.validate(&filter()).expect("valid game")
+    let result = GameResult::parse(result).expect("a result");
+    Game::from_moves(&header, Chess::default(), moves, result, filter().max_ply)
+        .expect("valid game")
 }
 
 /// The line the book plays against itself from the start, up to `plies`.
@@ -140,6 +127,61 @@ fn read_games(path: &Path, skip: usize, n: usize) -> Vec<Game> {
         }
     }
     out
+}
+
+#[test]
+fn a_game_given_as_moves_is_the_game_read_from_its_pgn() {
+    // The learner adds its games as moves; the same game as PGN must be the
+    // same game (same hash, keys and terminal value), or it would count twice.
+    let mut stream = GameStream::new(open_input(&sample()).expect("open"));
+    let raws = stream.next_batch(50);
+    assert!(raws.len() >= 20, "the sample has games");
+    let mut compared = 0;
+    for raw in raws {
+        let whole = Filter {
+            max_ply: 1000,
+            ..filter()
+        };
+        let Ok(read) = raw.validate(&whole) else {
+            continue;
+        };
+        let Some(boards) = read.boards() else {
+            continue;
+        };
+        let moves: Vec<Move> = read
+            .plies
+            .iter()
+            .zip(&boards)
+            .map(|(p, pos)| p.mv.to_move(pos).expect("legal"))
+            .collect();
+        let header = Header {
+            white: &raw.white,
+            black: &raw.black,
+            identity: &raw.identity,
+            fen: raw.fen.as_deref(),
+            white_elo: raw.white_elo,
+            black_elo: raw.black_elo,
+        };
+        let given = Game::from_moves(&header, Chess::default(), &moves, read.result, 1000)
+            .expect("legal moves");
+        assert_eq!(given.hash, read.hash, "game {}", raw.number);
+        assert_eq!(given.plies, read.plies, "game {}", raw.number);
+        assert_eq!(given.terminal, read.terminal, "game {}", raw.number);
+        assert_eq!(given.expected_milli(), read.expected_milli());
+        compared += 1;
+    }
+    assert!(compared >= 20, "only {compared} games compared");
+    // An illegal move is refused, not stored.
+    let e4 = learnbook::book::ingest::parse_uci(&Chess::default(), "e2e4").expect("e4");
+    let header = Header {
+        white: "a",
+        black: "b",
+        identity: &[],
+        fen: None,
+        white_elo: None,
+        black_elo: None,
+    };
+    assert!(Game::from_moves(&header, Chess::default(), &[e4, e4], GameResult::Draw, 40).is_err());
 }
 
 #[test]
@@ -348,7 +390,11 @@ fn hossa_failure_does_not_happen() {
                 .stored_best(root)
                 .expect("q")
                 .expect("White still has a book move");
-            let uci = learnbook::book::keys::uci_of(&choice.to_move(&start).expect("legal"));
+            let uci = choice
+                .to_move(&start)
+                .expect("legal")
+                .to_uci(CastlingMode::Standard)
+                .to_string();
             let games_before = solid.iter().find(|(u, _)| *u == uci).map_or(0, |(_, n)| *n);
             assert!(
                 games_before >= 100,

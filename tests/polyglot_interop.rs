@@ -279,7 +279,7 @@ fn a_polyglot_book_is_read_as_python_chess_reads_it_and_played_by_weight() {
         let mut ours: Vec<String> = book
             .moves(&pos)
             .iter()
-            .map(|(m, w)| format!("{}:{w}", learnbook::book::keys::uci_of(m)))
+            .map(|(m, w)| format!("{}:{w}", m.to_uci(CastlingMode::Standard)))
             .collect();
         theirs.sort();
         ours.sort();
@@ -297,12 +297,14 @@ fn a_polyglot_book_is_read_as_python_chess_reads_it_and_played_by_weight() {
     let n = 20_000;
     for _ in 0..n {
         let m = book.pick(&start, &mut rng).expect("a book move");
-        *seen.entry(learnbook::book::keys::uci_of(&m)).or_default() += 1;
+        *seen
+            .entry(m.to_uci(CastlingMode::Standard).to_string())
+            .or_default() += 1;
     }
     for (m, w) in &moves {
         let share = f64::from(*w) / total;
         let got = f64::from(
-            seen.get(&learnbook::book::keys::uci_of(m))
+            seen.get(&m.to_uci(CastlingMode::Standard).to_string())
                 .copied()
                 .unwrap_or(0),
         ) / f64::from(n);

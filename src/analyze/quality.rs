@@ -19,11 +19,11 @@ use std::{
 };
 
 use anyhow::{anyhow, Context, Result};
-use shakmaty::{Chess, Move, Position};
+use shakmaty::{CastlingMode, Chess, Move, Position};
 
 use crate::{
     book::{
-        keys::{polyglot_key, uci_of, Key},
+        keys::{polyglot_key, Key},
         minimax::{option_weights, Choice},
         polyglot::PolyglotBook,
         select::choice_of,
@@ -236,7 +236,9 @@ fn judge(engine: &mut UciEngine, spot: &Spot, opts: &Options) -> Result<Verdict>
     let mut loss = HashMap::new();
     for pick in &spot.picks {
         for (m, p) in pick {
-            if *p < opts.min_probability || loss.contains_key(&uci_of(m)) {
+            if *p < opts.min_probability
+                || loss.contains_key(&m.to_uci(CastlingMode::Standard).to_string())
+            {
                 continue;
             }
             let l = if Some(m) == whole.best.as_ref() {
@@ -247,7 +249,7 @@ fn judge(engine: &mut UciEngine, spot: &Spot, opts: &Options) -> Result<Verdict>
                     .map_err(|e| anyhow!("judge: {e}"))?;
                 (whole.score - r.score).max(0)
             };
-            loss.insert(uci_of(m), l);
+            loss.insert(m.to_uci(CastlingMode::Standard).to_string(), l);
         }
     }
     Ok(Verdict {
@@ -308,7 +310,11 @@ fn loss_stats(spots: &[Spot], verdicts: &[Verdict], player: usize, min_p: f64) -
         let judged: Vec<(f64, i32)> = pick
             .iter()
             .filter(|(_, p)| *p >= min_p)
-            .filter_map(|(m, p)| v.loss.get(&uci_of(m)).map(|&l| (*p, l)))
+            .filter_map(|(m, p)| {
+                v.loss
+                    .get(&m.to_uci(CastlingMode::Standard).to_string())
+                    .map(|&l| (*p, l))
+            })
             .collect();
         let mass: f64 = judged.iter().map(|x| x.0).sum();
         if judged.is_empty() || mass <= 0.0 {
@@ -469,7 +475,9 @@ pub fn run(opts: &Options) -> Result<String> {
                 s.value,
                 s.raw,
                 v.score,
-                v.best.as_ref().map_or(String::new(), uci_of)
+                v.best.as_ref().map_or(String::new(), |m| m
+                    .to_uci(CastlingMode::Standard)
+                    .to_string())
             )?;
             for pick in &s.picks {
                 let top = pick.iter().max_by(|a, b| a.1.total_cmp(&b.1));
@@ -477,9 +485,9 @@ pub fn run(opts: &Options) -> Result<String> {
                     Some((m, _)) => write!(
                         csv,
                         ",{},{}",
-                        uci_of(m),
+                        m.to_uci(CastlingMode::Standard),
                         v.loss
-                            .get(&uci_of(m))
+                            .get(&m.to_uci(CastlingMode::Standard).to_string())
                             .map_or(String::new(), |l| l.to_string())
                     )?,
                     None => csv.push_str(",,"),

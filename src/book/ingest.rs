@@ -22,6 +22,7 @@ use shakmaty::{
 };
 
 use super::keys::{polyglot_key, Key, MoveCode};
+use crate::fnv::Fnv64;
 
 /// How a game ended, as far as the book is concerned. `*` counts as a draw,
 /// as in `polyglot make-book`.
@@ -316,7 +317,7 @@ impl RawGame {
             return Err(SkipReason::NoMoves);
         }
 
-        let mut pos = match &self.fen {
+        let pos = match &self.fen {
             None => Chess::default(),
             Some(fen) => {
                 let parsed: Fen = fen
@@ -343,74 +344,148 @@ impl RawGame {
                 }
             }
         };
-        // Capped so that start_ply + max_ply never overflows on a silly FEN.
-        let start_ply = (pos.fullmoves().get().saturating_sub(1).min(1 << 20)) * 2
-            + u32::from(pos.turn() == Color::Black);
-        let start = polyglot_key(&pos);
-        let mut hasher = Fnv64::new();
-        hasher.write(self.white.as_bytes());
-        hasher.write(self.black.as_bytes());
-        let mut identity = self.identity.clone();
-        identity.sort();
-        for tag in &identity {
-            hasher.write(tag.as_bytes());
-        }
-        hasher.write(self.fen.as_deref().unwrap_or("startpos").trim().as_bytes());
-
-        let mut plies = Vec::with_capacity(filter.max_ply.min(self.sans.len() as u32) as usize);
-        let mut parent = start;
-        for (i, san_plus) in self.sans.iter().enumerate() {
-            let mv = san_plus
-                .san
-                .to_move(&pos)
-                .map_err(|e: SanError| SkipReason::IllegalMove {
-                    ply: i as u32 + 1,
-                    san: san_plus.to_string(),
-                    why: e.to_string(),
-                })?;
-            let code = MoveCode::from_move(&mv);
-            let castle = mv.is_castle();
-            hasher.write(&code.0.to_le_bytes());
-            if (i as u32) < filter.max_ply {
-                let child = next_key(&mut pos, parent, mv);
-                plies.push(Ply {
-                    parent,
-                    mv: code,
-                    child,
-                    castle,
-                });
-                parent = child;
-            } else {
-                pos.play_unchecked(mv);
-            }
-        }
-        let total_plies = self.sans.len() as u32;
-        // Statistics follow the recorded result (as every book tool does, and
-        // a stalemate recorded as 1-0 is usually a loss on time); the exact
-        // value of a final checkmate or stalemate follows the rules.
-        let mut terminal = None;
-        if total_plies <= filter.max_ply {
-            if pos.is_checkmate() {
-                terminal = Some(-1.0);
-            } else if pos.is_stalemate() {
-                terminal = Some(0.0);
-            }
-        }
-        hasher.write(result.as_str().as_bytes());
-        Ok(Game {
-            white: self.white.clone(),
-            black: self.black.clone(),
-            result,
-            hash: hasher.finish(),
-            start,
-            start_ply,
-            plies,
-            total_plies,
-            terminal,
+        let header = Header {
+            white: &self.white,
+            black: &self.black,
+            identity: &self.identity,
+            fen: self.fen.as_deref(),
             white_elo: self.white_elo,
             black_elo: self.black_elo,
+        };
+        replay(
+            &header,
+            pos,
+            self.sans.len(),
+            result,
+            filter.max_ply,
+            |i, pos| {
+                let san_plus = &self.sans[i];
+                san_plus
+                    .san
+                    .to_move(pos)
+                    .map_err(|e: SanError| SkipReason::IllegalMove {
+                        ply: i as u32 + 1,
+                        san: san_plus.to_string(),
+                        why: e.to_string(),
+                    })
+            },
+        )
+    }
+}
+
+/// What identifies a game besides its moves and result (the game hash), and
+/// the ratings its expected score comes from.
+pub struct Header<'a> {
+    pub white: &'a str,
+    pub black: &'a str,
+    /// Event, Site, Date, Round (any order; sorted for the hash).
+    pub identity: &'a [String],
+    /// The FEN the game starts from, as written (`None`: the standard start).
+    pub fen: Option<&'a str>,
+    pub white_elo: Option<u32>,
+    pub black_elo: Option<u32>,
+}
+
+impl Game {
+    /// A game given as moves from `start` (a learner's own games, already
+    /// played): the same [`Game`] that [`RawGame::validate`] makes of its
+    /// PGN, without writing and re-reading SAN. `start` must be the position
+    /// of `header.fen`. Fails on an illegal move.
+    pub fn from_moves(
+        header: &Header,
+        start: Chess,
+        moves: &[shakmaty::Move],
+        result: GameResult,
+        max_ply: u32,
+    ) -> Result<Game, SkipReason> {
+        if moves.is_empty() {
+            return Err(SkipReason::NoMoves);
+        }
+        replay(header, start, moves.len(), result, max_ply, |i, pos| {
+            let mv = moves[i];
+            if pos.is_legal(mv) {
+                Ok(mv)
+            } else {
+                Err(SkipReason::IllegalMove {
+                    ply: i as u32 + 1,
+                    san: mv.to_uci(CastlingMode::Standard).to_string(),
+                    why: "illegal in the position".into(),
+                })
+            }
         })
     }
+}
+
+/// Plays `n` moves from `pos` (`move_at(i, pos)` gives the i-th), keeping
+/// the first `max_ply` with their keys, and hashes the game.
+fn replay(
+    header: &Header,
+    mut pos: Chess,
+    n: usize,
+    result: GameResult,
+    max_ply: u32,
+    mut move_at: impl FnMut(usize, &Chess) -> Result<shakmaty::Move, SkipReason>,
+) -> Result<Game, SkipReason> {
+    // Capped so that start_ply + max_ply never overflows on a silly FEN.
+    let start_ply = (pos.fullmoves().get().saturating_sub(1).min(1 << 20)) * 2
+        + u32::from(pos.turn() == Color::Black);
+    let start = polyglot_key(&pos);
+    let mut hasher = Fnv64::new();
+    hasher.write_field(header.white.as_bytes());
+    hasher.write_field(header.black.as_bytes());
+    let mut identity = header.identity.to_vec();
+    identity.sort();
+    for tag in &identity {
+        hasher.write_field(tag.as_bytes());
+    }
+    hasher.write_field(header.fen.unwrap_or("startpos").trim().as_bytes());
+
+    let mut plies = Vec::with_capacity(max_ply.min(n as u32) as usize);
+    let mut parent = start;
+    for i in 0..n {
+        let mv = move_at(i, &pos)?;
+        let code = MoveCode::from_move(&mv);
+        let castle = mv.is_castle();
+        hasher.write_field(&code.0.to_le_bytes());
+        if (i as u32) < max_ply {
+            let child = next_key(&mut pos, parent, mv);
+            plies.push(Ply {
+                parent,
+                mv: code,
+                child,
+                castle,
+            });
+            parent = child;
+        } else {
+            pos.play_unchecked(mv);
+        }
+    }
+    let total_plies = n as u32;
+    // Statistics follow the recorded result (as every book tool does, and
+    // a stalemate recorded as 1-0 is usually a loss on time); the exact
+    // value of a final checkmate or stalemate follows the rules.
+    let mut terminal = None;
+    if total_plies <= max_ply {
+        if pos.is_checkmate() {
+            terminal = Some(-1.0);
+        } else if pos.is_stalemate() {
+            terminal = Some(0.0);
+        }
+    }
+    hasher.write_field(result.as_str().as_bytes());
+    Ok(Game {
+        white: header.white.to_string(),
+        black: header.black.to_string(),
+        result,
+        hash: hasher.finish(),
+        start,
+        start_ply,
+        plies,
+        total_plies,
+        terminal,
+        white_elo: header.white_elo,
+        black_elo: header.black_elo,
+    })
 }
 
 /// Plays `mv` and returns the new Polyglot key, updated incrementally from
@@ -421,28 +496,6 @@ fn next_key(pos: &mut Chess, key: Key, mv: shakmaty::Move) -> Key {
     match next {
         Some(z) => Key(z.0),
         None => polyglot_key(pos),
-    }
-}
-
-/// FNV-1a, 64 bit: stable across Rust versions, unlike `DefaultHasher`,
-/// because the hash is stored in the book.
-struct Fnv64(u64);
-
-impl Fnv64 {
-    fn new() -> Self {
-        Fnv64(0xcbf2_9ce4_8422_2325)
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 ^= u64::from(*b);
-            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-        // Separator, so that "ab"+"c" and "a"+"bc" differ.
-        self.0 ^= 0xff;
-        self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    fn finish(&self) -> u64 {
-        self.0
     }
 }
 

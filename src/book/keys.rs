@@ -125,11 +125,6 @@ impl fmt::Display for MoveCode {
     }
 }
 
-/// UCI text of a legal move (castling as e1g1).
-pub fn uci_of(m: &Move) -> String {
-    MoveCode::from_move(m).uci(matches!(m, Move::Castle { .. }))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -157,7 +152,10 @@ mod tests {
             .collect();
         codes.sort();
         assert_eq!(codes, vec!["e1a1", "e1h1"]);
-        let mut ucis: Vec<String> = castles.iter().map(uci_of).collect();
+        let mut ucis: Vec<String> = castles
+            .iter()
+            .map(|m| m.to_uci(CastlingMode::Standard).to_string())
+            .collect();
         ucis.sort();
         assert_eq!(ucis, vec!["e1c1", "e1g1"]);
     }

@@ -1,7 +1,7 @@
 //! Node values: the formula, full evaluation, and incremental re-evaluation.
 //!
 //! Values are from the side to move's point of view, in [-1, 1]
-//! (1 = win, 0 = draw). The formula (also in the README):
+//! (1 = win, 0 = draw). The formula (also in docs/FORMULA.md):
 //!
 //! * `r(n) = 2 (A - E)`: the games through `n`, rated by who played them:
 //!   `A` the points the side to move scored, `E` the points expected from

@@ -8,17 +8,18 @@
 use std::{
     collections::{HashMap, HashSet, VecDeque},
     fs,
-    io::{BufWriter, Write},
+    io::Write,
     path::Path,
 };
 
 use anyhow::{bail, Context, Result};
-use shakmaty::{Chess, Position};
+use shakmaty::{CastlingMode, Chess, Position};
 
 use super::db::import::ImportedMove;
 use super::db::Book;
-use super::keys::{polyglot_key, uci_of, Key, KeyMap, MoveCode};
+use super::keys::{polyglot_key, Key, KeyMap, MoveCode};
 use super::minimax::{self, option_weights};
+use crate::atomic_file;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Entry {
@@ -155,21 +156,15 @@ pub fn write_bin(path: &Path, entries: &mut [Entry]) -> Result<()> {
             .then(b.weight.cmp(&a.weight))
             .then(a.mv.cmp(&b.mv))
     });
-    let tmp = path.with_extension("bin.tmp");
-    {
-        let f =
-            fs::File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
-        let mut w = BufWriter::new(f);
+    atomic_file::write_with(path, |w| {
         for e in entries.iter() {
             w.write_all(&e.key.0.to_be_bytes())?;
             w.write_all(&e.mv.to_be_bytes())?;
             w.write_all(&e.weight.to_be_bytes())?;
             w.write_all(&e.learn.to_be_bytes())?;
         }
-        w.flush()?;
-    }
-    fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
+        Ok(())
+    })
 }
 
 /// `weighted`'s probability of every book move, times 10,000 (at least 1
@@ -286,7 +281,7 @@ pub fn import(book: &mut Book, path: &Path) -> Result<ImportSummary> {
             let code = MoveCode(e.mv);
             match code.to_move(&pos) {
                 Some(m) => {
-                    let uci = uci_of(&m);
+                    let uci = m.to_uci(CastlingMode::Standard).to_string();
                     let mut next = pos.clone();
                     next.play_unchecked(m);
                     let ck = polyglot_key(&next);

@@ -89,6 +89,14 @@ pub fn choose<R: Rng>(book: &Book, pos: &Chess, mode: Mode, rng: &mut R) -> Resu
     Ok(code.and_then(|c| c.to_move(pos)))
 }
 
+/// An engine's move source in a position: the book's move, or a search
+/// restricted to these moves (empty: all legal moves).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Decision {
+    Play(Move),
+    Search(Vec<Move>),
+}
+
 /// A book an engine plays from: a learnbook book, or a Polyglot `.bin`
 /// (a move at random in proportion to its weights, as GUIs play it,
 /// whatever the mode).
@@ -107,8 +115,17 @@ impl OpeningBook {
         })
     }
 
+    /// What an engine with this book does in `pos`: the one place that
+    /// decides "book move, or search these moves" for every engine we run.
+    pub fn decide<R: Rng>(&self, pos: &Chess, mode: Mode, rng: &mut R) -> Result<Decision> {
+        Ok(match self.choose(pos, mode, rng)? {
+            Some(mv) => Decision::Play(mv),
+            None => Decision::Search(self.search_moves(pos)?),
+        })
+    }
+
     /// The book's move in `pos`, if it has one.
-    pub fn choose<R: Rng>(&self, pos: &Chess, mode: Mode, rng: &mut R) -> Result<Option<Move>> {
+    fn choose<R: Rng>(&self, pos: &Chess, mode: Mode, rng: &mut R) -> Result<Option<Move>> {
         match self {
             OpeningBook::Learnbook(b) => choose(b, pos, mode, rng),
             OpeningBook::Polyglot(b) => Ok(b.pick(pos, rng)),
@@ -116,7 +133,7 @@ impl OpeningBook {
     }
 
     /// The moves to search out of book (empty: all); see [`search_moves`].
-    pub fn search_moves(&self, pos: &Chess) -> Result<Vec<Move>> {
+    fn search_moves(&self, pos: &Chess) -> Result<Vec<Move>> {
         match self {
             OpeningBook::Learnbook(b) => search_moves(b, pos),
             OpeningBook::Polyglot(_) => Ok(Vec::new()),

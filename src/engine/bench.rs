@@ -13,9 +13,7 @@ use std::{
 };
 
 use anyhow::{bail, Result};
-use shakmaty::san::San;
-
-use crate::book::keys::uci_of;
+use shakmaty::{san::San, CastlingMode};
 
 use super::{
     epd::{self, Epd},
@@ -67,7 +65,9 @@ pub fn search(depth: i32, hash_mb: usize) -> Result<String> {
             },
         );
         let ms = t.elapsed().as_millis();
-        let best = r.best.map_or("0000".into(), |m| uci_of(&m));
+        let best = r.best.map_or("0000".into(), |m| {
+            m.to_uci(CastlingMode::Standard).to_string()
+        });
         writeln!(
             out,
             "position {:>2}: bestmove {best:<5} score {:<10} nodes {:>10} time {ms:>6} ms",

@@ -8,4 +8,3 @@ pub mod position;
 pub mod presets;
 pub mod search;
 pub mod tt;
-pub mod uci;

@@ -7,7 +7,7 @@ use rand::{rngs::StdRng, SeedableRng};
 
 use super::protocol::{Budget, Fault, Player, Reply, Request};
 use crate::{
-    book::select::{Mode, OpeningBook},
+    book::select::{Decision, Mode, OpeningBook},
     engine::{
         params::Weights,
         position::Position,
@@ -68,9 +68,9 @@ impl Player for Builtin {
         let mut searchmoves = Vec::new();
         if let Some(book) = &self.book {
             let book_err = |e: anyhow::Error| Fault::Crash(format!("{}: book: {e:#}", self.name));
-            match book.choose(req.position, self.book_mode, &mut self.rng) {
-                Ok(Some(mv)) => return Ok(Reply::Move { mv, score_cp: None }),
-                Ok(None) => searchmoves = book.search_moves(req.position).map_err(book_err)?,
+            match book.decide(req.position, self.book_mode, &mut self.rng) {
+                Ok(Decision::Play(mv)) => return Ok(Reply::Move { mv, score_cp: None }),
+                Ok(Decision::Search(moves)) => searchmoves = moves,
                 Err(e) => return Err(book_err(e)),
             }
         }

@@ -9,9 +9,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use shakmaty::{san::San, uci::UciMove, Chess, Move};
-
-use crate::book::keys::uci_of;
+use shakmaty::{san::San, uci::UciMove, CastlingMode, Chess, Move};
 
 /// Why an engine lost a game other than on the board.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -305,7 +303,7 @@ impl Player for UciEngine {
             pos.push_str(" moves");
             for m in req.moves {
                 pos.push(' ');
-                pos.push_str(&uci_of(m));
+                pos.push_str(&m.to_uci(CastlingMode::Standard).to_string());
             }
         }
         self.p.send(&pos)?;
@@ -422,7 +420,7 @@ impl UciEngine {
             cmd.push_str(" searchmoves");
             for m in searchmoves {
                 cmd.push(' ');
-                cmd.push_str(&uci_of(m));
+                cmd.push_str(&m.to_uci(CastlingMode::Standard).to_string());
             }
         }
         self.p.send(&cmd)?;
@@ -510,7 +508,7 @@ impl XboardEngine {
     }
 
     fn send_move(&mut self, m: &Move) -> Result<(), Fault> {
-        let text = uci_of(m);
+        let text = m.to_uci(CastlingMode::Standard).to_string();
         if self.usermove {
             self.p.send(&format!("usermove {text}"))
         } else {

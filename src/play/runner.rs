@@ -14,7 +14,7 @@ use std::{
 
 use anyhow::{bail, Context, Result};
 use rand::{rngs::StdRng, seq::SliceRandom, SeedableRng};
-use shakmaty::{san::SanPlus, Chess, Color, Move, Position};
+use shakmaty::{Chess, Color, Move, Position};
 
 use super::{
     builtin::Builtin,
@@ -24,7 +24,7 @@ use super::{
 };
 use crate::{
     book::{
-        ingest::{open_input, Filter, GameStream, RawGame},
+        ingest::{open_input, Game, GameResult, GameStream, Header, RawGame},
         select::Mode,
         Book,
     },
@@ -403,39 +403,27 @@ fn learn_game(book: &mut Book, record: &GameRecord, index: usize, date: &str) ->
     })
     .start_position()
     .unwrap_or_default();
-    let mut pos = start;
-    let mut sans = Vec::with_capacity(record.moves.len());
-    for &m in &record.moves {
-        sans.push(SanPlus::from_move_and_play_unchecked(&mut pos, m));
-    }
-    let raw = RawGame {
-        number: index as u64 + 1,
-        white: record.white.clone(),
-        black: record.black.clone(),
+    // Round and a per-run stamp: a repeated game is a new game, counted again.
+    let identity = vec![
+        "learnbook play".into(),
+        format!("{:?}", std::time::SystemTime::now()),
+        date.into(),
+        (index + 1).to_string(),
+    ];
+    let header = Header {
+        white: &record.white,
+        black: &record.black,
+        identity: &identity,
+        fen: record.start_fen.as_deref(),
         white_elo: None,
         black_elo: None,
-        result_tag: Some(record.result.to_string()),
-        // Round and a per-run stamp: a repeated game is a new game, counted again.
-        identity: vec![
-            "learnbook play".into(),
-            format!("{:?}", std::time::SystemTime::now()),
-            date.into(),
-            (index + 1).to_string(),
-        ],
-        fen: record.start_fen.clone(),
-        variant: None,
-        sans,
-        outcome: shakmaty::Outcome::from_ascii(record.result.as_bytes()).ok(),
     };
+    let result = GameResult::parse(record.result)
+        .with_context(|| format!("game {}: no result {:?}", index + 1, record.result))?;
     // The learner's games go in whole, not cut at the book's max ply: the
     // moves that decided them are usually later, and only a stored move can
     // be avoided next time.
-    let filter = Filter {
-        max_ply: u32::MAX,
-        min_elo: None,
-        allow_duplicates: false,
-    };
-    let game = match raw.validate(&filter) {
+    let game = match Game::from_moves(&header, start, &record.moves, result, u32::MAX) {
         Ok(g) => g,
         Err(e) => bail!("game {} cannot be learned: {}", index + 1, e.kind()),
     };

@@ -1,5 +1,5 @@
 //! The runner's command-line values, cutechess/fastchess style:
-//! `name=lb,cmd=learnbook uci,proto=uci,option.Hash=64,dir=/tmp` for an
+//! `name=lb,cmd=learnbook uci,proto=uci,option.Hash=64,dir=engines` for an
 //! engine (`cmd=builtin` for the in-process search core, with `weights=`,
 //! `book=` and `bookmode=`), `elo0=0,elo1=5,alpha=0.05,beta=0.05` for SPRT,
 //! `movenumber=40,movecount=8,score=10` for draw adjudication,

@@ -9,7 +9,6 @@
 
 use std::{
     fs,
-    io::Write,
     path::{Path, PathBuf},
 };
 
@@ -17,7 +16,7 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::spsa::{Schedule, TuneParam};
-use crate::engine::params::Weights;
+use crate::{atomic_file, engine::params::Weights, fnv::fnv1a};
 
 const MAGIC: &str = "learnbook-tune-checkpoint";
 const VERSION: u32 = 1;
@@ -111,7 +110,7 @@ impl State {
             body.len(),
             fnv1a(body.as_bytes())
         );
-        write_atomically(path, text.as_bytes())
+        atomic_file::write(path, text.as_bytes())
     }
 
     /// Reads and checks a checkpoint written by [`State::save`].
@@ -185,26 +184,6 @@ impl State {
         }
         Ok(())
     }
-}
-
-/// Writes `bytes` to `path` so that a crash leaves either the old or the new file.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    let mut f =
-        fs::File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
-    f.write_all(bytes)
-        .and_then(|_| f.sync_all())
-        .with_context(|| format!("cannot write {}", tmp.display()))?;
-    fs::rename(&tmp, path)
-        .with_context(|| format!("cannot rename {} to {}", tmp.display(), path.display()))
-}
-
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
 }
 
 #[cfg(test)]

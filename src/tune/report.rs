@@ -5,7 +5,8 @@ use std::{fmt::Write as _, path::Path};
 
 use anyhow::Result;
 
-use super::checkpoint::{write_atomically, State};
+use super::checkpoint::State;
+use crate::atomic_file;
 
 /// `iteration,games,wins,draws,losses,<parameter>...`; row 0 holds the start values.
 pub fn csv(state: &State) -> String {
@@ -37,7 +38,7 @@ pub fn csv(state: &State) -> String {
 }
 
 pub fn write_csv(state: &State, path: &Path) -> Result<()> {
-    write_atomically(path, csv(state).as_bytes())
+    atomic_file::write(path, csv(state).as_bytes())
 }
 
 /// Each parameter's change from its start in units of its `c_end`, by

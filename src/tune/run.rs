@@ -11,7 +11,7 @@ use rayon::prelude::*;
 use shakmaty::Color;
 
 use super::{
-    checkpoint::{write_atomically, AdjudicationSpec, Iteration, LimitSpec, Settings, State},
+    checkpoint::{AdjudicationSpec, Iteration, LimitSpec, Settings, State},
     spsa::{self, Schedule, TuneParam},
 };
 use crate::{
@@ -294,7 +294,7 @@ pub fn write_weights(state: &State, out: &Path) -> Result<()> {
         state.games(),
         state.settings.seed
     );
-    write_atomically(out, w.to_toml(&title).as_bytes())
+    crate::atomic_file::write(out, w.to_toml(&title).as_bytes())
 }
 
 /// Start and current value of every tuned parameter, the biggest moves first.

@@ -15,16 +15,13 @@ use std::{
     time::Duration,
 };
 
-use shakmaty::Move;
+use shakmaty::CastlingMode;
 
-use super::{
+use crate::book::select::{Decision, Mode, OpeningBook};
+use crate::engine::{
     params::Weights,
     position::Position,
     search::{uci_score, Info, Limits, Searcher},
-};
-use crate::book::{
-    keys::uci_of,
-    select::{Mode, OpeningBook},
 };
 
 const NAME: &str = concat!("learnbook ", env!("CARGO_PKG_VERSION"));
@@ -64,7 +61,10 @@ fn say(line: &str) {
 fn info_line(i: &Info) -> String {
     let ms = i.time.as_millis().max(1);
     let nps = i.nodes as u128 * 1000 / ms;
-    let pv: Vec<String> = i.pv.iter().map(uci_of).collect();
+    let pv: Vec<String> =
+        i.pv.iter()
+            .map(|m| m.to_uci(CastlingMode::Standard).to_string())
+            .collect();
     format!(
         "info depth {} seldepth {} multipv 1 score {} nodes {} nps {} hashfull {} time {} pv {}",
         i.depth,
@@ -374,13 +374,17 @@ impl Engine {
             limits.infinite = true;
         }
         if !limits.infinite && !limits.ponder {
-            if let Some(m) = self.book_move() {
-                say("info string book move");
-                say(&format!("bestmove {}", uci_of(&m)));
-                return;
-            }
-            if limits.searchmoves.is_empty() {
-                limits.searchmoves = self.moves_not_lost();
+            match self.book_decision() {
+                Some(Decision::Play(m)) => {
+                    say("info string book move");
+                    say(&format!("bestmove {}", m.to_uci(CastlingMode::Standard)));
+                    return;
+                }
+                // Out of book: leave out the moves that lost every book game.
+                Some(Decision::Search(moves)) if limits.searchmoves.is_empty() => {
+                    limits.searchmoves = moves
+                }
+                _ => {}
             }
         }
         let Some(mut searcher) = self.searcher.take() else {
@@ -411,8 +415,12 @@ impl Engine {
                 reported.store(true, Ordering::Release);
                 match result.best {
                     Some(m) => match result.ponder {
-                        Some(p) => say(&format!("bestmove {} ponder {}", uci_of(&m), uci_of(&p))),
-                        None => say(&format!("bestmove {}", uci_of(&m))),
+                        Some(p) => say(&format!(
+                            "bestmove {} ponder {}",
+                            m.to_uci(CastlingMode::Standard),
+                            p.to_uci(CastlingMode::Standard)
+                        )),
+                        None => say(&format!("bestmove {}", m.to_uci(CastlingMode::Standard))),
                     },
                     None => say("bestmove 0000"),
                 }
@@ -424,30 +432,17 @@ impl Engine {
         }
     }
 
-    fn book_move(&mut self) -> Option<Move> {
-        if !self.own_book {
-            return None;
-        }
-        let book = self.book.as_ref()?;
-        match book.choose(&self.pos.chess, self.book_mode, &mut rand::rng()) {
-            Ok(m) => m,
+    /// The book's decision here; `None` without a book (or with OwnBook
+    /// off), or when the lookup failed (said, and the engine searches).
+    fn book_decision(&self) -> Option<Decision> {
+        let book = self.book.as_ref().filter(|_| self.own_book)?;
+        match book.decide(&self.pos.chess, self.book_mode, &mut rand::rng()) {
+            Ok(d) => Some(d),
             Err(err) => {
                 say(&format!("info string book lookup failed: {err:#}"));
                 None
             }
         }
-    }
-
-    /// Out of book: the moves that did not lose every book game (see
-    /// [`OpeningBook::search_moves`]); empty means all.
-    fn moves_not_lost(&self) -> Vec<Move> {
-        let Some(book) = self.book.as_ref().filter(|_| self.own_book) else {
-            return Vec::new();
-        };
-        book.search_moves(&self.pos.chess).unwrap_or_else(|err| {
-            say(&format!("info string book lookup failed: {err:#}"));
-            Vec::new()
-        })
     }
 
     /// Stops a running search (its bestmove is printed) and takes the searcher back.
