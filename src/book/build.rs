@@ -21,6 +21,7 @@ use super::db::{Aggregate, Book, BookSettings};
 use super::ingest::{open_input, Filter, Game, GameStream, RawGame, SkipReason};
 use super::keys::KeySet;
 use super::minimax::ChoiceChange;
+use crate::atomic_file;
 
 const BATCH: usize = 2048;
 /// Games between two log lines when stderr is not a terminal.
@@ -316,16 +317,10 @@ pub fn build_book(
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".building");
-    let tmp = PathBuf::from(tmp);
-    for suffix in ["", "-wal", "-shm", "-journal"] {
-        let mut p = tmp.as_os_str().to_owned();
-        p.push(suffix);
-        let _ = std::fs::remove_file(PathBuf::from(p));
-    }
+    // Removes what a killed build left; removed again if this one fails.
+    let pending = atomic_file::Pending::new(path, ".building");
     let summary = {
-        let mut book = Book::open_or_create(&tmp, settings)?;
+        let mut book = Book::open_or_create(pending.path(), settings)?;
         book.write_unjournaled()?;
         let filter = Filter {
             max_ply: settings.max_ply,
@@ -335,7 +330,6 @@ pub fn build_book(
         book.make_durable()?;
         summary
     };
-    std::fs::rename(&tmp, path)
-        .with_context(|| format!("cannot move the new book to {}", path.display()))?;
+    pending.commit()?;
     Ok(summary)
 }

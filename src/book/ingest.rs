@@ -207,6 +207,18 @@ impl Ply {
     }
 }
 
+/// White's expected score in thousandths of a point for one game between
+/// these ratings (500 where a rating is missing): `1 / (1 + 10^(-diff/400))`.
+pub fn expected_milli(white_elo: Option<u32>, black_elo: Option<u32>) -> i64 {
+    match (white_elo, black_elo) {
+        (Some(w), Some(b)) if w > 0 && b > 0 => {
+            let diff = f64::from(w) - f64::from(b);
+            (1000.0 / (1.0 + 10f64.powf(-diff / 400.0))).round() as i64
+        }
+        _ => 500,
+    }
+}
+
 /// A validated game, cut at the book's maximum ply.
 #[derive(Clone, Debug)]
 pub struct Game {
@@ -251,7 +263,7 @@ impl Game {
     /// White's expected score from the ratings, in thousandths of a point
     /// (500 when a rating is missing).
     pub fn expected_milli(&self) -> i64 {
-        super::minimax::expected_milli(self.white_elo, self.black_elo)
+        expected_milli(self.white_elo, self.black_elo)
     }
 
     /// Keys of every stored position, start first.

@@ -117,18 +117,6 @@ pub fn score_to_value(cp: i32) -> f64 {
     2.0 / (1.0 + (-0.003_682_08 * f64::from(cp)).exp()) - 1.0
 }
 
-/// White's expected score in thousandths of a point for one game between
-/// these ratings (500 where a rating is missing): `1 / (1 + 10^(-diff/400))`.
-pub fn expected_milli(white_elo: Option<u32>, black_elo: Option<u32>) -> i64 {
-    match (white_elo, black_elo) {
-        (Some(w), Some(b)) if w > 0 && b > 0 => {
-            let diff = f64::from(w) - f64::from(b);
-            (1000.0 / (1.0 + 10f64.powf(-diff / 400.0))).round() as i64
-        }
-        _ => 500,
-    }
-}
-
 /// What the formula needs to know about a node.
 #[derive(Copy, Clone, Debug, PartialEq)]
 pub struct NodeInfo {
@@ -590,6 +578,7 @@ pub fn reevaluate_from<T: Tree>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::book::ingest::expected_milli;
 
     fn node(key: u64, depth: u32, w: u32, d: u32, b: u32) -> NodeInfo {
         NodeInfo::from_counts(
