@@ -142,6 +142,12 @@ enum Command {
     /// writes --checkpoint and --out. Ctrl-C stops after the current
     /// iteration; --resume continues exactly where it stopped.
     Tune(TuneArgs),
+    /// Fit the evaluation's weights to game results (Texel tuning): quiet positions of PGN
+    /// games, their results as labels, the logistic loss minimised by Adam on the exact gradient.
+    ///
+    /// Writes --out at the end (and on Ctrl-C); with --checkpoint the fit can be resumed
+    /// (--resume) and ends with the same weights as an uninterrupted one.
+    Fit(FitArgs),
     /// A tuning run's trajectory: summary, CSV, PNG plot.
     TuneReport(TuneReportArgs),
     /// Print an evaluation parameter set as TOML.
@@ -450,6 +456,54 @@ struct TuneArgs {
     resume: bool,
 }
 
+/// Arguments of `learnbook fit`.
+#[derive(Args)]
+struct FitArgs {
+    /// PGN files of games (.pgn, .gz, .zst): self-play games with `{+0.35/12}` scores, or any database.
+    #[arg(long = "positions", required = true, num_args = 1.., value_name = "FILE.pgn")]
+    files: Vec<PathBuf>,
+    /// Start weights: a TOML file (`learnbook weights`) or a preset (default, kaissa, kotok).
+    #[arg(long, value_name = "W.toml", default_value = "default")]
+    start: String,
+    /// Which weights to fit: a parameter file as `tune --params` takes (its names; default all).
+    #[arg(long, value_name = "P.toml")]
+    params: Option<PathBuf>,
+    /// The fitted weights (TOML, loadable by `uci --weights`, `play`, `tune --start`).
+    #[arg(long, value_name = "fitted.toml")]
+    out: PathBuf,
+    /// Passes over all positions (one Adam step each).
+    #[arg(long, default_value_t = 500)]
+    epochs: u32,
+    /// Adam's step size, in centipawns.
+    #[arg(long, default_value_t = 1.0)]
+    learning_rate: f64,
+    /// Skip positions before this ply (the opening).
+    #[arg(long, default_value_t = 16)]
+    skip_plies: u32,
+    /// Weight of the game's result in a position's label; the rest is the expectation of the
+    /// search score stored in the move's comment (1: the result alone).
+    #[arg(long, default_value_t = 1.0)]
+    lambda: f64,
+    /// Use at most this many positions (0: all).
+    #[arg(long, default_value_t = 0)]
+    max_positions: usize,
+    /// Threads (default: every core); the result does not depend on it.
+    #[arg(long)]
+    threads: Option<usize>,
+    /// The fit's state, written atomically every --checkpoint-every epochs.
+    #[arg(long, value_name = "fit.ckpt")]
+    checkpoint: Option<PathBuf>,
+    /// Epochs between checkpoints.
+    #[arg(long, default_value_t = 10)]
+    checkpoint_every: u32,
+    /// Continue the fit in --checkpoint (its settings; give the same --positions).
+    #[arg(long, requires = "checkpoint", conflicts_with_all = ["start", "params", "epochs", "learning_rate", "skip_plies", "lambda", "max_positions"])]
+    resume: bool,
+    /// Draw the loss per epoch into this PNG.
+    #[arg(long, value_name = "loss.png")]
+    plot: Option<PathBuf>,
+}
+
 /// Arguments of `learnbook tune-report`.
 #[derive(Args)]
 struct TuneReportArgs {
@@ -500,6 +554,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Play(args) => args.run(),
         Command::Report(args) => args.run(),
         Command::Tune(args) => args.run(),
+        Command::Fit(args) => args.run(),
         Command::TuneReport(args) => args.run(),
         Command::Weights(args) => args.run(),
     }
@@ -941,6 +996,56 @@ impl WeightsArgs {
         let WeightsArgs { preset } = self;
         let (w, notes) = learnbook::engine::presets::preset(&preset)?;
         print!("{notes}{}", w.to_toml(&preset));
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+impl FitArgs {
+    fn run(self) -> Result<ExitCode> {
+        use learnbook::tune::fit;
+        if !(self.lambda >= 0.0 && self.lambda <= 1.0) {
+            anyhow::bail!("--lambda must be between 0 and 1");
+        }
+        if let Some(n) = self.threads {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(n)
+                .build_global()
+                .context("cannot set --threads")?;
+        }
+        let opts = fit::Options {
+            files: self.files,
+            start: self.start,
+            params: self.params,
+            out: self.out.clone(),
+            epochs: self.epochs,
+            learning_rate: self.learning_rate,
+            selection: fit::samples::Selection {
+                skip_plies: self.skip_plies,
+                lambda: self.lambda,
+                max_positions: self.max_positions,
+            },
+            checkpoint: self.checkpoint.clone(),
+            checkpoint_every: self.checkpoint_every,
+            resume: self.resume,
+            plot: self.plot,
+            report_every: 10,
+        };
+        learnbook::interrupt::stop_on_sigint();
+        let (state, outcome) = fit::run(&opts)?;
+        print!("{}", fit::summary(&state));
+        if outcome == fit::Outcome::Interrupted {
+            match &self.checkpoint {
+                Some(c) => println!(
+                    "interrupted at epoch {}; `learnbook fit --resume --checkpoint {} --positions ... --out {}` continues",
+                    state.epoch,
+                    c.display(),
+                    self.out.display()
+                ),
+                None => println!("interrupted at epoch {} (no --checkpoint: it cannot be resumed)", state.epoch),
+            }
+            return Ok(ExitCode::from(130));
+        }
+        println!("fitted weights written to {}", self.out.display());
         Ok(ExitCode::SUCCESS)
     }
 }

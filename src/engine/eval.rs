@@ -10,7 +10,23 @@ const FILE_A: u64 = 0x0101_0101_0101_0101;
 const FILE_H: u64 = FILE_A << 7;
 const CENTER: u64 = (1 << 27) | (1 << 28) | (1 << 35) | (1 << 36);
 /// Phase units: knight and bishop 1, rook 2, queen 4; 24 is the opening.
-const MAX_PHASE: i32 = 24;
+pub const MAX_PHASE: i32 = 24;
+
+/// What the evaluation does with each term it finds: [`Score`] adds
+/// weight x count (the search's evaluation); [`TraceSide`] records which
+/// weight and how often (the exact gradient the fitting needs). One
+/// evaluation written once serves both, so they cannot drift apart.
+pub trait Tally: Default {
+    /// `n` times `field`, a middlegame weight of `w`.
+    fn mg(&mut self, w: &Weights, field: &i32, n: i32);
+    /// `n` times `field`, an endgame weight of `w`.
+    fn eg(&mut self, w: &Weights, field: &i32, n: i32);
+    /// The attack on the enemy king's zone by two or more pieces: squares
+    /// of the zone attacked by knights, bishops, rooks and queens. Worth
+    /// `min(units^2 / king_attack_divisor, king_attack_cap)` in the
+    /// middlegame, `units` the squares weighted by `king_attack_*`.
+    fn king_attack(&mut self, w: &Weights, squares: [i32; 4]);
+}
 
 #[derive(Default, Clone, Copy)]
 struct Score {
@@ -18,12 +34,79 @@ struct Score {
     eg: i32,
 }
 
-impl Score {
+impl Tally for Score {
     #[inline]
-    fn add(&mut self, mg: i32, eg: i32) {
-        self.mg += mg;
-        self.eg += eg;
+    fn mg(&mut self, _: &Weights, field: &i32, n: i32) {
+        self.mg += *field * n;
     }
+    #[inline]
+    fn eg(&mut self, _: &Weights, field: &i32, n: i32) {
+        self.eg += *field * n;
+    }
+    #[inline]
+    fn king_attack(&mut self, w: &Weights, squares: [i32; 4]) {
+        self.mg += king_attack_penalty(w, squares);
+    }
+}
+
+/// The weighted attack units of `squares` (knight, bishop, rook, queen).
+pub fn king_attack_units(w: &Weights, squares: [i32; 4]) -> i32 {
+    squares[0] * w.king_attack_knight
+        + squares[1] * w.king_attack_bishop
+        + squares[2] * w.king_attack_rook
+        + squares[3] * w.king_attack_queen
+}
+
+fn king_attack_penalty(w: &Weights, squares: [i32; 4]) -> i32 {
+    let units = king_attack_units(w, squares);
+    (units * units / w.king_attack_divisor.max(1)).min(w.king_attack_cap)
+}
+
+/// The terms of one side, by weight: the evaluation as a function of the
+/// weights (linear but for the king attack, kept as its square counts).
+#[derive(Default, Clone, Debug)]
+pub struct TraceSide {
+    /// (index in [`Weights::params`], count) of middlegame terms.
+    pub mg: Vec<(u16, i32)>,
+    /// The same for endgame terms.
+    pub eg: Vec<(u16, i32)>,
+    /// The squares of a king attack by two or more pieces, if any.
+    pub king_attack: Option<[i32; 4]>,
+}
+
+/// The index of `field` (a number inside `w`) in [`Weights::params`]:
+/// `Weights` is `repr(C)` and made of `i32`s only, in that order.
+fn index_of(w: &Weights, field: &i32) -> u16 {
+    let offset = field as *const i32 as usize - w as *const Weights as usize;
+    (offset / std::mem::size_of::<i32>()) as u16
+}
+
+impl Tally for TraceSide {
+    fn mg(&mut self, w: &Weights, field: &i32, n: i32) {
+        if n != 0 {
+            self.mg.push((index_of(w, field), n));
+        }
+    }
+    fn eg(&mut self, w: &Weights, field: &i32, n: i32) {
+        if n != 0 {
+            self.eg.push((index_of(w, field), n));
+        }
+    }
+    fn king_attack(&mut self, _: &Weights, squares: [i32; 4]) {
+        self.king_attack = Some(squares);
+    }
+}
+
+/// The evaluation of a position as data: what [`evaluate`] computes, term by term.
+#[derive(Clone, Debug)]
+pub struct Trace {
+    pub white: TraceSide,
+    pub black: TraceSide,
+    /// 0 (bare kings and pawns) ..= [`MAX_PHASE`] (the opening).
+    pub phase: i32,
+    /// The score is scaled by `scale_no_pawns / 64` (drawish, no pawns).
+    pub scaled: bool,
+    pub white_to_move: bool,
 }
 
 #[inline]
@@ -85,19 +168,40 @@ fn bits(b: u64) -> impl Iterator<Item = Square> {
 /// The static evaluation of `pos` for the side to move.
 pub fn evaluate(pos: &Chess, w: &Weights) -> i32 {
     let board = pos.board();
-    let white = side(board, pos, Color::White, w);
-    let black = side(board, pos, Color::Black, w);
-    let mg = white.mg - black.mg;
-    let eg = white.eg - black.eg;
-    let phase = phase(board);
-    let mut score = (mg * phase + eg * (MAX_PHASE - phase)) / MAX_PHASE;
-    score = scale_drawish(board, w, score);
+    let mut score = white_score(pos, w);
+    if drawish(board, w, score) {
+        score = score * w.scale_no_pawns / 64;
+    }
     let stm = if pos.turn() == Color::White {
         score
     } else {
         -score
     };
     stm + w.tempo
+}
+
+/// White's tapered score before scaling and tempo.
+fn white_score(pos: &Chess, w: &Weights) -> i32 {
+    let board = pos.board();
+    let white: Score = side(board, pos, Color::White, w);
+    let black: Score = side(board, pos, Color::Black, w);
+    let mg = white.mg - black.mg;
+    let eg = white.eg - black.eg;
+    let phase = phase(board);
+    (mg * phase + eg * (MAX_PHASE - phase)) / MAX_PHASE
+}
+
+/// The terms [`evaluate`] sums for `pos` under `w` (which decides the
+/// branches: the drawish scaling).
+pub fn trace(pos: &Chess, w: &Weights) -> Trace {
+    let board = pos.board();
+    Trace {
+        white: side(board, pos, Color::White, w),
+        black: side(board, pos, Color::Black, w),
+        phase: phase(board),
+        scaled: drawish(board, w, white_score(pos, w)),
+        white_to_move: pos.turn() == Color::White,
+    }
 }
 
 fn phase(board: &Board) -> i32 {
@@ -108,14 +212,14 @@ fn phase(board: &Board) -> i32 {
 }
 
 /// Without pawns, an edge of less than a rook rarely wins.
-fn scale_drawish(board: &Board, w: &Weights, score: i32) -> i32 {
+fn drawish(board: &Board, w: &Weights, score: i32) -> bool {
     let strong = if score > 0 {
         Color::White
     } else {
         Color::Black
     };
     if (board.pawns() & board.by_color(strong)).any() {
-        return score;
+        return false;
     }
     let material = |c: Color| -> i32 {
         let b = board.by_color(c);
@@ -125,16 +229,12 @@ fn scale_drawish(board: &Board, w: &Weights, score: i32) -> i32 {
             + (board.queens() & b).count() as i32 * w.queen_eg
             + (board.pawns() & b).count() as i32 * w.pawn_eg
     };
-    if material(strong) - material(!strong) < w.rook_eg {
-        score * w.scale_no_pawns / 64
-    } else {
-        score
-    }
+    material(strong) - material(!strong) < w.rook_eg
 }
 
-/// Everything that counts for `us`, in white-positive middlegame/endgame parts.
-fn side(board: &Board, pos: &Chess, us: Color, w: &Weights) -> Score {
-    let mut s = Score::default();
+/// Everything that counts for `us`, in middlegame/endgame parts, as terms of `T`.
+fn side<T: Tally>(board: &Board, pos: &Chess, us: Color, w: &Weights) -> T {
+    let mut t = T::default();
     let occ = board.occupied();
     let own = board.by_color(us).0;
     let own_pawns = (board.pawns() & board.by_color(us)).0;
@@ -146,19 +246,24 @@ fn side(board: &Board, pos: &Chess, us: Color, w: &Weights) -> Score {
     let king_zone = their_king.map_or(0, |k| attacks::king_attacks(k).0 | (1u64 << k as u32));
     let own_king = board.king_of(us);
     let mut attackers = 0;
-    let mut attack_units = 0;
+    // Squares of the enemy king's zone attacked, by knights, bishops, rooks, queens.
+    let mut zone = [0i32; 4];
     let mut center_attacks = (own_pawn_attacks & CENTER).count_ones() as i32;
 
     // Pawns.
     for sq in bits(own_pawns) {
         let i = half_board(us, sq);
-        s.add(w.pawn_mg + w.pst_pawn_mg[i], w.pawn_eg + w.pst_pawn_eg[i]);
+        t.mg(w, &w.pawn_mg, 1);
+        t.mg(w, &w.pst_pawn_mg[i], 1);
+        t.eg(w, &w.pawn_eg, 1);
+        t.eg(w, &w.pst_pawn_eg[i], 1);
         let f = sq.file() as u32;
         let r = sq.rank() as u32;
         let ahead = ranks_ahead(us, r);
         let adjacent = adjacent_files(f);
         if own_pawns & adjacent == 0 {
-            s.add(-w.isolated_mg, -w.isolated_eg);
+            t.mg(w, &w.isolated_mg, -1);
+            t.eg(w, &w.isolated_eg, -1);
         } else {
             // Backward: no own pawn beside or behind on the adjacent files, and
             // the stop square is covered by an enemy pawn.
@@ -168,18 +273,22 @@ fn side(board: &Board, pos: &Chess, us: Color, w: &Weights) -> Score {
                 Color::Black => (1u64 << sq as u32) >> 8,
             };
             if own_pawns & adjacent & not_ahead == 0 && stop & their_pawn_attacks != 0 {
-                s.add(-w.backward_mg, -w.backward_eg);
+                t.mg(w, &w.backward_mg, -1);
+                t.eg(w, &w.backward_eg, -1);
             }
         }
         if own_pawns & file_mask(f) & ahead != 0 {
-            s.add(-w.doubled_mg, -w.doubled_eg);
+            t.mg(w, &w.doubled_mg, -1);
+            t.eg(w, &w.doubled_eg, -1);
         }
         if f < 7 && own_pawns & (1u64 << (sq as u32 + 1)) != 0 {
-            s.add(w.phalanx_mg, w.phalanx_eg);
+            t.mg(w, &w.phalanx_mg, 1);
+            t.eg(w, &w.phalanx_eg, 1);
         }
         if their_pawns & (file_mask(f) | adjacent) & ahead == 0 {
             let rr = relative_rank(us, sq) as usize;
-            s.add(w.passed_mg[rr], w.passed_eg[rr]);
+            t.mg(w, &w.passed_mg[rr], 1);
+            t.eg(w, &w.passed_eg[rr], 1);
             let stop = match us {
                 Color::White => sq.offset(8),
                 Color::Black => sq.offset(-8),
@@ -187,50 +296,55 @@ fn side(board: &Board, pos: &Chess, us: Color, w: &Weights) -> Score {
             if let Some(stop) = stop {
                 let own_d = own_king.map_or(0, |k| k.distance(stop) as i32);
                 let their_d = their_king.map_or(0, |k| k.distance(stop) as i32);
-                s.add(
-                    0,
-                    their_d * w.passed_their_king_eg - own_d * w.passed_own_king_eg,
-                );
+                t.eg(w, &w.passed_their_king_eg, their_d);
+                t.eg(w, &w.passed_own_king_eg, -own_d);
             }
         }
     }
 
     // Pieces: value, table, mobility, centre and king-zone attacks, and the rook's files.
-    for role in [Role::Knight, Role::Bishop, Role::Rook, Role::Queen] {
+    for (k, role) in [Role::Knight, Role::Bishop, Role::Rook, Role::Queen]
+        .into_iter()
+        .enumerate()
+    {
         let pw = piece_weights(w, role);
         for sq in board.by_role(role) & board.by_color(us) {
             let i = half_board(us, sq);
-            s.add(pw.value.0 + pw.pst.0[i], pw.value.1 + pw.pst.1[i]);
+            t.mg(w, pw.value.0, 1);
+            t.mg(w, &pw.pst.0[i], 1);
+            t.eg(w, pw.value.1, 1);
+            t.eg(w, &pw.pst.1[i], 1);
             let a = attacks::attacks(sq, role.of(us), occ).0;
             let m = (a & mobility_area).count_ones() as i32;
-            s.add(m * pw.mobility.0, m * pw.mobility.1);
+            t.mg(w, pw.mobility.0, m);
+            t.eg(w, pw.mobility.1, m);
             // The queen's reach is not counted as centre control.
             if role != Role::Queen {
                 center_attacks += (a & CENTER).count_ones() as i32;
             }
             if a & king_zone != 0 {
                 attackers += 1;
-                attack_units += pw.king_attack * (a & king_zone).count_ones() as i32;
+                zone[k] += (a & king_zone).count_ones() as i32;
             }
             if role == Role::Rook {
-                rook_files(&mut s, w, us, sq, own_pawns, their_pawns, their_king);
+                rook_files(&mut t, w, us, sq, own_pawns, their_pawns, their_king);
             }
         }
     }
     if (board.bishops() & board.by_color(us)).count() >= 2 {
-        s.add(w.bishop_pair_mg, w.bishop_pair_eg);
+        t.mg(w, &w.bishop_pair_mg, 1);
+        t.eg(w, &w.bishop_pair_eg, 1);
     }
     if attackers >= 2 {
-        let penalty =
-            (attack_units * attack_units / w.king_attack_divisor.max(1)).min(w.king_attack_cap);
-        s.add(penalty, 0);
+        t.king_attack(w, zone);
     }
-    s.add(center_attacks * w.center_control_mg, 0);
+    t.mg(w, &w.center_control_mg, center_attacks);
 
     // The own king: table, pawn shield, castling.
     if let Some(k) = own_king {
         let i = half_board(us, k);
-        s.add(w.pst_king_mg[i], w.pst_king_eg[i]);
+        t.mg(w, &w.pst_king_mg[i], 1);
+        t.eg(w, &w.pst_king_eg[i], 1);
         let f = k.file() as u32;
         let files = file_mask(f) | adjacent_files(f);
         let r = relative_rank(us, k);
@@ -241,18 +355,19 @@ fn side(board: &Board, pos: &Chess, us: Color, w: &Weights) -> Score {
             };
             let shield2 = (own_pawns & files & rank(r + 1)).count_ones() as i32;
             let shield3 = (own_pawns & files & rank(r + 2)).count_ones() as i32;
-            s.add(shield2 * w.shield_rank2_mg + shield3 * w.shield_rank3_mg, 0);
+            t.mg(w, &w.shield_rank2_mg, shield2);
+            t.mg(w, &w.shield_rank3_mg, shield3);
         }
         if own_pawns & file_mask(f) == 0 {
-            s.add(-w.king_open_file_mg, 0);
+            t.mg(w, &w.king_open_file_mg, -1);
         }
         // Castled: the king on the back rank beside a corner (b, c, g, h files).
         if r == 0 && matches!(f, 1 | 2 | 6 | 7) {
-            s.add(w.castled_mg, 0);
+            t.mg(w, &w.castled_mg, 1);
         }
     }
     if pos.castles().has_color(us) {
-        s.add(w.castling_rights_mg, 0);
+        t.mg(w, &w.castling_rights_mg, 1);
     }
 
     // Development: minor pieces at home, blocked d/e pawns at home.
@@ -269,56 +384,49 @@ fn side(board: &Board, pos: &Chess, us: Color, w: &Weights) -> Score {
         home_de >> 8
     };
     let blocked = (blocked_squares & occ.0).count_ones() as i32;
-    s.add(
-        -undeveloped * w.undeveloped_minor_mg - blocked * w.blocked_center_pawn_mg,
-        0,
-    );
+    t.mg(w, &w.undeveloped_minor_mg, -undeveloped);
+    t.mg(w, &w.blocked_center_pawn_mg, -blocked);
 
-    // The enemy's attack on our side is counted in their pass; here `s` holds
+    // The enemy's attack on our side is counted in their pass; here `t` holds
     // our attack on them as a bonus.
-    s
+    t
 }
 
 /// The weights every minor and major piece uses, by role.
 struct PieceWeights<'a> {
-    value: (i32, i32),
+    value: (&'a i32, &'a i32),
     pst: (&'a [i32; 32], &'a [i32; 32]),
-    mobility: (i32, i32),
-    king_attack: i32,
+    mobility: (&'a i32, &'a i32),
 }
 
 fn piece_weights(w: &Weights, role: Role) -> PieceWeights<'_> {
     match role {
         Role::Knight => PieceWeights {
-            value: (w.knight_mg, w.knight_eg),
+            value: (&w.knight_mg, &w.knight_eg),
             pst: (&w.pst_knight_mg, &w.pst_knight_eg),
-            mobility: (w.knight_mobility_mg, w.knight_mobility_eg),
-            king_attack: w.king_attack_knight,
+            mobility: (&w.knight_mobility_mg, &w.knight_mobility_eg),
         },
         Role::Bishop => PieceWeights {
-            value: (w.bishop_mg, w.bishop_eg),
+            value: (&w.bishop_mg, &w.bishop_eg),
             pst: (&w.pst_bishop_mg, &w.pst_bishop_eg),
-            mobility: (w.bishop_mobility_mg, w.bishop_mobility_eg),
-            king_attack: w.king_attack_bishop,
+            mobility: (&w.bishop_mobility_mg, &w.bishop_mobility_eg),
         },
         Role::Rook => PieceWeights {
-            value: (w.rook_mg, w.rook_eg),
+            value: (&w.rook_mg, &w.rook_eg),
             pst: (&w.pst_rook_mg, &w.pst_rook_eg),
-            mobility: (w.rook_mobility_mg, w.rook_mobility_eg),
-            king_attack: w.king_attack_rook,
+            mobility: (&w.rook_mobility_mg, &w.rook_mobility_eg),
         },
         _ => PieceWeights {
-            value: (w.queen_mg, w.queen_eg),
+            value: (&w.queen_mg, &w.queen_eg),
             pst: (&w.pst_queen_mg, &w.pst_queen_eg),
-            mobility: (w.queen_mobility_mg, w.queen_mobility_eg),
-            king_attack: w.king_attack_queen,
+            mobility: (&w.queen_mobility_mg, &w.queen_mobility_eg),
         },
     }
 }
 
 /// A rook on an open or semi-open file, or on the seventh with a target there.
-fn rook_files(
-    s: &mut Score,
+fn rook_files<T: Tally>(
+    t: &mut T,
     w: &Weights,
     us: Color,
     sq: Square,
@@ -329,16 +437,19 @@ fn rook_files(
     let file = file_mask(sq.file() as u32);
     if own_pawns & file == 0 {
         if their_pawns & file == 0 {
-            s.add(w.rook_open_mg, w.rook_open_eg);
+            t.mg(w, &w.rook_open_mg, 1);
+            t.eg(w, &w.rook_open_eg, 1);
         } else {
-            s.add(w.rook_semi_open_mg, w.rook_semi_open_eg);
+            t.mg(w, &w.rook_semi_open_mg, 1);
+            t.eg(w, &w.rook_semi_open_eg, 1);
         }
     }
     if relative_rank(us, sq) == 6 {
         let seventh = 0xffu64 << (8 * sq.rank() as u32);
         let king_on_eighth = their_king.is_some_and(|k| relative_rank(us, k) == 7);
         if king_on_eighth || their_pawns & seventh != 0 {
-            s.add(w.rook_seventh_mg, w.rook_seventh_eg);
+            t.mg(w, &w.rook_seventh_mg, 1);
+            t.eg(w, &w.rook_seventh_eg, 1);
         }
     }
 }

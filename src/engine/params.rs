@@ -80,7 +80,11 @@ macro_rules! weights {
     ($( $(#[doc = $doc:literal])* $field:ident : $ty:ty = $default:expr, $labels:expr, [$lo:expr, $hi:expr]; )*) => {
         /// The evaluation's weights, in centipawns (`_mg`: middlegame,
         /// `_eg`: endgame; the evaluation tapers between them).
+        ///
+        /// `repr(C)` and only `i32` fields: a field's offset / 4 is its index
+        /// in [`Weights::params`] (the evaluation's trace relies on it).
         #[derive(Clone, Debug, PartialEq, Eq)]
+        #[repr(C)]
         pub struct Weights {
             $( $(#[doc = $doc])* pub $field: $ty, )*
         }

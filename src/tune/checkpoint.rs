@@ -105,12 +105,7 @@ impl State {
     /// Writes the state to `path` atomically.
     pub fn save(&self, path: &Path) -> Result<()> {
         let body = serde_json::to_string(self).context("cannot serialize the tuner state")?;
-        let text = format!(
-            "{MAGIC} {VERSION} {} {:016x}\n{body}\n",
-            body.len(),
-            fnv1a(body.as_bytes())
-        );
-        atomic_file::write(path, text.as_bytes())
+        save_framed(path, MAGIC, VERSION, &body)
     }
 
     /// Reads and checks a checkpoint written by [`State::save`].
@@ -121,29 +116,7 @@ impl State {
     }
 
     fn parse(text: &str) -> Result<State> {
-        let Some((header, rest)) = text.split_once('\n') else {
-            bail!("no header line");
-        };
-        let fields: Vec<&str> = header.split(' ').collect();
-        let [magic, version, len, sum] = fields.as_slice() else {
-            bail!("bad header line {header:?}");
-        };
-        if *magic != MAGIC {
-            bail!("not a learnbook tune checkpoint");
-        }
-        if *version != VERSION.to_string() {
-            bail!("format version {version}, this learnbook reads {VERSION}");
-        }
-        let len: usize = len.parse().context("bad length in the header")?;
-        let body = rest
-            .get(..len)
-            .context("the file is shorter than its header says (truncated?)")?;
-        if rest.len() != len + 1 || !rest.ends_with('\n') {
-            bail!("the file is longer or shorter than its header says");
-        }
-        if format!("{:016x}", fnv1a(body.as_bytes())) != *sum {
-            bail!("checksum mismatch (the file was changed or damaged)");
-        }
+        let body = parse_framed(text, MAGIC, VERSION)?;
         let state: State = serde_json::from_str(body).context("bad state")?;
         state.validate()?;
         Ok(state)
@@ -184,6 +157,45 @@ impl State {
         }
         Ok(())
     }
+}
+
+/// Writes `body` behind a header line `MAGIC VERSION length checksum`, so
+/// that a truncated or edited file is refused, not guessed at.
+pub fn save_framed(path: &Path, magic: &str, version: u32, body: &str) -> Result<()> {
+    let text = format!(
+        "{magic} {version} {} {:016x}\n{body}\n",
+        body.len(),
+        fnv1a(body.as_bytes())
+    );
+    atomic_file::write(path, text.as_bytes())
+}
+
+/// The body of a file written by [`save_framed`], checked.
+pub fn parse_framed<'a>(text: &'a str, magic: &str, version: u32) -> Result<&'a str> {
+    let Some((header, rest)) = text.split_once('\n') else {
+        bail!("no header line");
+    };
+    let fields: Vec<&str> = header.split(' ').collect();
+    let [m, v, len, sum] = fields.as_slice() else {
+        bail!("bad header line {header:?}");
+    };
+    if *m != magic {
+        bail!("not a {magic} file");
+    }
+    if *v != version.to_string() {
+        bail!("format version {v}, this learnbook reads {version}");
+    }
+    let len: usize = len.parse().context("bad length in the header")?;
+    let body = rest
+        .get(..len)
+        .context("the file is shorter than its header says (truncated?)")?;
+    if rest.len() != len + 1 || !rest.ends_with('\n') {
+        bail!("the file is longer or shorter than its header says");
+    }
+    if format!("{:016x}", fnv1a(body.as_bytes())) != *sum {
+        bail!("checksum mismatch (the file was changed or damaged)");
+    }
+    Ok(body)
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! in-process engines, checkpointed after every iteration.
 
 pub mod checkpoint;
+pub mod fit;
 pub mod report;
 pub mod run;
 pub mod spsa;

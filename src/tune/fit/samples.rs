@@ -1,0 +1,301 @@
+//! Positions to fit on, from PGN: every game's quiet positions after the
+//! opening, labelled with the game's result (optionally blended with the
+//! search score the game stored in its comments, `{+0.35/12}`), traced
+//! under the start weights.
+
+use std::{ops::ControlFlow, path::Path};
+
+use anyhow::{bail, Result};
+use pgn_reader::{KnownOutcome, Outcome, RawComment, RawTag, Reader, SanPlus, Skip, Visitor};
+use rayon::prelude::*;
+use shakmaty::{fen::Fen, CastlingMode, Chess, Color};
+
+use super::model::{terms_of, Row, Term};
+use crate::{
+    book::ingest::open_input,
+    engine::{eval::trace, params::Weights, position::Position, search::see},
+};
+
+/// Which positions, and how they are labelled.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Selection {
+    /// Positions before this ply (the opening) are skipped.
+    pub skip_plies: u32,
+    /// Weight of the game's result in the label; the rest is the stored
+    /// search score's expectation (1.0: the result alone).
+    pub lambda: f64,
+    /// Stop after this many positions (0: all).
+    pub max_positions: usize,
+}
+
+/// Why positions or games were not used.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Skipped {
+    pub games_without_result: u64,
+    pub games_unreadable: u64,
+    pub opening: u64,
+    pub in_check: u64,
+    pub capture_pending: u64,
+}
+
+/// The traced positions.
+#[derive(Default)]
+pub struct Samples {
+    pub rows: Vec<Row>,
+    pub terms: Vec<Term>,
+    pub games: u64,
+    pub skipped: Skipped,
+}
+
+impl Samples {
+    pub fn terms_of(&self, row: &Row) -> &[Term] {
+        &self.terms[row.start as usize..row.start as usize + usize::from(row.len)]
+    }
+
+    /// A fingerprint of the data (count and labels): a resumed fit must see
+    /// the same positions.
+    pub fn fingerprint(&self) -> u64 {
+        let mut h = crate::fnv::Fnv64::new();
+        h.write(&(self.rows.len() as u64).to_le_bytes());
+        for r in &self.rows {
+            h.write(&r.target.to_le_bytes());
+            h.write(&[r.phase, r.len as u8]);
+        }
+        h.write(&(self.terms.len() as u64).to_le_bytes());
+        h.finish()
+    }
+}
+
+/// A game as the fitting needs it: start, moves, the comment after each, result.
+#[derive(Default)]
+struct PgnGame {
+    fen: Option<String>,
+    sans: Vec<SanPlus>,
+    comments: Vec<Option<String>>,
+    result: Option<f32>,
+}
+
+struct Reading;
+
+impl Visitor for Reading {
+    type Tags = PgnGame;
+    type Movetext = PgnGame;
+    type Output = PgnGame;
+
+    fn begin_tags(&mut self) -> ControlFlow<PgnGame, PgnGame> {
+        ControlFlow::Continue(PgnGame::default())
+    }
+
+    fn tag(&mut self, g: &mut PgnGame, name: &[u8], value: RawTag<'_>) -> ControlFlow<PgnGame> {
+        if name == b"FEN" {
+            g.fen = Some(String::from_utf8_lossy(&value.decode()).into_owned());
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn begin_movetext(&mut self, g: PgnGame) -> ControlFlow<PgnGame, PgnGame> {
+        ControlFlow::Continue(g)
+    }
+
+    fn san(&mut self, g: &mut PgnGame, san: SanPlus) -> ControlFlow<PgnGame> {
+        g.sans.push(san);
+        g.comments.push(None);
+        ControlFlow::Continue(())
+    }
+
+    fn comment(&mut self, g: &mut PgnGame, c: RawComment<'_>) -> ControlFlow<PgnGame> {
+        if let Some(last) = g.comments.last_mut() {
+            *last = Some(String::from_utf8_lossy(c.as_bytes()).into_owned());
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn begin_variation(&mut self, _: &mut PgnGame) -> ControlFlow<PgnGame, Skip> {
+        ControlFlow::Continue(Skip(true))
+    }
+
+    fn outcome(&mut self, g: &mut PgnGame, outcome: Outcome) -> ControlFlow<PgnGame> {
+        g.result = match outcome {
+            Outcome::Known(KnownOutcome::Decisive {
+                winner: Color::White,
+            }) => Some(1.0),
+            Outcome::Known(KnownOutcome::Decisive {
+                winner: Color::Black,
+            }) => Some(0.0),
+            Outcome::Known(KnownOutcome::Draw) => Some(0.5),
+            Outcome::Unknown => None,
+        };
+        ControlFlow::Continue(())
+    }
+
+    fn end_game(&mut self, g: PgnGame) -> PgnGame {
+        g
+    }
+}
+
+/// The search score in a cutechess comment (`+0.35/12 0.52s`, `-M5/12`),
+/// in centipawns from the mover's view.
+pub fn comment_score(text: &str) -> Option<i32> {
+    let head = text.trim().split(['/', ' ']).next()?;
+    let (sign, body) = match head.as_bytes().first()? {
+        b'-' => (-1, &head[1..]),
+        b'+' => (1, &head[1..]),
+        _ => (1, head),
+    };
+    if let Some(n) = body.strip_prefix('M') {
+        let _: u32 = n.parse().ok()?;
+        return Some(sign * 10_000);
+    }
+    let pawns: f64 = body.parse().ok()?;
+    pawns
+        .is_finite()
+        .then(|| sign * (pawns * 100.0).round().clamp(-10_000.0, 10_000.0) as i32)
+}
+
+/// The expectation of a score (centipawns) on the usual 400-point logistic.
+fn expectation(cp: i32) -> f64 {
+    1.0 / (1.0 + 10f64.powf(-f64::from(cp) / 400.0))
+}
+
+/// One game's positions: (row, terms) in order.
+fn positions(
+    g: &PgnGame,
+    sel: &Selection,
+    w: &Weights,
+    skipped: &mut Skipped,
+) -> Vec<(Row, Vec<Term>)> {
+    let mut out = Vec::new();
+    let Some(result) = g.result else {
+        skipped.games_without_result += 1;
+        return out;
+    };
+    let start = match &g.fen {
+        None => Chess::default(),
+        Some(f) => match f
+            .trim()
+            .parse::<Fen>()
+            .ok()
+            .and_then(|f| f.into_position(CastlingMode::Standard).ok())
+        {
+            Some(p) => p,
+            None => {
+                skipped.games_unreadable += 1;
+                return out;
+            }
+        },
+    };
+    let n_params = Weights::default().params().len();
+    let mut pos = Position::new(start);
+    for (ply, san) in g.sans.iter().enumerate() {
+        let Ok(mv) = san.san.to_move(&pos.chess) else {
+            skipped.games_unreadable += 1;
+            return out; // the positions so far are sound; the rest is unknown
+        };
+        if (ply as u32) < sel.skip_plies {
+            skipped.opening += 1;
+        } else if pos.is_check() {
+            skipped.in_check += 1;
+        } else if pos
+            .legal_moves()
+            .iter()
+            .any(|&m| (m.is_capture() || m.is_promotion()) && see(&pos, m) > 0)
+        {
+            skipped.capture_pending += 1;
+        } else {
+            let mut terms = Vec::new();
+            let mut row = terms_of(&trace(&pos.chess, w), n_params, &mut terms);
+            let mut target = f64::from(result);
+            if sel.lambda < 1.0 {
+                if let Some(cp) = g.comments[ply].as_deref().and_then(comment_score) {
+                    let white_cp = if pos.turn() == Color::White { cp } else { -cp };
+                    target = sel.lambda * target + (1.0 - sel.lambda) * expectation(white_cp);
+                }
+            }
+            row.target = target as f32;
+            out.push((row, terms));
+        }
+        pos.play_in_place(mv);
+    }
+    out
+}
+
+/// Reads every file's games and traces their usable positions under `w`,
+/// in parallel; the result is the same for any number of threads.
+pub fn read(files: &[impl AsRef<Path>], sel: &Selection, w: &Weights) -> Result<Samples> {
+    let mut samples = Samples::default();
+    'files: for file in files {
+        let file = file.as_ref();
+        let mut reader = Reader::new(open_input(file)?);
+        loop {
+            let mut batch = Vec::with_capacity(1024);
+            while batch.len() < 1024 {
+                match reader.read_game(&mut Reading) {
+                    Ok(Some(g)) => batch.push(g),
+                    Ok(None) => break,
+                    Err(e) => bail!("cannot read {}: {e}", file.display()),
+                }
+            }
+            if batch.is_empty() {
+                break;
+            }
+            samples.games += batch.len() as u64;
+            let traced: Vec<(Vec<(Row, Vec<Term>)>, Skipped)> = batch
+                .par_iter()
+                .map(|g| {
+                    let mut skipped = Skipped::default();
+                    (positions(g, sel, w, &mut skipped), skipped)
+                })
+                .collect();
+            for (rows, s) in traced {
+                let k = &mut samples.skipped;
+                k.games_without_result += s.games_without_result;
+                k.games_unreadable += s.games_unreadable;
+                k.opening += s.opening;
+                k.in_check += s.in_check;
+                k.capture_pending += s.capture_pending;
+                for (mut row, terms) in rows {
+                    row.start = samples.terms.len() as u32;
+                    samples.terms.extend(terms);
+                    samples.rows.push(row);
+                    if sel.max_positions > 0 && samples.rows.len() >= sel.max_positions {
+                        break 'files;
+                    }
+                }
+            }
+        }
+    }
+    if samples.rows.is_empty() {
+        bail!(
+            "no usable positions in {} games (each needs a result, and positions after ply {} that are quiet)",
+            samples.games,
+            sel.skip_plies
+        );
+    }
+    Ok(samples)
+}
+
+impl Skipped {
+    pub fn report(&self) -> String {
+        format!(
+            "skipped: {} opening plies, {} in check, {} with a winning capture; {} games without a result, {} unreadable",
+            self.opening, self.in_check, self.capture_pending, self.games_without_result, self.games_unreadable
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scores_in_comments_are_read_as_cutechess_writes_them() {
+        assert_eq!(comment_score("+0.35/12"), Some(35));
+        assert_eq!(comment_score("-1.20/9 0.41s"), Some(-120));
+        assert_eq!(comment_score("0.00/1"), Some(0));
+        assert_eq!(comment_score("+M5/12"), Some(10_000));
+        assert_eq!(comment_score("-M3/8"), Some(-10_000));
+        assert_eq!(comment_score("book"), None);
+        assert_eq!(comment_score(""), None);
+        assert_eq!(comment_score("+nan/3"), None);
+    }
+}
