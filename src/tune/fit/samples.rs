@@ -157,13 +157,11 @@ fn expectation(cp: i32) -> f64 {
     1.0 / (1.0 + 10f64.powf(-f64::from(cp) / 400.0))
 }
 
-/// One game's positions: (row, terms) in order.
-fn positions(
-    g: &PgnGame,
-    sel: &Selection,
-    w: &Weights,
-    skipped: &mut Skipped,
-) -> Vec<(Row, Vec<Term>)> {
+/// A position's row and its terms.
+type Traced = (Row, Vec<Term>);
+
+/// One game's positions, in order.
+fn positions(g: &PgnGame, sel: &Selection, w: &Weights, skipped: &mut Skipped) -> Vec<Traced> {
     let mut out = Vec::new();
     let Some(result) = g.result else {
         skipped.games_without_result += 1;
@@ -239,7 +237,7 @@ pub fn read(files: &[impl AsRef<Path>], sel: &Selection, w: &Weights) -> Result<
                 break;
             }
             samples.games += batch.len() as u64;
-            let traced: Vec<(Vec<(Row, Vec<Term>)>, Skipped)> = batch
+            let traced: Vec<(Vec<Traced>, Skipped)> = batch
                 .par_iter()
                 .map(|g| {
                     let mut skipped = Skipped::default();
