@@ -93,6 +93,19 @@ pub enum BenchCommand {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
+    /// `fit` throughput on 1 and 2 threads: positions read and traced per second, and
+    /// positions per second through the loss and its gradient (one epoch), with the ratios.
+    Fit {
+        /// PGN games to read positions from (.pgn, .gz, .zst).
+        #[arg(value_name = "FILE.pgn")]
+        pgn: PathBuf,
+        /// Use at most this many positions.
+        #[arg(long, default_value_t = 500_000)]
+        max_positions: usize,
+        /// Epochs per measurement.
+        #[arg(long, default_value_t = 10)]
+        epochs: u32,
+    },
     /// An independent engine (the judge) scores the move each book plays at the most-played
     /// positions: centipawn loss of learnbook's best and weighted picks and of each Polyglot
     /// book's top-weight and weighted picks, and the Spearman correlation of the book's values
@@ -169,6 +182,11 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             positions,
             min_games,
         } => bench_analyze(&book, nodes, positions, min_games),
+        BenchCommand::Fit {
+            pgn,
+            max_positions,
+            epochs,
+        } => bench_fit(&pgn, max_positions, epochs),
         BenchCommand::BookQuality(opts) => {
             let report = crate::analyze::quality::run(&opts)?;
             print!("{report}");
@@ -580,5 +598,51 @@ fn bench_tune(nodes: u64, pairs: usize, iterations: u64, openings: &Path) -> Res
     println!("same games and theta on 1 and 2 threads");
     println!("ratio threads 2 / threads 1 = {:.2}", rates[1] / rates[0]);
     let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// Positions/s of reading and of the gradient, at 1 and 2 threads.
+fn bench_fit(pgn: &Path, max_positions: usize, epochs: u32) -> Result<()> {
+    use crate::tune::fit::{self, model::Model, samples};
+    let sel = samples::Selection {
+        skip_plies: 16,
+        lambda: 1.0,
+        max_positions,
+    };
+    let w = crate::engine::params::Weights::default();
+    let model = Model::new()?;
+    let x: Vec<f64> = w.values().iter().map(|&v| f64::from(v)).collect();
+    let mut read_rate = Vec::new();
+    let mut epoch_rate = Vec::new();
+    for threads in [1, 2] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .context("cannot start the thread pool")?;
+        let (data, read_s, epoch_s) = pool.install(|| -> Result<_> {
+            let t = Instant::now();
+            let data = samples::read(&[pgn], &sel, &w)?;
+            let read_s = t.elapsed().as_secs_f64();
+            let t = Instant::now();
+            for _ in 0..epochs {
+                fit::loss(&model, &data, &x, 1.0, true);
+            }
+            Ok((data, read_s, t.elapsed().as_secs_f64()))
+        })?;
+        let n = data.rows.len() as f64;
+        read_rate.push(n / read_s);
+        epoch_rate.push(n * f64::from(epochs) / epoch_s);
+        println!(
+            "{threads} thread(s): {} positions read and traced in {read_s:.2} s ({:.0}/s); {epochs} epochs in {epoch_s:.2} s ({:.0} positions/s)",
+            data.rows.len(),
+            read_rate[threads - 1],
+            epoch_rate[threads - 1]
+        );
+    }
+    println!(
+        "ratio 2/1 threads: reading {:.2}, epochs {:.2}",
+        read_rate[1] / read_rate[0],
+        epoch_rate[1] / epoch_rate[0]
+    );
     Ok(())
 }
