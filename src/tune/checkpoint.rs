@@ -256,8 +256,10 @@ mod tests {
         s.settings.base[0] = 90;
         s.save(&path).unwrap();
         let back = State::load(&path).unwrap();
-        let mut expected = Weights::default();
-        expected.pawn_mg = 90;
+        let expected = Weights {
+            pawn_mg: 90,
+            ..Weights::default()
+        };
         assert_eq!(back.base(), expected);
         // Any other length is still refused.
         s.settings.base.pop();
