@@ -251,13 +251,13 @@ impl Engine {
             "weightsfile" => {
                 if value.is_empty() || value == "<empty>" {
                     self.weights_file = None;
-                    self.searcher().weights = Weights::default();
+                    self.searcher().set_weights(Weights::default());
                     return;
                 }
                 let path = PathBuf::from(&value);
                 match Weights::load(&path) {
                     Ok(w) => {
-                        self.searcher().weights = w;
+                        self.searcher().set_weights(w);
                         self.weights_file = Some(path);
                     }
                     Err(err) => say(&format!("info string {err:#}")),

@@ -1,5 +1,6 @@
 //! The engine through its command line and UCI: perft through its own
-//! position handling, malformed commands, determinism under a node limit,
+//! position handling, malformed commands, search parameters as options,
+//! determinism under a node limit,
 //! book moves, and python-chess's `chess.engine` playing full games.
 
 mod common;
@@ -145,6 +146,92 @@ fn malformed_commands_are_ignored_with_a_reason() {
     let lines = e.until("bestmove");
     let best = lines.last().expect("bestmove");
     assert!(best.starts_with("bestmove ") && best.len() >= 13, "{best}");
+    e.quit();
+}
+
+/// The node count of a fresh depth-limited search of a middlegame position.
+fn nodes_at_depth(e: &mut Uci, depth: u32) -> u64 {
+    e.send("ucinewgame");
+    e.send("position startpos moves d2d4 g8f6 c2c4 e7e6 b1c3 f8b4");
+    e.send(&format!("go depth {depth}"));
+    let lines = e.until("bestmove");
+    let last = lines
+        .iter()
+        .rev()
+        .find(|l| l.starts_with("info depth"))
+        .unwrap_or_else(|| panic!("no info line: {lines:?}"));
+    let words: Vec<&str> = last.split_whitespace().collect();
+    let at = words
+        .iter()
+        .position(|&w| w == "nodes")
+        .unwrap_or_else(|| panic!("no node count in {last:?}"));
+    words[at + 1].parse().expect("a node count")
+}
+
+#[test]
+fn search_parameters_are_spin_options_with_their_bounds() {
+    let mut e = Uci::start(&[]);
+    e.send("uci");
+    let lines = e.until("uciok");
+    for line in [
+        "option name search_rfp_margin type spin default 80 min 20 max 300",
+        "option name search_lmr_divisor_x100 type spin default 225 min 100 max 600",
+        "option name search_aspiration_window type spin default 25 min 5 max 200",
+    ] {
+        assert!(lines.iter().any(|l| l == line), "no {line:?} in {lines:?}");
+    }
+    e.quit();
+}
+
+#[test]
+fn setting_a_search_parameter_through_setoption_changes_the_search() {
+    let mut e = Uci::start(&[]);
+    let default = nodes_at_depth(&mut e, 8);
+    // Each parameter alone changes the node count of the same search,
+    // and setting it back restores it exactly.
+    for (name, value, back) in [
+        ("search_lmr_divisor_x100", 400, 225),
+        ("search_futility_depth", 0, 6),
+        ("search_nmp_base", 5, 3),
+        ("search_aspiration_window", 10, 25),
+    ] {
+        e.send(&format!("setoption name {name} value {value}"));
+        let changed = nodes_at_depth(&mut e, 8);
+        assert_ne!(
+            changed, default,
+            "{name} = {value} did not change the search"
+        );
+        e.send(&format!("setoption name {name} value {back}"));
+        assert_eq!(nodes_at_depth(&mut e, 8), default, "{name} back to {back}");
+    }
+    e.quit();
+}
+
+#[test]
+fn out_of_bounds_search_parameters_are_refused_with_a_clear_message() {
+    let mut e = Uci::start(&[]);
+    let default = nodes_at_depth(&mut e, 7);
+    for (command, message) in [
+        (
+            "setoption name search_lmr_divisor_x100 value 0",
+            "info string search_lmr_divisor_x100 = 0 is outside its bounds [100, 600]",
+        ),
+        (
+            "setoption name search_rfp_margin value 5000",
+            "info string search_rfp_margin = 5000 is outside its bounds [20, 300]",
+        ),
+        (
+            "setoption name search_nmp_base value three",
+            "info string search_nmp_base needs an integer value, not \"three\"",
+        ),
+    ] {
+        e.send(command);
+        e.send("isready");
+        let lines = e.until("readyok");
+        assert!(lines.iter().any(|l| l == message), "{command}: {lines:?}");
+    }
+    // Refused values leave the search as it was.
+    assert_eq!(nodes_at_depth(&mut e, 7), default);
     e.quit();
 }
 

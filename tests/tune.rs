@@ -214,7 +214,7 @@ fn bad_input_gets_a_clear_error_and_changes_nothing() {
     for (text, says) in [
         (
             "knight_mg = {}\nknight_value = {}\n",
-            "unknown evaluation parameter \"knight_value\"",
+            "unknown parameter \"knight_value\"",
         ),
         (
             "knight_mg = { min = 100 }\n",

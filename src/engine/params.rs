@@ -1,4 +1,5 @@
-//! The evaluation's parameter set: every number the evaluation uses, with a
+//! The engine's parameter set: every number the evaluation uses, then the
+//! search's margins and reductions (the `search_` group, last), each with a
 //! name, a default and bounds. The UCI options, the TOML files and the tuner
 //! all go through [`Weights::params`] and [`Weights::set`], so a name means the
 //! same number everywhere.
@@ -79,7 +80,8 @@ fn entry_name(field: &str, labels: Option<Labels>, len: usize, i: usize) -> Stri
 macro_rules! weights {
     ($( $(#[doc = $doc:literal])* $field:ident : $ty:ty = $default:expr, $labels:expr, [$lo:expr, $hi:expr]; )*) => {
         /// The evaluation's weights, in centipawns (`_mg`: middlegame,
-        /// `_eg`: endgame; the evaluation tapers between them).
+        /// `_eg`: endgame; the evaluation tapers between them), then the
+        /// search's parameters (`search_`, see [`is_search_param`]).
         ///
         /// `repr(C)` and only `i32` fields: a field's offset / 4 is its index
         /// in [`Weights::params`] (the evaluation's trace relies on it).
@@ -322,6 +324,66 @@ weights! {
     tempo: i32 = 10, NONE, [0, 50];
     /// Scale (of 64) of the stronger side's edge when it has no pawns and is up less than a rook.
     scale_no_pawns: i32 = 12, NONE, [0, 64];
+
+    /// Search: the aspiration window (centipawns) around the last score, from this depth on.
+    search_aspiration_window: i32 = 25, NONE, [5, 200];
+    search_aspiration_depth: i32 = 5, NONE, [1, 20];
+    /// Search: reverse futility up to this depth (0: never), when the eval
+    /// is above beta by margin * depth (less `improving` when improving).
+    search_rfp_depth: i32 = 7, NONE, [0, 16];
+    search_rfp_margin: i32 = 80, NONE, [20, 300];
+    search_rfp_improving: i32 = 40, NONE, [0, 200];
+    /// Search: null move from this depth on, reduced by base + depth / divisor
+    /// + min((eval - beta) / eval_divisor, eval_max).
+    search_nmp_depth: i32 = 3, NONE, [1, 16];
+    search_nmp_base: i32 = 3, NONE, [1, 6];
+    search_nmp_divisor: i32 = 4, NONE, [1, 16];
+    search_nmp_eval_divisor: i32 = 200, NONE, [50, 1000];
+    search_nmp_eval_max: i32 = 3, NONE, [0, 6];
+    /// Search: internal iterative reduction (one ply without a table move) from this depth on.
+    search_iir_depth: i32 = 6, NONE, [2, 32];
+    /// Search: late move pruning of quiet moves up to this depth (0: never),
+    /// after (base + depth^2 * per_depth_sq_x100 / 100) moves, half that when not improving.
+    search_lmp_depth: i32 = 6, NONE, [0, 16];
+    search_lmp_base: i32 = 3, NONE, [0, 20];
+    search_lmp_per_depth_sq_x100: i32 = 100, NONE, [25, 400];
+    /// Search: futility pruning of quiet moves up to this depth (0: never),
+    /// when eval + base + per_depth * depth cannot reach alpha.
+    search_futility_depth: i32 = 6, NONE, [0, 16];
+    search_futility_base: i32 = 100, NONE, [0, 400];
+    search_futility_per_depth: i32 = 90, NONE, [20, 300];
+    /// Search: captures that are not good are skipped up to this depth (0: never)
+    /// when their static exchange loses more than see_capture * depth.
+    search_see_depth: i32 = 6, NONE, [0, 16];
+    search_see_capture: i32 = 100, NONE, [20, 400];
+    /// Search: late move reductions from this depth on, after this many moves
+    /// (one more at PV nodes); the table is base + ln(depth) ln(move) / divisor
+    /// (both in hundredths); the history score divided by history_divisor is subtracted.
+    search_lmr_depth: i32 = 3, NONE, [2, 16];
+    search_lmr_moves: i32 = 2, NONE, [1, 16];
+    search_lmr_base_x100: i32 = 75, NONE, [0, 300];
+    search_lmr_divisor_x100: i32 = 225, NONE, [100, 600];
+    search_lmr_history_divisor: i32 = 8192, NONE, [1024, 65536];
+    /// Quiescence: delta pruning margin, and the loss by static exchange
+    /// (centipawns) beyond which a capture is skipped.
+    search_qs_delta: i32 = 200, NONE, [0, 1000];
+    search_qs_see: i32 = 0, NONE, [0, 300];
+}
+
+/// Every search parameter's name starts with this; every other parameter is the evaluation's.
+pub const SEARCH_PREFIX: &str = "search_";
+
+/// Is `name` a parameter of the search (not of the evaluation)? The search
+/// parameters come after all evaluation parameters in [`Weights::params`].
+pub fn is_search_param(name: &str) -> bool {
+    name.starts_with(SEARCH_PREFIX)
+}
+
+impl Param {
+    /// Is this a parameter of the search (not of the evaluation)?
+    pub fn is_search(&self) -> bool {
+        is_search_param(&self.name)
+    }
 }
 
 impl Weights {
@@ -337,7 +399,7 @@ impl Weights {
     pub fn set(&mut self, name: &str, value: i32) -> Result<()> {
         let params = self.params();
         let Some(i) = params.iter().position(|p| p.name == name) else {
-            bail!("unknown evaluation parameter {name:?}");
+            bail!("unknown parameter {name:?}");
         };
         let p = &params[i];
         if value < p.min || value > p.max {
@@ -370,8 +432,9 @@ impl Weights {
 
     /// The parameter set as TOML: one `name = value` per number, bounds in comments.
     pub fn to_toml(&self, title: &str) -> String {
-        let mut s =
-            format!("# learnbook evaluation weights: {title}\n# name = value  # [min, max]\n");
+        let mut s = format!(
+            "# learnbook weights (evaluation, then search_): {title}\n# name = value  # [min, max]\n"
+        );
         for p in self.params() {
             let _ = writeln!(s, "{} = {}  # [{}, {}]", p.name, p.value, p.min, p.max);
         }
@@ -430,6 +493,48 @@ mod tests {
         assert!(Weights::from_toml("pawn_mg = 100000").is_err());
         assert!(Weights::from_toml("pawn_mg = \"x\"").is_err());
         assert!(w.set("pawn_mg", 10).is_err());
+    }
+
+    /// How many evaluation parameters there were when the search group was
+    /// added; the evaluation fitting relies on them coming first, in order.
+    const EVAL_PARAMS: usize = 452;
+
+    #[test]
+    fn the_evaluation_parameters_come_first_in_their_order_then_the_search_ones() {
+        let params = Weights::default().params();
+        let (eval, search) = params.split_at(EVAL_PARAMS);
+        assert!(eval.iter().all(|p| !p.is_search()), "{eval:?}");
+        assert!(!search.is_empty());
+        assert!(search
+            .iter()
+            .all(|p| p.is_search() && is_search_param(&p.name)));
+        // Names and defaults of the evaluation's parameters, as they were.
+        let listing: String = eval
+            .iter()
+            .map(|p| format!("{}={} [{},{}]\n", p.name, p.value, p.min, p.max))
+            .collect();
+        assert_eq!(
+            format!("{:016x}", crate::fnv::fnv1a(listing.as_bytes())),
+            "7eff165b1dcd4a90"
+        );
+        assert_eq!(eval[0].name, "pawn_mg");
+        assert_eq!(eval[10].name, "pst_pawn_mg_a1");
+        assert_eq!(eval[EVAL_PARAMS - 1].name, "scale_no_pawns");
+        assert_eq!(search[0].name, "search_aspiration_window");
+    }
+
+    #[test]
+    fn old_toml_without_search_parameters_keeps_the_search_defaults() {
+        let w = Weights::from_toml("pawn_mg = 90\nknight_mg = 310\n").unwrap();
+        let d = Weights::default();
+        assert_eq!(w.pawn_mg, 90);
+        let search = |w: &Weights| -> Vec<Param> {
+            w.params().into_iter().filter(Param::is_search).collect()
+        };
+        assert_eq!(search(&w), search(&d));
+        let w = Weights::from_toml("search_rfp_margin = 120\n").unwrap();
+        assert_eq!(w.search_rfp_margin, 120);
+        assert!(Weights::from_toml("search_lmr_divisor_x100 = 0\n").is_err());
     }
 
     #[test]

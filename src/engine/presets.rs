@@ -5,7 +5,7 @@
 
 use anyhow::{bail, Result};
 
-use super::params::Weights;
+use super::params::{is_search_param, Weights};
 
 /// The named preset and its notes (TOML comment lines).
 pub fn preset(name: &str) -> Result<(Weights, String)> {
@@ -32,7 +32,8 @@ fn center_distance(i: usize) -> i32 {
     df.max(dr)
 }
 
-/// Everything positional set to zero; material and the tables' shapes come from the preset.
+/// Everything positional set to zero; material and the tables' shapes come
+/// from the preset. The search's parameters keep their defaults.
 fn blank() -> Weights {
     let mut w = Weights::default();
     let names: Vec<String> = w.params().into_iter().map(|p| p.name).collect();
@@ -44,7 +45,7 @@ fn blank() -> Weights {
                     && (name.ends_with("_mg") || name.ends_with("_eg"))
                     && name.matches('_').count() == 1
             });
-        if !keep && name != "king_attack_divisor" {
+        if !keep && name != "king_attack_divisor" && !is_search_param(&name) {
             // Every non-material bound admits 0 except the divisor.
             let _ = w.set(&name, 0);
         }

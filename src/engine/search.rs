@@ -79,6 +79,8 @@ pub struct Searcher {
     history: Box<[[[i32; 64]; 64]; 2]>,
     counter: Box<[[u16; 64]; 64]>,
     lmr: Box<[[i32; 64]; 64]>,
+    /// The (`search_lmr_base_x100`, `search_lmr_divisor_x100`) `lmr` was built from.
+    lmr_built: (i32, i32),
     /// Time to keep in reserve per move (UCI `Move Overhead`).
     pub move_overhead: Duration,
 }
@@ -113,20 +115,47 @@ struct Search<'a> {
 
 impl Searcher {
     pub fn new(hash_mb: usize, weights: Weights) -> Searcher {
-        let mut lmr = Box::new([[0i32; 64]; 64]);
-        for (d, row) in lmr.iter_mut().enumerate().skip(1) {
-            for (m, r) in row.iter_mut().enumerate().skip(1) {
-                *r = (0.75 + (d as f64).ln() * (m as f64).ln() / 2.25) as i32;
-            }
-        }
-        Searcher {
+        let mut s = Searcher {
             weights,
             tt: Tt::new(hash_mb),
             history: Box::new([[[0; 64]; 64]; 2]),
             counter: Box::new([[0; 64]; 64]),
-            lmr,
+            lmr: Box::new([[0; 64]; 64]),
+            lmr_built: (i32::MIN, i32::MIN),
             move_overhead: Duration::from_millis(30),
+        };
+        s.refresh_lmr();
+        s
+    }
+
+    /// Replaces the weights (evaluation and search parameters).
+    pub fn set_weights(&mut self, weights: Weights) {
+        self.weights = weights;
+        self.refresh_lmr();
+    }
+
+    /// Rebuilds the late-move-reduction table if its parameters changed
+    /// (`weights` is public, so every search checks).
+    fn refresh_lmr(&mut self) {
+        let key = (
+            self.weights.search_lmr_base_x100,
+            self.weights.search_lmr_divisor_x100,
+        );
+        if key == self.lmr_built {
+            return;
         }
+        let base = f64::from(key.0) / 100.0;
+        let divisor = f64::from(key.1.max(1)) / 100.0;
+        for (d, row) in self.lmr.iter_mut().enumerate() {
+            for (m, r) in row.iter_mut().enumerate() {
+                *r = if d == 0 || m == 0 {
+                    0
+                } else {
+                    (base + (d as f64).ln() * (m as f64).ln() / divisor) as i32
+                };
+            }
+        }
+        self.lmr_built = key;
     }
 
     pub fn resize(&mut self, hash_mb: usize) {
@@ -156,6 +185,7 @@ impl Searcher {
         info: &mut dyn FnMut(&Info),
     ) -> SearchResult {
         let start = Instant::now();
+        self.refresh_lmr();
         self.tt.new_search();
         let (soft, hard) = deadlines(limits, root.turn(), self.move_overhead);
         let max_depth = limits
@@ -202,8 +232,8 @@ impl Searcher {
         let mut score = 0;
         for depth in 1..=max_depth {
             search.seldepth = 0;
-            let mut delta = 25;
-            let (mut alpha, mut beta) = if depth >= 5 {
+            let mut delta = search.s.weights.search_aspiration_window;
+            let (mut alpha, mut beta) = if depth >= search.s.weights.search_aspiration_depth {
                 ((score - delta).max(-INF), (score + delta).min(INF))
             } else {
                 (-INF, INF)
@@ -599,18 +629,50 @@ impl Search<'_> {
         self.stack[ply + 1].killers = [0; 2];
         let improving = !in_check && ply >= 2 && eval > self.stack[ply - 2].eval;
 
+        let w = &self.s.weights;
+        let (rfp_depth, rfp_margin, rfp_improving) = (
+            w.search_rfp_depth,
+            w.search_rfp_margin,
+            w.search_rfp_improving,
+        );
+        let (nmp_depth, nmp_base, nmp_divisor) = (
+            w.search_nmp_depth,
+            w.search_nmp_base,
+            w.search_nmp_divisor.max(1),
+        );
+        let (nmp_eval_divisor, nmp_eval_max) =
+            (w.search_nmp_eval_divisor.max(1), w.search_nmp_eval_max);
+        let iir_depth = w.search_iir_depth;
+        let (lmp_depth, lmp_base, lmp_per_depth_sq) = (
+            w.search_lmp_depth,
+            w.search_lmp_base,
+            w.search_lmp_per_depth_sq_x100,
+        );
+        let (futility_depth, futility_base, futility_per_depth) = (
+            w.search_futility_depth,
+            w.search_futility_base,
+            w.search_futility_per_depth,
+        );
+        let (see_depth, see_capture) = (w.search_see_depth, w.search_see_capture);
+        let (lmr_depth, lmr_moves, lmr_history_divisor) = (
+            w.search_lmr_depth.max(2),
+            w.search_lmr_moves.max(1) as usize,
+            w.search_lmr_history_divisor.max(1),
+        );
         if !pv_node && !in_check {
             // Reverse futility: far above beta at low depth.
-            let margin = 80 * depth - if improving { 40 } else { 0 };
-            if depth <= 7 && eval - margin >= beta && eval.abs() < MATE_BOUND {
+            let margin = rfp_margin * depth - if improving { rfp_improving } else { 0 };
+            if depth <= rfp_depth && eval - margin >= beta && eval.abs() < MATE_BOUND {
                 return eval;
             }
             // Null move, not in pawn endings (zugzwang).
             let us = pos.turn();
             let board = pos.chess.board();
             let pieces = (board.by_color(us) & !board.pawns() & !board.kings()).any();
-            if depth >= 3 && !cut_null && eval >= beta && pieces {
-                let r = 3 + depth / 4 + ((eval - beta) / 200).min(3);
+            if depth >= nmp_depth && !cut_null && eval >= beta && pieces {
+                let r = nmp_base
+                    + depth / nmp_divisor
+                    + ((eval - beta) / nmp_eval_divisor).min(nmp_eval_max);
                 if let Some(null) = pos.play_null() {
                     self.keys.push(pos.key);
                     self.null_barrier.push(self.keys.len());
@@ -638,7 +700,7 @@ impl Search<'_> {
             return if in_check { -MATE + ply as i32 } else { 0 };
         }
         // Without a table move, search a little shallower (internal iterative reduction).
-        let depth = if tt_move == 0 && depth >= 6 {
+        let depth = if tt_move == 0 && depth >= iir_depth {
             depth - 1
         } else {
             depth
@@ -669,15 +731,21 @@ impl Search<'_> {
             if !root && best > -MATE_BOUND && !in_check {
                 if quiet && !check {
                     // Late move pruning and futility pruning of quiet moves.
-                    let lmp = (3 + depth * depth) as usize / if improving { 1 } else { 2 };
-                    if depth <= 6 && searched >= lmp {
+                    let lmp = (lmp_base + lmp_per_depth_sq * depth * depth / 100).max(0) as usize
+                        / if improving { 1 } else { 2 };
+                    if depth <= lmp_depth && searched >= lmp {
                         continue;
                     }
-                    if depth <= 6 && eval + 100 + 90 * depth <= alpha {
+                    if depth <= futility_depth
+                        && eval + futility_base + futility_per_depth * depth <= alpha
+                    {
                         continue;
                     }
                 }
-                if !quiet && depth <= 6 && order_score < GOOD_CAPTURE && see(pos, m) < -100 * depth
+                if !quiet
+                    && depth <= see_depth
+                    && order_score < GOOD_CAPTURE
+                    && see(pos, m) < -see_capture * depth
                 {
                     continue;
                 }
@@ -692,11 +760,11 @@ impl Search<'_> {
                 score = -self.negamax(&child, -beta, -alpha, new_depth, ply + 1, false);
             } else {
                 let mut r = 0;
-                if depth >= 3
+                if depth >= lmr_depth
                     && quiet
                     && !in_check
                     && !check
-                    && searched >= if pv_node { 3 } else { 2 }
+                    && searched >= lmr_moves + usize::from(pv_node)
                 {
                     r = self.s.lmr[depth.min(63) as usize][searched.min(63)];
                     if !pv_node {
@@ -708,7 +776,7 @@ impl Search<'_> {
                     if improving {
                         r -= 1;
                     }
-                    r -= order_score.clamp(-HISTORY_MAX, HISTORY_MAX) / 8192;
+                    r -= order_score.clamp(-HISTORY_MAX, HISTORY_MAX) / lmr_history_divisor;
                     r = r.clamp(0, new_depth - 1);
                 }
                 score = -self.negamax(&child, -alpha - 1, -alpha, new_depth - r, ply + 1, false);
@@ -832,10 +900,11 @@ impl Search<'_> {
                     _ => m.capture().map_or(0, see_value),
                 };
                 // Delta pruning: even winning the piece cannot reach alpha.
-                if m.promotion().is_none() && eval + victim + 200 < alpha {
+                if m.promotion().is_none() && eval + victim + self.s.weights.search_qs_delta < alpha
+                {
                     continue;
                 }
-                if see(pos, m) < 0 {
+                if see(pos, m) < -self.s.weights.search_qs_see {
                     continue;
                 }
                 candidates.push((m, victim * 16 - see_value(m.role()) / 100 + 1000));
@@ -940,6 +1009,33 @@ mod tests {
         let a = run();
         assert_eq!(a.1, 30_000);
         assert_eq!(a, run());
+    }
+
+    #[test]
+    fn the_lmr_table_follows_its_parameters_however_the_weights_change() {
+        let mut s = Searcher::new(1, Weights::default());
+        assert_eq!(
+            s.lmr[10][20],
+            (0.75 + 10f64.ln() * 20f64.ln() / 2.25) as i32
+        );
+        assert_eq!((s.lmr[0][5], s.lmr[5][0]), (0, 0));
+        // Through the public field: the next search rebuilds the table.
+        s.weights.set("search_lmr_divisor_x100", 100).unwrap();
+        s.weights.set("search_lmr_base_x100", 200).unwrap();
+        let pos = Position::default();
+        let (stop, ponder) = (AtomicBool::new(false), AtomicBool::new(false));
+        let limits = Limits {
+            depth: Some(2),
+            ..Limits::default()
+        };
+        s.search(&pos, &[], &limits, &stop, &ponder, &mut |_| {});
+        assert_eq!(s.lmr[10][20], (2.0 + 10f64.ln() * 20f64.ln()) as i32);
+        // Through set_weights: at once.
+        s.set_weights(Weights::default());
+        assert_eq!(
+            s.lmr[10][20],
+            (0.75 + 10f64.ln() * 20f64.ln() / 2.25) as i32
+        );
     }
 
     #[test]

@@ -125,8 +125,12 @@ impl State {
     /// Internal consistency: what a resume relies on.
     fn validate(&self) -> Result<()> {
         let s = &self.settings;
-        let n_all = Weights::default().params().len();
-        if s.base.len() != n_all {
+        let all = Weights::default().params();
+        let n_all = all.len();
+        // Checkpoints written before the search parameters existed hold the
+        // evaluation's numbers only; the search keeps its defaults.
+        let n_eval = all.iter().filter(|p| !p.is_search()).count();
+        if s.base.len() != n_all && s.base.len() != n_eval {
             bail!("{} start numbers, expected {n_all}", s.base.len());
         }
         if s.params.is_empty() || s.params.iter().any(|p| p.index >= n_all) {
@@ -248,5 +252,30 @@ mod tests {
             fs::write(&path, &bad).unwrap();
             assert!(State::load(&path).is_err());
         }
+    }
+
+    #[test]
+    fn a_checkpoint_from_before_the_search_parameters_resumes_with_their_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.ckpt");
+        let mut s = state();
+        let n_eval = Weights::default()
+            .params()
+            .iter()
+            .filter(|p| !p.is_search())
+            .count();
+        s.settings.base.truncate(n_eval);
+        s.settings.base[0] = 90;
+        s.save(&path).unwrap();
+        let back = State::load(&path).unwrap();
+        let expected = Weights {
+            pawn_mg: 90,
+            ..Weights::default()
+        };
+        assert_eq!(back.base(), expected);
+        // Any other length is still refused.
+        s.settings.base.pop();
+        s.save(&path).unwrap();
+        assert!(State::load(&path).is_err());
     }
 }

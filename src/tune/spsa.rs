@@ -78,7 +78,7 @@ pub fn read_param_file(text: &str, start: &Weights) -> Result<Vec<TuneParam>> {
             None => all.iter().filter(|p| &p.name == key).collect(),
         };
         if matches.is_empty() {
-            bail!("unknown evaluation parameter {key:?} (`learnbook weights` lists them all)");
+            bail!("unknown parameter {key:?} (`learnbook weights` lists them all)");
         }
         for base in matches {
             let p = apply_options(base.clone(), opts).with_context(|| key.clone())?;

@@ -199,17 +199,21 @@ pub fn bounds() -> Vec<(f64, f64)> {
 }
 
 /// Indices of the weights named in a parameter file (`name = ...` lines, as
-/// `tune --params` reads; the values are not used), or of every weight.
+/// `tune --params` reads; the values are not used), or of every evaluation weight.
 pub fn fitted_indices(names: Option<&[String]>) -> Result<Vec<usize>> {
     let params = Weights::default().params();
     match names {
-        None => Ok((0..params.len()).collect()),
+        // The search's parameters do not change the evaluation: `tune` (SPSA) reaches them.
+        None => Ok((0..params.len()).filter(|&i| !params[i].is_search()).collect()),
         Some(names) => {
             let mut out = Vec::new();
             for name in names {
                 let Some(i) = params.iter().position(|p| &p.name == name) else {
                     bail!("unknown evaluation parameter {name:?}");
                 };
+                if params[i].is_search() {
+                    bail!("{name} is a search parameter: the fit cannot change it (use `tune`)");
+                }
                 out.push(i);
             }
             if out.is_empty() {
