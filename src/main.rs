@@ -133,6 +133,11 @@ enum Command {
     Uci(UciArgs),
     /// Play a match between two engines (UCI, xboard, or the built-in search core).
     Play(PlayArgs),
+    /// Games of the search core against itself, for data: one weight set, fixed nodes per
+    /// move, openings from a suite, every core; the search score of every move kept as a
+    /// PGN comment ({+0.35/12}, cutechess's form). Seeded and reproducible; appended game
+    /// by game, and a rerun of the same command continues a killed or interrupted run.
+    Selfplay(SelfplayArgs),
     /// A player's learning curve from a PGN of games in order: score per window, repeated losses.
     Report(ReportArgs),
     /// Tune evaluation weights by self-play (SPSA, game pairs in parallel), checkpointed.
@@ -383,6 +388,47 @@ struct PlayArgs {
     event: String,
 }
 
+/// Arguments of `learnbook selfplay`.
+#[derive(Args)]
+struct SelfplayArgs {
+    /// The games go here, appended one by one in order; if the file exists, its complete
+    /// games are kept (a partial last game is removed) and the run goes on from there.
+    #[arg(long, value_name = "FILE.pgn")]
+    pgnout: PathBuf,
+    /// Games the file holds in the end.
+    #[arg(long)]
+    games: usize,
+    /// Nodes per move (fixed: the same games on any machine and any --concurrency).
+    #[arg(long, default_value_t = 5000)]
+    nodes: u64,
+    /// Openings: EPD (one position per line) or PGN (.gz, .zst), shuffled by --seed and
+    /// played in turn; game i plays opening i of that order.
+    #[arg(long, value_name = "FILE")]
+    openings: PathBuf,
+    /// Games played at once (default: every core).
+    #[arg(long)]
+    concurrency: Option<usize>,
+    /// The weights of both sides: a TOML file (`learnbook weights`, `tune --out`) or a preset
+    /// (default, kaissa, kotok).
+    #[arg(long, value_name = "W.toml", default_value = "default")]
+    weights: String,
+    /// Orders the openings: the same seed, openings and settings give the same games.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Transposition table of each engine, MB.
+    #[arg(long, default_value_t = 16)]
+    hash: usize,
+    /// movenumber=N,movecount=N,score=CP, or none.
+    #[arg(long, default_value = "movenumber=34,movecount=8,score=20")]
+    draw: String,
+    /// movecount=N,score=CP, or none.
+    #[arg(long, default_value = "movecount=3,score=400")]
+    resign: String,
+    /// A draw after this many moves.
+    #[arg(long, default_value_t = 200)]
+    maxmoves: u32,
+}
+
 /// Arguments of `learnbook report`.
 #[derive(Args)]
 struct ReportArgs {
@@ -498,6 +544,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Bench(args) => args.run(),
         Command::Uci(args) => args.run(),
         Command::Play(args) => args.run(),
+        Command::Selfplay(args) => args.run(),
         Command::Report(args) => args.run(),
         Command::Tune(args) => args.run(),
         Command::TuneReport(args) => args.run(),
@@ -821,6 +868,91 @@ impl PlayArgs {
             );
         })?;
         print!("{}", runner::final_report(&cfg, &standing));
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+impl SelfplayArgs {
+    fn run(self) -> Result<ExitCode> {
+        let SelfplayArgs {
+            pgnout,
+            games,
+            nodes,
+            openings,
+            concurrency,
+            weights,
+            seed,
+            hash,
+            draw,
+            resign,
+            maxmoves,
+        } = self;
+        use learnbook::play::{game, runner, selfplay, spec};
+        let none = |s: &str| s == "none";
+        let adjudication = game::Adjudication {
+            draw: (!none(&draw))
+                .then(|| spec::parse_draw(&draw))
+                .transpose()
+                .context("--draw")?,
+            resign: (!none(&resign))
+                .then(|| spec::parse_resign(&resign))
+                .transpose()
+                .context("--resign")?,
+            max_moves: Some(maxmoves),
+        };
+        if nodes == 0 {
+            anyhow::bail!("--nodes must be at least 1");
+        }
+        let w = learnbook::engine::presets::load(&weights).context("--weights")?;
+        let suite = runner::read_openings(&openings).context("--openings")?;
+        let cfg = selfplay::Config {
+            pgn_out: pgnout,
+            games,
+            nodes,
+            concurrency: concurrency
+                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+            name: selfplay::player_name(&weights),
+            weights: w,
+            seed,
+            adjudication,
+            hash_mb: hash.max(1),
+            openings: suite,
+        };
+        if games > cfg.openings.len() {
+            eprintln!(
+                "note: {games} games from {} openings: games beyond the first {} repeat an opening, \
+                 and at fixed nodes the game too",
+                cfg.openings.len(),
+                cfg.openings.len()
+            );
+        }
+        let existing = selfplay::resume_point(&cfg)?;
+        if existing.partial_bytes > 0 {
+            println!(
+                "removed a partial game ({} bytes) from the end of {}",
+                existing.partial_bytes,
+                cfg.pgn_out.display()
+            );
+        }
+        if existing.games > 0 {
+            println!(
+                "{} already holds {} games: {}",
+                cfg.pgn_out.display(),
+                existing.games,
+                if existing.games >= games {
+                    "nothing to play".to_string()
+                } else {
+                    format!("playing games {} to {games}", existing.games + 1)
+                }
+            );
+        }
+        learnbook::interrupt::stop_on_sigint();
+        let summary = selfplay::run_with_progress(&cfg, existing)?;
+        print!("{}", selfplay::report(&cfg, &summary));
+        if summary.interrupted {
+            println!("interrupted; the same command continues the run");
+            return Ok(ExitCode::from(130));
+        }
         Ok(ExitCode::SUCCESS)
     }
 }

@@ -69,7 +69,13 @@ impl Player for Builtin {
         if let Some(book) = &self.book {
             let book_err = |e: anyhow::Error| Fault::Crash(format!("{}: book: {e:#}", self.name));
             match book.decide(req.position, self.book_mode, &mut self.rng) {
-                Ok(Decision::Play(mv)) => return Ok(Reply::Move { mv, score_cp: None }),
+                Ok(Decision::Play(mv)) => {
+                    return Ok(Reply::Move {
+                        mv,
+                        score_cp: None,
+                        depth: None,
+                    })
+                }
                 Ok(Decision::Search(moves)) => searchmoves = moves,
                 Err(e) => return Err(book_err(e)),
             }
@@ -116,6 +122,7 @@ impl Player for Builtin {
             Some(mv) => Ok(Reply::Move {
                 mv,
                 score_cp: Some(r.score),
+                depth: Some(r.depth.max(0) as u32),
             }),
             None => Err(Fault::Illegal(format!(
                 "{}: no move in a position with legal moves",
