@@ -119,10 +119,11 @@ impl Player for Builtin {
             .searcher
             .search(&pos, &history, &limits, &stop, &ponder, &mut |_| {});
         match r.best {
+            // A search stopped inside its first iteration has a move but no score.
             Some(mv) => Ok(Reply::Move {
                 mv,
-                score_cp: Some(r.score),
-                depth: Some(r.depth.max(0) as u32),
+                score_cp: (r.depth > 0).then_some(r.score),
+                depth: (r.depth > 0).then_some(r.depth as u32),
             }),
             None => Err(Fault::Illegal(format!(
                 "{}: no move in a position with legal moves",
