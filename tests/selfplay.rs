@@ -404,6 +404,24 @@ fn bad_openings_weights_or_another_runs_file_exit_2_with_a_clear_message() {
         ],
         "other settings",
     );
+    fails(
+        &[
+            "selfplay",
+            "--pgnout",
+            o,
+            "--games",
+            "3",
+            "--openings",
+            epd,
+            "--seed",
+            "7",
+            "--nodes",
+            "2000",
+            "--maxmoves",
+            "150",
+        ],
+        "its Selfplay tag is",
+    );
     assert_eq!(fs::read(&out).expect("read"), before);
     let foreign = dir.path().join("foreign.pgn");
     fs::write(&foreign, "% a comment line\n[Event \"x\"]\n\n1. e4 *\n\n").expect("write");

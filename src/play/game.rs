@@ -214,16 +214,30 @@ impl GameRecord {
 
     /// The game as PGN with the standard tags.
     pub fn pgn(&self, event: &str, round: u64, date: &str) -> String {
-        self.write_pgn(event, round, date, false)
+        self.write_pgn(event, round, date, &[], false)
     }
 
-    /// [`GameRecord::pgn`] with the engine's score of every move it played
-    /// as a comment after it, as cutechess writes them: `{+0.35/12}`.
-    pub fn pgn_with_evals(&self, event: &str, round: u64, date: &str) -> String {
-        self.write_pgn(event, round, date, true)
+    /// [`GameRecord::pgn`] with more tags after the standard ones, and the
+    /// engine's score of every move it played as a comment after it, as
+    /// cutechess writes them: `{+0.35/12}`.
+    pub fn pgn_with_evals(
+        &self,
+        event: &str,
+        round: u64,
+        date: &str,
+        tags: &[(&str, &str)],
+    ) -> String {
+        self.write_pgn(event, round, date, tags, true)
     }
 
-    fn write_pgn(&self, event: &str, round: u64, date: &str, evals: bool) -> String {
+    fn write_pgn(
+        &self,
+        event: &str,
+        round: u64,
+        date: &str,
+        tags: &[(&str, &str)],
+        evals: bool,
+    ) -> String {
         let mut s = String::new();
         let _ = writeln!(s, "[Event \"{event}\"]");
         let _ = writeln!(s, "[Site \"learnbook\"]");
@@ -243,6 +257,9 @@ impl GameRecord {
             "[Termination \"{}\"]",
             self.termination.replace('"', "'")
         );
+        for (name, value) in tags {
+            let _ = writeln!(s, "[{name} \"{}\"]", value.replace('"', "'"));
+        }
         s.push('\n');
         let mut pos = Opening {
             fen: self.start_fen.clone(),

@@ -39,6 +39,9 @@ use crate::{
 /// The Event tag of every game.
 pub const EVENT: &str = "learnbook selfplay";
 
+/// The tag with the settings of the run ([`Config::settings_tag`]).
+pub const SETTINGS_TAG: &str = "Selfplay";
+
 /// What `learnbook selfplay` was asked for.
 pub struct Config {
     /// The PGN file: appended to, and resumed from if it exists.
@@ -64,6 +67,31 @@ impl Config {
     /// The TimeControl tag of every game.
     fn time_control(&self) -> String {
         format!("nodes={}", self.nodes)
+    }
+
+    /// The `Selfplay` tag of every game: what else decides the games (the
+    /// weights by a hash of their values), so that a rerun can tell whether
+    /// the file's games are its own.
+    pub fn settings_tag(&self) -> String {
+        let mut h = crate::fnv::Fnv64::new();
+        for v in self.weights.values() {
+            h.write_field(&v.to_le_bytes());
+        }
+        let adj = &self.adjudication;
+        let draw = adj.draw.map_or("none".into(), |(n, c, s)| {
+            format!("movenumber={n},movecount={c},score={s}")
+        });
+        let resign = adj
+            .resign
+            .map_or("none".into(), |(c, s)| format!("movecount={c},score={s}"));
+        format!(
+            "seed={} openings={} hash={} draw={draw} resign={resign} maxmoves={} weights={:016x}",
+            self.seed,
+            self.openings.len(),
+            self.hash_mb,
+            adj.max_moves.map_or("none".into(), |m| m.to_string()),
+            h.finish()
+        )
     }
 }
 
@@ -214,11 +242,13 @@ fn check_game(
     let opening = &cfg.openings[schedule.opening(index)];
     let round = (index + 1).to_string();
     let tc = cfg.time_control();
+    let settings = cfg.settings_tag();
     let expected = [
         ("Round", Some(round.as_str())),
         ("White", Some(cfg.name.as_str())),
         ("Black", Some(cfg.name.as_str())),
         ("TimeControl", Some(tc.as_str())),
+        (SETTINGS_TAG, Some(settings.as_str())),
         ("FEN", opening.fen.as_deref()),
     ];
     for (name, want) in expected {
@@ -226,7 +256,7 @@ fn check_game(
         if have != want {
             bail!(
                 "was played with other settings: its {name} tag is {}, this run's would be {} \
-                 (resume with the --openings, --seed, --nodes and --weights that wrote the file, or give another --pgnout)",
+                 (resume with the settings that wrote the file, or give another --pgnout)",
                 have.map_or("missing".into(), |v| format!("{v:?}")),
                 want.map_or("absent".into(), |v| format!("{v:?}")),
             );
@@ -345,6 +375,7 @@ pub fn run(
         .build()
         .context("cannot start the thread pool")?;
     let date = super::runner::today();
+    let settings = cfg.settings_tag();
     let limit = Limit::Nodes(cfg.nodes);
     let next = AtomicUsize::new(existing.games);
     let stop = AtomicBool::new(false);
@@ -386,7 +417,12 @@ pub fn run(
                 if write_error.is_some() {
                     continue;
                 }
-                let text = record.pgn_with_evals(EVENT, st.written as u64 + 1, &date);
+                let text = record.pgn_with_evals(
+                    EVENT,
+                    st.written as u64 + 1,
+                    &date,
+                    &[(SETTINGS_TAG, &settings)],
+                );
                 if let Err(e) = file.write_all(text.as_bytes()).and_then(|_| file.flush()) {
                     write_error = Some(e);
                     stop.store(true, Ordering::Relaxed);
@@ -466,9 +502,10 @@ pub fn report(cfg: &Config, s: &Summary) -> String {
     let p = &s.progress;
     let [w, d, b] = p.results;
     let mut out = format!(
-        "{}: {} games ({} already there, {} played now",
+        "{}: {} game{} ({} already there, {} played now",
         cfg.pgn_out.display(),
         p.written,
+        if p.written == 1 { "" } else { "s" },
         s.existing.games,
         p.played
     );
