@@ -19,7 +19,7 @@ use learnbook::book::{
     name = "learnbook",
     version,
     about = "Opening books that learn: PGN -> SQLite minimax book -> Polyglot",
-    after_help = "Exit codes: 0 success; 1 a negative answer (check: the book is not consistent; choose: no book move); 2 an error (bad input, unreadable file, engine failure: the message says which); 130 interrupted by Ctrl-C after storing what was done (analyze, tune)."
+    after_help = "Exit codes: 0 success; 1 a negative answer (check: the book is not consistent; choose: no book move); 2 an error (bad input, unreadable file, engine failure: the message says which); 130 interrupted by Ctrl-C after storing what was done (analyze, tune, selfplay)."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -126,7 +126,7 @@ enum Command {
     /// Print the book move for a position (exit 1 when the book has none there).
     Choose(ChooseArgs),
     /// Benchmarks. Alone: the engine's fixed-depth search (nodes, nps, signature);
-    /// `bench wac`, `bench perft`, `bench play`, `bench tune`, `bench build` (against polyglot
+    /// `bench wac`, `bench perft`, `bench play`, `bench selfplay`, `bench tune`, `bench build` (against polyglot
     /// make-book), `bench learn`, `bench analyze`, `bench book-quality`.
     Bench(BenchArgs),
     /// Run as a UCI engine (for GUIs and match runners).
