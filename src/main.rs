@@ -133,10 +133,13 @@ enum Command {
     Uci(UciArgs),
     /// Play a match between two engines (UCI, xboard, or the built-in search core).
     Play(PlayArgs),
-    /// Games of the search core against itself, for data: one weight set, fixed nodes per
-    /// move, openings from a suite, every core; the search score of every move kept as a
-    /// PGN comment ({+0.35/12}, cutechess's form). Seeded and reproducible; appended game
-    /// by game, and a rerun of the same command continues a killed or interrupted run.
+    /// Games of the search core against itself for data, with the search scores in the PGN.
+    ///
+    /// One weight set on both sides, fixed nodes per move, openings from a suite, every
+    /// core; after every engine move its score as cutechess writes it ({+0.35/12}: pawns
+    /// from the mover's view, then the depth). The same command gives the same games at
+    /// any --concurrency. Games are appended one by one in order; rerunning the command
+    /// continues a killed or interrupted run. Ctrl-C finishes the games under way.
     Selfplay(SelfplayArgs),
     /// A player's learning curve from a PGN of games in order: score per window, repeated losses.
     Report(ReportArgs),
