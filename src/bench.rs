@@ -48,6 +48,19 @@ pub enum BenchCommand {
         #[arg(long, value_name = "FILE")]
         openings: PathBuf,
     },
+    /// `selfplay` throughput: the same games with --concurrency 1 and 2 (checked to be the
+    /// same games), games/s and ratio.
+    Selfplay {
+        /// Nodes a move.
+        #[arg(long, default_value_t = 5000)]
+        nodes: u64,
+        /// Games per measurement.
+        #[arg(long, default_value_t = 40)]
+        games: usize,
+        /// Openings (EPD or PGN).
+        #[arg(long, value_name = "FILE")]
+        openings: PathBuf,
+    },
     /// Tuner throughput: the same SPSA iterations with --threads 1 and 2, games/s and ratio.
     Tune {
         /// Nodes a move.
@@ -176,6 +189,11 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             games,
             openings,
         } => bench_play(nodes, games, &openings),
+        BenchCommand::Selfplay {
+            nodes,
+            games,
+            openings,
+        } => bench_selfplay(nodes, games, &openings),
         BenchCommand::Analyze {
             book,
             nodes,
@@ -537,6 +555,61 @@ fn bench_play(nodes: u64, games: usize, openings: &Path) -> Result<()> {
         "ratio concurrency 2 / concurrency 1 = {:.2}",
         rates[1] / rates[0]
     );
+    Ok(())
+}
+
+/// `selfplay` with its defaults (adjudication, table size) into a new file,
+/// once with one thread and once with two; both files must hold the same games.
+fn bench_selfplay(nodes: u64, games: usize, openings: &Path) -> Result<()> {
+    use crate::play::{game::Adjudication, runner::read_openings, selfplay};
+    let suite = read_openings(openings)?;
+    let dir = tempfile_dir()?;
+    let mut rates = Vec::new();
+    let mut texts = Vec::new();
+    for threads in [1, 2] {
+        let out = dir.join(format!("selfplay-{threads}.pgn"));
+        let _ = std::fs::remove_file(&out);
+        let cfg = selfplay::Config {
+            pgn_out: out.clone(),
+            games,
+            nodes,
+            openings: suite.clone(),
+            concurrency: threads,
+            weights: crate::engine::params::Weights::default(),
+            name: selfplay::player_name("default"),
+            seed: 1,
+            adjudication: Adjudication {
+                draw: Some((34, 8, 20)),
+                resign: Some((3, 400)),
+                max_moves: Some(200),
+            },
+            hash_mb: 16,
+        };
+        let t = Instant::now();
+        let s = selfplay::run(&cfg, selfplay::Existing::default(), |_| {})?;
+        let secs = t.elapsed().as_secs_f64();
+        let rate = s.progress.played as f64 / secs;
+        println!(
+            "threads {threads}: {} games ({} engine moves) in {secs:.2} s, {rate:.2} games/s",
+            s.progress.played, s.progress.plies
+        );
+        rates.push(rate);
+        let text = std::fs::read_to_string(&out)
+            .with_context(|| format!("cannot read {}", out.display()))?;
+        // The Date tag is the day each game was written.
+        texts.push(
+            text.lines()
+                .filter(|l| !l.starts_with("[Date "))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    if texts[0] != texts[1] {
+        bail!("one and two threads played different games");
+    }
+    println!("same games on 1 and 2 threads");
+    println!("ratio threads 2 / threads 1 = {:.2}", rates[1] / rates[0]);
     Ok(())
 }
 

@@ -19,7 +19,7 @@ use learnbook::book::{
     name = "learnbook",
     version,
     about = "Opening books that learn: PGN -> SQLite minimax book -> Polyglot",
-    after_help = "Exit codes: 0 success; 1 a negative answer (check: the book is not consistent; choose: no book move); 2 an error (bad input, unreadable file, engine failure: the message says which); 130 interrupted by Ctrl-C after storing what was done (analyze, tune)."
+    after_help = "Exit codes: 0 success; 1 a negative answer (check: the book is not consistent; choose: no book move); 2 an error (bad input, unreadable file, engine failure: the message says which); 130 interrupted by Ctrl-C after storing what was done (analyze, tune, selfplay)."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -126,13 +126,21 @@ enum Command {
     /// Print the book move for a position (exit 1 when the book has none there).
     Choose(ChooseArgs),
     /// Benchmarks. Alone: the engine's fixed-depth search (nodes, nps, signature);
-    /// `bench wac`, `bench perft`, `bench play`, `bench tune`, `bench build` (against polyglot
+    /// `bench wac`, `bench perft`, `bench play`, `bench selfplay`, `bench tune`, `bench build` (against polyglot
     /// make-book), `bench learn`, `bench analyze`, `bench book-quality`.
     Bench(BenchArgs),
     /// Run as a UCI engine (for GUIs and match runners).
     Uci(UciArgs),
     /// Play a match between two engines (UCI, xboard, or the built-in search core).
     Play(PlayArgs),
+    /// Games of the search core against itself for data, with the search scores in the PGN.
+    ///
+    /// One weight set on both sides, fixed nodes per move, openings from a suite, every
+    /// core; after every engine move its score as cutechess writes it ({+0.35/12}: pawns
+    /// from the mover's view, then the depth). The same command gives the same games at
+    /// any --concurrency. Games are appended one by one in order; rerunning the command
+    /// continues a killed or interrupted run. Ctrl-C finishes the games under way.
+    Selfplay(SelfplayArgs),
     /// A player's learning curve from a PGN of games in order: score per window, repeated losses.
     Report(ReportArgs),
     /// Tune evaluation weights by self-play (SPSA, game pairs in parallel), checkpointed.
@@ -389,6 +397,47 @@ struct PlayArgs {
     event: String,
 }
 
+/// Arguments of `learnbook selfplay`.
+#[derive(Args)]
+struct SelfplayArgs {
+    /// The games go here, appended one by one in order; if the file exists, its complete
+    /// games are kept (a partial last game is removed) and the run goes on from there.
+    #[arg(long, value_name = "FILE.pgn")]
+    pgnout: PathBuf,
+    /// Games the file holds in the end.
+    #[arg(long)]
+    games: usize,
+    /// Nodes per move (fixed: the same games on any machine and any --concurrency).
+    #[arg(long, default_value_t = 5000)]
+    nodes: u64,
+    /// Openings: EPD (one position per line) or PGN (.gz, .zst), shuffled by --seed and
+    /// played in turn; game i plays opening i of that order.
+    #[arg(long, value_name = "FILE")]
+    openings: PathBuf,
+    /// Games played at once (default: every core).
+    #[arg(long)]
+    concurrency: Option<usize>,
+    /// The weights of both sides: a TOML file (`learnbook weights`, `tune --out`) or a preset
+    /// (default, kaissa, kotok).
+    #[arg(long, value_name = "W.toml", default_value = "default")]
+    weights: String,
+    /// Orders the openings: the same seed, openings and settings give the same games.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Transposition table of each engine, MB.
+    #[arg(long, default_value_t = 16)]
+    hash: usize,
+    /// movenumber=N,movecount=N,score=CP, or none.
+    #[arg(long, default_value = "movenumber=34,movecount=8,score=20")]
+    draw: String,
+    /// movecount=N,score=CP, or none.
+    #[arg(long, default_value = "movecount=3,score=400")]
+    resign: String,
+    /// A draw after this many moves.
+    #[arg(long, default_value_t = 200)]
+    maxmoves: u32,
+}
+
 /// Arguments of `learnbook report`.
 #[derive(Args)]
 struct ReportArgs {
@@ -552,6 +601,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Bench(args) => args.run(),
         Command::Uci(args) => args.run(),
         Command::Play(args) => args.run(),
+        Command::Selfplay(args) => args.run(),
         Command::Report(args) => args.run(),
         Command::Tune(args) => args.run(),
         Command::Fit(args) => args.run(),
@@ -876,6 +926,91 @@ impl PlayArgs {
             );
         })?;
         print!("{}", runner::final_report(&cfg, &standing));
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+impl SelfplayArgs {
+    fn run(self) -> Result<ExitCode> {
+        let SelfplayArgs {
+            pgnout,
+            games,
+            nodes,
+            openings,
+            concurrency,
+            weights,
+            seed,
+            hash,
+            draw,
+            resign,
+            maxmoves,
+        } = self;
+        use learnbook::play::{game, runner, selfplay, spec};
+        let none = |s: &str| s == "none";
+        let adjudication = game::Adjudication {
+            draw: (!none(&draw))
+                .then(|| spec::parse_draw(&draw))
+                .transpose()
+                .context("--draw")?,
+            resign: (!none(&resign))
+                .then(|| spec::parse_resign(&resign))
+                .transpose()
+                .context("--resign")?,
+            max_moves: Some(maxmoves),
+        };
+        if nodes == 0 {
+            anyhow::bail!("--nodes must be at least 1");
+        }
+        let w = learnbook::engine::presets::load(&weights).context("--weights")?;
+        let suite = runner::read_openings(&openings).context("--openings")?;
+        let cfg = selfplay::Config {
+            pgn_out: pgnout,
+            games,
+            nodes,
+            concurrency: concurrency
+                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+            name: selfplay::player_name(&weights),
+            weights: w,
+            seed,
+            adjudication,
+            hash_mb: hash.max(1),
+            openings: suite,
+        };
+        if games > cfg.openings.len() {
+            eprintln!(
+                "note: {games} games from {} openings: games beyond the first {} repeat an opening, \
+                 and at fixed nodes the game too",
+                cfg.openings.len(),
+                cfg.openings.len()
+            );
+        }
+        let existing = selfplay::resume_point(&cfg)?;
+        if existing.partial_bytes > 0 {
+            println!(
+                "removed a partial game ({} bytes) from the end of {}",
+                existing.partial_bytes,
+                cfg.pgn_out.display()
+            );
+        }
+        if existing.games > 0 {
+            println!(
+                "{} already holds {} games: {}",
+                cfg.pgn_out.display(),
+                existing.games,
+                if existing.games >= games {
+                    "nothing to play".to_string()
+                } else {
+                    format!("playing games {} to {games}", existing.games + 1)
+                }
+            );
+        }
+        learnbook::interrupt::stop_on_sigint();
+        let summary = selfplay::run_with_progress(&cfg, existing)?;
+        print!("{}", selfplay::report(&cfg, &summary));
+        if summary.interrupted {
+            println!("interrupted; the same command continues the run");
+            return Ok(ExitCode::from(130));
+        }
         Ok(ExitCode::SUCCESS)
     }
 }

@@ -189,6 +189,9 @@ pub struct RawGame {
     pub variant: Option<String>,
     pub sans: Vec<SanPlus>,
     pub outcome: Option<Outcome>,
+    /// Mainline comments with the number of moves before each, only when
+    /// read by [`GameStream::with_comments`].
+    pub comments: Vec<(usize, String)>,
 }
 
 /// One move of a validated game, with the keys on both sides of it.
@@ -514,6 +517,7 @@ fn next_key(pos: &mut Chess, key: Key, mv: shakmaty::Move) -> Key {
 /// Collects tags and mainline SAN tokens; variations are skipped.
 struct Collector {
     number: u64,
+    keep_comments: bool,
 }
 
 impl Visitor for Collector {
@@ -558,7 +562,11 @@ impl Visitor for Collector {
         ControlFlow::Continue(())
     }
 
-    fn comment(&mut self, _game: &mut RawGame, _c: RawComment<'_>) -> ControlFlow<RawGame> {
+    fn comment(&mut self, game: &mut RawGame, c: RawComment<'_>) -> ControlFlow<RawGame> {
+        if self.keep_comments {
+            let text = String::from_utf8_lossy(c.as_bytes()).trim().to_string();
+            game.comments.push((game.sans.len(), text));
+        }
         ControlFlow::Continue(())
     }
 
@@ -616,9 +624,20 @@ impl GameStream {
         let reader = Reader::new(input);
         GameStream {
             reader,
-            collector: Collector { number: 0 },
+            collector: Collector {
+                number: 0,
+                keep_comments: false,
+            },
             error: None,
         }
+    }
+
+    /// A stream that also keeps each game's mainline comments
+    /// ([`RawGame::comments`]; a very long comment may come in pieces).
+    pub fn with_comments(input: Box<dyn Read + Send>) -> GameStream {
+        let mut s = GameStream::new(input);
+        s.collector.keep_comments = true;
+        s
     }
 
     /// Up to `n` games; an empty vector means the input is exhausted.

@@ -3,7 +3,7 @@
 //! mapping and every term without a counterpart are written into the TOML
 //! header, so the file says what it is.
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 
 use super::params::{is_search_param, Weights};
 
@@ -14,6 +14,19 @@ pub fn preset(name: &str) -> Result<(Weights, String)> {
         "kaissa" => Ok((kaissa(), KAISSA_NOTES.to_string())),
         "kotok" => Ok((kotok(), KOTOK_NOTES.to_string())),
         _ => bail!("unknown preset {name:?} (default, kaissa, kotok)"),
+    }
+}
+
+/// Weights named on the command line: a TOML file (`learnbook weights`
+/// writes one) if `spec` is an existing path, else a preset's name.
+pub fn load(spec: &str) -> Result<Weights> {
+    let path = std::path::Path::new(spec);
+    if path.exists() {
+        Weights::load(path)
+    } else {
+        Ok(preset(spec)
+            .with_context(|| format!("{spec}: no such file or preset"))?
+            .0)
     }
 }
 

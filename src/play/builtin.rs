@@ -69,7 +69,13 @@ impl Player for Builtin {
         if let Some(book) = &self.book {
             let book_err = |e: anyhow::Error| Fault::Crash(format!("{}: book: {e:#}", self.name));
             match book.decide(req.position, self.book_mode, &mut self.rng) {
-                Ok(Decision::Play(mv)) => return Ok(Reply::Move { mv, score_cp: None }),
+                Ok(Decision::Play(mv)) => {
+                    return Ok(Reply::Move {
+                        mv,
+                        score_cp: None,
+                        depth: None,
+                    })
+                }
                 Ok(Decision::Search(moves)) => searchmoves = moves,
                 Err(e) => return Err(book_err(e)),
             }
@@ -113,9 +119,11 @@ impl Player for Builtin {
             .searcher
             .search(&pos, &history, &limits, &stop, &ponder, &mut |_| {});
         match r.best {
+            // A search stopped inside its first iteration has a move but no score.
             Some(mv) => Ok(Reply::Move {
                 mv,
-                score_cp: Some(r.score),
+                score_cp: (r.depth > 0).then_some(r.score),
+                depth: (r.depth > 0).then_some(r.depth as u32),
             }),
             None => Err(Fault::Illegal(format!(
                 "{}: no move in a position with legal moves",

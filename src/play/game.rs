@@ -114,6 +114,76 @@ impl Opening {
     }
 }
 
+/// What the engine said about the move it played: its score and depth.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Eval {
+    /// Centipawns from the mover's view; mate in `n` plies as `+-(30000 - n)`
+    /// (the search core's and [`super::protocol::parse_info`]'s convention).
+    pub score_cp: i32,
+    pub depth: u32,
+}
+
+/// Scores beyond this are mates (`MATE - plies`).
+const MATE: i32 = crate::engine::search::MATE;
+const MATE_BOUND: i32 = crate::engine::search::MATE_BOUND;
+
+impl Eval {
+    /// The score as cutechess writes it in PGN comments: pawns with two
+    /// decimals and a sign when positive (`+0.35`, `-1.20`, `0.00`), a mate
+    /// as `+M5` / `-M4` (plies to mate); then `/depth`.
+    pub fn cutechess(&self) -> String {
+        let s = self.score_cp;
+        let score = if s >= MATE_BOUND {
+            format!("+M{}", MATE - s)
+        } else if s <= -MATE_BOUND {
+            format!("-M{}", MATE + s)
+        } else if s > 0 {
+            format!("+{}.{:02}", s / 100, s % 100)
+        } else {
+            format!(
+                "{}{}.{:02}",
+                if s < 0 { "-" } else { "" },
+                -s / 100,
+                -s % 100
+            )
+        };
+        format!("{score}/{}", self.depth)
+    }
+
+    /// Reads a comment as [`Eval::cutechess`] writes it (cutechess's own
+    /// comments, with a time after a space, are read too).
+    pub fn parse(comment: &str) -> Option<Eval> {
+        let text = comment.split_whitespace().next()?;
+        let (score, depth) = text.split_once('/')?;
+        let depth: u32 = depth.parse().ok()?;
+        let (negative, body) = match score.as_bytes().first()? {
+            b'+' => (false, &score[1..]),
+            b'-' => (true, &score[1..]),
+            _ => (false, score),
+        };
+        let cp = if let Some(plies) = body.strip_prefix('M') {
+            let plies: i32 = plies.parse().ok()?;
+            if !(0..=MATE - MATE_BOUND).contains(&plies) {
+                return None;
+            }
+            MATE - plies
+        } else {
+            // Pawns: digits, then optionally a point and one or two digits.
+            let (whole, frac) = body.split_once('.').unwrap_or((body, "0"));
+            let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
+            if !digits(whole) || !digits(frac) || frac.len() > 2 || whole.len() > 3 {
+                return None;
+            }
+            let hundredths = if frac.len() == 1 { 10 } else { 1 };
+            whole.parse::<i32>().ok()? * 100 + frac.parse::<i32>().ok()? * hundredths
+        };
+        Some(Eval {
+            score_cp: if negative { -cp } else { cp },
+            depth,
+        })
+    }
+}
+
 /// A finished game.
 #[derive(Clone, Debug)]
 pub struct GameRecord {
@@ -121,6 +191,9 @@ pub struct GameRecord {
     pub black: String,
     pub start_fen: Option<String>,
     pub moves: Vec<Move>,
+    /// The engine's score and depth for each of `moves` (`None` for opening
+    /// and book moves, and for engines that report no score).
+    pub evals: Vec<Option<Eval>>,
     /// `1-0`, `0-1` or `1/2-1/2`.
     pub result: &'static str,
     pub termination: String,
@@ -141,6 +214,30 @@ impl GameRecord {
 
     /// The game as PGN with the standard tags.
     pub fn pgn(&self, event: &str, round: u64, date: &str) -> String {
+        self.write_pgn(event, round, date, &[], false)
+    }
+
+    /// [`GameRecord::pgn`] with more tags after the standard ones, and the
+    /// engine's score of every move it played as a comment after it, as
+    /// cutechess writes them: `{+0.35/12}`.
+    pub fn pgn_with_evals(
+        &self,
+        event: &str,
+        round: u64,
+        date: &str,
+        tags: &[(&str, &str)],
+    ) -> String {
+        self.write_pgn(event, round, date, tags, true)
+    }
+
+    fn write_pgn(
+        &self,
+        event: &str,
+        round: u64,
+        date: &str,
+        tags: &[(&str, &str)],
+        evals: bool,
+    ) -> String {
         let mut s = String::new();
         let _ = writeln!(s, "[Event \"{event}\"]");
         let _ = writeln!(s, "[Site \"learnbook\"]");
@@ -160,6 +257,9 @@ impl GameRecord {
             "[Termination \"{}\"]",
             self.termination.replace('"', "'")
         );
+        for (name, value) in tags {
+            let _ = writeln!(s, "[{name} \"{}\"]", value.replace('"', "'"));
+        }
         s.push('\n');
         let mut pos = Opening {
             fen: self.start_fen.clone(),
@@ -176,6 +276,9 @@ impl GameRecord {
             }
             let san = SanPlus::from_move_and_play_unchecked(&mut pos, *m);
             let _ = write!(line, "{san} ");
+            if let (true, Some(Some(e))) = (evals, self.evals.get(i)) {
+                let _ = write!(line, "{{{}}} ", e.cutechess());
+            }
             if line.len() > 70 {
                 s.push_str(line.trim_end());
                 s.push('\n');
@@ -218,6 +321,7 @@ pub fn play_game(
         black: names[1].clone(),
         start_fen: opening.fen.clone(),
         moves: Vec::new(),
+        evals: Vec::new(),
         result: "*",
         termination: String::new(),
         time_control: tc_text,
@@ -242,6 +346,7 @@ pub fn play_game(
         }
         pos.play_unchecked(m);
         record.moves.push(m);
+        record.evals.push(None);
         *repetitions.entry(key(&pos)).or_default() += 1;
     }
     if let Err(f) = white.new_game() {
@@ -317,8 +422,12 @@ pub fn play_game(
         let t = Instant::now();
         let reply = player.think(&req);
         let used = t.elapsed().as_millis() as i64;
-        let (mv, score) = match reply {
-            Ok(Reply::Move { mv, score_cp }) => (mv, score_cp),
+        let (mv, score, depth) = match reply {
+            Ok(Reply::Move {
+                mv,
+                score_cp,
+                depth,
+            }) => (mv, score_cp, depth),
             Ok(Reply::Resign) => return lose(record, side, "resignation".into(), false),
             Err(f) => return lose(record, side, f.to_string(), true),
         };
@@ -337,6 +446,10 @@ pub fn play_game(
         }
         pos.play_unchecked(mv);
         record.moves.push(mv);
+        record.evals.push(score.map(|score_cp| Eval {
+            score_cp,
+            depth: depth.unwrap_or(0),
+        }));
         *repetitions.entry(key(&pos)).or_default() += 1;
 
         if let Some(s) = score {
@@ -439,5 +552,46 @@ mod tests {
         assert_eq!("1:30+1".parse::<TimeControl>().unwrap().base_ms, 90_000);
         assert!("abc".parse::<TimeControl>().is_err());
         assert!("0".parse::<TimeControl>().is_err());
+    }
+
+    #[test]
+    fn evals_are_written_and_read_as_cutechess_does() {
+        let cases = [
+            (35, 12, "+0.35/12"),
+            (-120, 9, "-1.20/9"),
+            (0, 1, "0.00/1"),
+            (-5, 3, "-0.05/3"),
+            (1999, 20, "+19.99/20"),
+            (MATE - 5, 12, "+M5/12"),
+            (-MATE + 4, 8, "-M4/8"),
+            (MATE - 1, 1, "+M1/1"),
+        ];
+        for (score_cp, depth, text) in cases {
+            let e = Eval { score_cp, depth };
+            assert_eq!(e.cutechess(), text);
+            assert_eq!(Eval::parse(text), Some(e), "{text}");
+        }
+        // cutechess's own comments carry the time after a space.
+        assert_eq!(
+            Eval::parse("+0.3/16 5.1s"),
+            Some(Eval {
+                score_cp: 30,
+                depth: 16
+            })
+        );
+        for bad in [
+            "",
+            "book",
+            "+0.35",
+            "+/12",
+            "+0.355/12",
+            "+0.3x/12",
+            "+M/3",
+            "+M999/3",
+            "1.2.3/4",
+            "+0.35/-1",
+        ] {
+            assert_eq!(Eval::parse(bad), None, "{bad:?}");
+        }
     }
 }

@@ -5,5 +5,6 @@ pub mod game;
 pub mod protocol;
 pub mod report;
 pub mod runner;
+pub mod selfplay;
 pub mod spec;
 pub mod stats;

@@ -67,7 +67,13 @@ pub struct Request<'a> {
 /// A player's answer.
 #[derive(Clone, Debug)]
 pub enum Reply {
-    Move { mv: Move, score_cp: Option<i32> },
+    /// A move with the search's last score (centipawns from the mover's
+    /// view, mate in `n` plies as `+-(30000 - n)`) and the depth it came from.
+    Move {
+        mv: Move,
+        score_cp: Option<i32>,
+        depth: Option<u32>,
+    },
     Resign,
 }
 
@@ -326,10 +332,13 @@ impl Player for UciEngine {
         };
         self.p.send(&go)?;
         let deadline = move_deadline(req);
-        let mut score = None;
+        let (mut score, mut depth) = (None, None);
         let line = self.p.until(deadline, "bestmove", |l| {
             if let Some(info) = parse_info(l) {
-                score = info.score.or(score);
+                if info.score.is_some() {
+                    score = info.score;
+                    depth = info.depth.or(depth);
+                }
             }
             l.starts_with("bestmove")
         })?;
@@ -338,6 +347,7 @@ impl Player for UciEngine {
             Some(mv) => Ok(Reply::Move {
                 mv,
                 score_cp: score,
+                depth,
             }),
             None => Err(Fault::Illegal(format!(
                 "{} played {text:?}",
@@ -608,7 +618,7 @@ impl Player for XboardEngine {
         }
         self.p.send("go")?;
         let deadline = move_deadline(req);
-        let mut score = None;
+        let (mut score, mut depth) = (None, None);
         loop {
             let line = self.p.recv(deadline, "move")?;
             let words: Vec<&str> = line.split_whitespace().collect();
@@ -621,6 +631,7 @@ impl Player for XboardEngine {
                             Ok(Reply::Move {
                                 mv,
                                 score_cp: score,
+                                depth,
                             })
                         }
                         None => Err(Fault::Illegal(format!(
@@ -637,9 +648,10 @@ impl Player for XboardEngine {
                     )));
                 }
                 // Thinking output: ply score time nodes pv.
-                [ply, sc, ..] if ply.parse::<u32>().is_ok() => {
-                    if let Ok(v) = sc.parse::<i32>() {
+                [ply, sc, ..] => {
+                    if let (Ok(d), Ok(v)) = (ply.parse::<u32>(), sc.parse::<i32>()) {
                         score = Some(v);
+                        depth = Some(d);
                     }
                 }
                 _ => {}

@@ -384,6 +384,7 @@ fn start_failure(cfg: &MatchConfig, k: usize, first_white: bool, f: &Fault) -> G
         black: black.to_string(),
         start_fen: None,
         moves: Vec::new(),
+        evals: Vec::new(),
         result: if white_is_k { "0-1" } else { "1-0" },
         termination: format!("{} could not start: {f}", cfg.players[k].name()),
         time_control: String::new(),
@@ -431,7 +432,7 @@ fn learn_game(book: &mut Book, record: &GameRecord, index: usize, date: &str) ->
 }
 
 /// `YYYY.MM.DD` (UTC) for PGN.
-fn today() -> String {
+pub(crate) fn today() -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs()) as i64;

@@ -38,13 +38,7 @@ pub struct Plan {
 
 /// `--start`: a weights file, or the name of a preset.
 pub fn load_start(start: &str) -> Result<Weights> {
-    if Path::new(start).exists() {
-        Weights::load(Path::new(start))
-    } else {
-        Ok(crate::engine::presets::preset(start)
-            .with_context(|| format!("--start {start}: no such file or preset"))?
-            .0)
-    }
+    crate::engine::presets::load(start).context("--start")
 }
 
 /// `--params`: the parameter file's choice, or every parameter.
