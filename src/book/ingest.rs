@@ -12,6 +12,7 @@ use std::{
     io::{self, BufRead, BufReader, Read},
     ops::ControlFlow,
     path::Path,
+    sync::{Arc, Mutex, PoisonError},
 };
 
 use anyhow::{Context, Result};
@@ -22,6 +23,7 @@ use shakmaty::{
 };
 
 use super::keys::{polyglot_key, MoveCode};
+use super::movetext::first_bad_token;
 
 /// How a game ended, as far as the book is concerned. `*` counts as a draw,
 /// as in `polyglot make-book`.
@@ -115,6 +117,17 @@ pub enum SkipReason {
         marker: String,
     },
     NoMoves,
+    /// Bytes in the main line that are no PGN token (pgn-reader drops them
+    /// silently; the game's moves would be cut at them).
+    UnreadableToken {
+        ply: u32,
+        token: String,
+    },
+    /// A main-line token meant as a move that is no SAN (`Kx`).
+    UnparseableSan {
+        ply: u32,
+        token: String,
+    },
     BelowMinElo,
     Duplicate,
     /// The reader gave up on the input (I/O or decompression error).
@@ -133,6 +146,8 @@ impl SkipReason {
             SkipReason::Truncated => "truncated game",
             SkipReason::ConflictingResult { .. } => "conflicting result",
             SkipReason::NoMoves => "no moves",
+            SkipReason::UnreadableToken { .. } => "unreadable token",
+            SkipReason::UnparseableSan { .. } => "unparseable SAN",
             SkipReason::BelowMinElo => "below --min-elo",
             SkipReason::Duplicate => "duplicate game",
             SkipReason::Unreadable(_) => "unreadable input",
@@ -164,6 +179,12 @@ impl fmt::Display for SkipReason {
                 )
             }
             SkipReason::NoMoves => write!(f, "game has no moves"),
+            SkipReason::UnreadableToken { ply, token } => {
+                write!(f, "unreadable token {token} in the moves at ply {ply}")
+            }
+            SkipReason::UnparseableSan { ply, token } => {
+                write!(f, "unparseable SAN {token} at ply {ply}")
+            }
             SkipReason::BelowMinElo => write!(f, "a player is below --min-elo or has no Elo"),
             SkipReason::Duplicate => write!(f, "the same game is already in the book"),
             SkipReason::Unreadable(e) => write!(f, "unreadable input: {e}"),
@@ -188,6 +209,14 @@ pub struct RawGame {
     pub variant: Option<String>,
     pub sans: Vec<SanPlus>,
     pub outcome: Option<Outcome>,
+    /// The game's bytes as the reader read them (tags and movetext), empty
+    /// for a game that was not read from PGN. [`RawGame::validate`] looks
+    /// in them for main-line tokens the reader dropped
+    /// ([`super::movetext`]); such a game is skipped.
+    pub text: Vec<u8>,
+    /// The game was too long to keep its bytes ([`MAX_GAME_BYTES`]): it is
+    /// skipped as unreadable.
+    pub oversized: bool,
 }
 
 /// One move of a validated game, with the keys on both sides of it.
@@ -312,6 +341,21 @@ impl RawGame {
                 })
             }
         };
+        if self.oversized {
+            return Err(SkipReason::Unreadable(format!(
+                "game {} is over {} MB of text",
+                self.number,
+                MAX_GAME_BYTES >> 20
+            )));
+        }
+        if let Some(bad) = first_bad_token(&self.text) {
+            let (ply, token) = (bad.moves_before + 1, bad.shown());
+            return Err(if bad.san_like {
+                SkipReason::UnparseableSan { ply, token }
+            } else {
+                SkipReason::UnreadableToken { ply, token }
+            });
+        }
         if self.sans.is_empty() {
             return Err(SkipReason::NoMoves);
         }
@@ -537,23 +581,97 @@ pub fn open_input(path: &Path) -> Result<Box<dyn Read + Send>> {
     })
 }
 
+/// The input bytes the reader has been given and the stream has not yet
+/// released: the current game's bytes are always in it, so that
+/// [`first_bad_token`] can look at them after the reader is done.
+#[derive(Default)]
+struct Window {
+    bytes: Vec<u8>,
+    /// Stream offset of `bytes[0]`.
+    base: u64,
+}
+
+/// A game longer than this is not kept whole for the token check; it is
+/// skipped as unreadable (the 3.6 MB comment of the tests is far below it).
+pub const MAX_GAME_BYTES: usize = 64 << 20;
+/// The reader buffers at most 16 KiB ahead; kept when a game overflows.
+const READER_LOOKAHEAD: usize = 64 << 10;
+
+impl Window {
+    /// Offset just past the last byte handed to the reader.
+    fn end(&self) -> u64 {
+        self.base + self.bytes.len() as u64
+    }
+
+    /// Forgets the bytes before `offset` (in large steps, so that the copy
+    /// costs nothing per game).
+    fn release(&mut self, offset: u64) {
+        let n = offset
+            .saturating_sub(self.base)
+            .min(self.bytes.len() as u64) as usize;
+        if n >= (1 << 20) && n * 2 >= self.bytes.len() {
+            self.bytes.drain(..n);
+            self.base += n as u64;
+        }
+    }
+}
+
+/// Hands the input to the reader and keeps a copy in the [`Window`].
+struct Tee {
+    inner: Box<dyn Read + Send>,
+    window: Arc<Mutex<Window>>,
+}
+
+impl Read for Tee {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let mut w = self.window.lock().unwrap_or_else(PoisonError::into_inner);
+        w.bytes.extend_from_slice(&buf[..n]);
+        if w.bytes.len() > MAX_GAME_BYTES {
+            // One game is this long: drop its start (it will be reported),
+            // keep what the reader may not have consumed yet.
+            let drop = w.bytes.len() - READER_LOOKAHEAD;
+            w.bytes.drain(..drop);
+            w.base += drop as u64;
+        }
+        Ok(n)
+    }
+}
+
 /// Streams raw games from one input. An I/O or decompression error ends the
 /// stream; the games read before it are kept and the error is reported once.
 pub struct GameStream {
-    reader: Reader<Box<dyn Read + Send>>,
+    reader: Reader<Tee>,
     collector: Collector,
+    window: Arc<Mutex<Window>>,
     pub error: Option<String>,
 }
 
 impl GameStream {
     pub fn new(input: Box<dyn Read + Send>) -> GameStream {
+        let window = Arc::new(Mutex::new(Window::default()));
         // Long comments are read in chunks, so a huge comment costs nothing.
-        let reader = Reader::new(input);
+        let reader = Reader::new(Tee {
+            inner: input,
+            window: Arc::clone(&window),
+        });
         GameStream {
             reader,
             collector: Collector { number: 0 },
+            window,
             error: None,
         }
+    }
+
+    /// A stream over bytes in memory.
+    pub fn from_bytes(bytes: Vec<u8>) -> GameStream {
+        GameStream::new(Box::new(io::Cursor::new(bytes)))
+    }
+
+    /// Stream offset of the next byte the reader will look at.
+    fn position(&self) -> u64 {
+        let w = self.window.lock().unwrap_or_else(PoisonError::into_inner);
+        w.end() - self.reader.buffer().len() as u64
     }
 
     /// Up to `n` games; an empty vector means the input is exhausted.
@@ -563,8 +681,22 @@ impl GameStream {
             return batch;
         }
         while batch.len() < n {
+            let start = self.position();
             match self.reader.read_game(&mut self.collector) {
-                Ok(Some(game)) => batch.push(game),
+                Ok(Some(mut game)) => {
+                    let end = self.position();
+                    let mut w = self.window.lock().unwrap_or_else(PoisonError::into_inner);
+                    if start < w.base {
+                        game.oversized = true;
+                    } else {
+                        // Checked in `validate`, on every core.
+                        let from = (start - w.base) as usize;
+                        let to = ((end - w.base) as usize).clamp(from, w.bytes.len());
+                        game.text = w.bytes[from..to].to_vec();
+                    }
+                    w.release(end);
+                    batch.push(game);
+                }
                 Ok(None) => break,
                 Err(e) => {
                     self.error = Some(e.to_string());
@@ -641,6 +773,51 @@ mod tests {
                 why: "illegal san".into()
             }
         );
+    }
+
+    #[test]
+    fn junk_in_the_moves_skips_that_game_and_keeps_its_neighbours() {
+        let games = read_all(
+            "1. d4 d5 1-0\n\n1. e4 \u{0}\u{1}\u{fe} e5 2. Nf3 *\n\n\
+             1. e4 e5 2. Qh5 Kx 1-0\n\n1. c4 c5 0-1\n",
+        );
+        assert_eq!(games.len(), 4);
+        let results: Vec<_> = games.iter().map(|g| g.validate(&filter())).collect();
+        assert!(results[0].is_ok() && results[3].is_ok(), "{results:?}");
+        assert_eq!(
+            results[1].as_ref().unwrap_err(),
+            &SkipReason::UnreadableToken {
+                ply: 2,
+                token: "\"\\0\\u{1}\u{fe}\"".into()
+            }
+        );
+        // pgn-reader 0.29 gives its visitor no error for Kx: the token is
+        // simply missing from the moves it reports.
+        assert_eq!(games[2].sans.len(), 3);
+        assert_eq!(
+            results[2].as_ref().unwrap_err(),
+            &SkipReason::UnparseableSan {
+                ply: 4,
+                token: "\"Kx\"".into()
+            }
+        );
+        assert_eq!(results[2].as_ref().unwrap_err().kind(), "unparseable SAN");
+        assert_eq!(results[1].as_ref().unwrap_err().kind(), "unreadable token");
+    }
+
+    #[test]
+    fn a_game_too_long_to_check_is_skipped_and_the_next_is_used() {
+        let mut text = b"1. e4 {".to_vec();
+        text.resize(MAX_GAME_BYTES + (1 << 20), b'x');
+        text.extend_from_slice(b"} e5 *\n\n1. d4 d5 1-0\n");
+        let mut s = GameStream::from_bytes(text);
+        let games = s.next_batch(10);
+        assert_eq!(games.len(), 2);
+        assert!(matches!(
+            games[0].validate(&filter()),
+            Err(SkipReason::Unreadable(e)) if e.contains("over 64 MB")
+        ));
+        assert!(games[1].validate(&filter()).is_ok());
     }
 
     #[test]

@@ -426,6 +426,8 @@ fn learn_game(book: &mut Book, record: &GameRecord, index: usize, date: &str) ->
         variant: None,
         sans,
         outcome: shakmaty::Outcome::from_ascii(record.result.as_bytes()).ok(),
+        text: Vec::new(),
+        oversized: false,
     };
     // The learner's games go in whole, not cut at the book's max ply: the
     // moves that decided them are usually later, and only a stored move can
