@@ -214,9 +214,10 @@ pub struct RawGame {
     /// in them for main-line tokens the reader dropped
     /// ([`super::movetext`]); such a game is skipped.
     pub text: Vec<u8>,
-    /// The game was too long to keep its bytes ([`MAX_GAME_BYTES`]): it is
-    /// skipped as unreadable.
-    pub oversized: bool,
+    /// Why the game could not be read, when it could not: a tag line longer
+    /// than [`MAX_TAG_LINE`], a comment left open at the end of the input, a
+    /// game longer than [`MAX_GAME_BYTES`]. It is skipped as unreadable.
+    pub unreadable: Option<String>,
 }
 
 /// One move of a validated game, with the keys on both sides of it.
@@ -301,6 +302,9 @@ pub struct Filter {
 impl RawGame {
     /// Replays the game with shakmaty. Never panics on any input.
     pub fn validate(&self, filter: &Filter) -> Result<Game, SkipReason> {
+        if let Some(why) = &self.unreadable {
+            return Err(SkipReason::Unreadable(why.clone()));
+        }
         if let Some(v) = &self.variant {
             let v = v.trim().to_ascii_lowercase();
             match v.as_str() {
@@ -341,13 +345,6 @@ impl RawGame {
                 })
             }
         };
-        if self.oversized {
-            return Err(SkipReason::Unreadable(format!(
-                "game {} is over {} MB of text",
-                self.number,
-                MAX_GAME_BYTES >> 20
-            )));
-        }
         if let Some(bad) = first_bad_token(&self.text) {
             let (ply, token) = (bad.moves_before + 1, bad.shown());
             return Err(if bad.san_like {
@@ -589,11 +586,17 @@ struct Window {
     bytes: Vec<u8>,
     /// Stream offset of `bytes[0]`.
     base: u64,
+    /// The input failed (I/O or decompression), as opposed to the parser:
+    /// the reader was shown the end of the input there instead.
+    failed: Option<String>,
 }
 
 /// A game longer than this is not kept whole for the token check; it is
 /// skipped as unreadable (the 3.6 MB comment of the tests is far below it).
 pub const MAX_GAME_BYTES: usize = 64 << 20;
+/// The longest tag line read (pgn-reader's default is 255 bytes: a longer
+/// one that happened not to be buffered whole was an error).
+pub const MAX_TAG_LINE: usize = 64 << 10;
 /// The reader buffers at most 16 KiB ahead; kept when a game overflows.
 const READER_LOOKAHEAD: usize = 64 << 10;
 
@@ -624,8 +627,21 @@ struct Tee {
 
 impl Read for Tee {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
         let mut w = self.window.lock().unwrap_or_else(PoisonError::into_inner);
+        if w.failed.is_some() {
+            return Ok(0);
+        }
+        // An error is shown to the reader as the end of the input, so that
+        // it still hands over every game it has buffered (it reads up to a
+        // tag line ahead, and would otherwise fail before them).
+        let n = match self.inner.read(buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => return Err(e),
+            Err(e) => {
+                w.failed = Some(e.to_string());
+                return Ok(0);
+            }
+        };
         w.bytes.extend_from_slice(&buf[..n]);
         if w.bytes.len() > MAX_GAME_BYTES {
             // One game is this long: drop its start (it will be reported),
@@ -639,27 +655,34 @@ impl Read for Tee {
 }
 
 /// Streams raw games from one input. An I/O or decompression error ends the
-/// stream; the games read before it are kept and the error is reported once.
+/// stream; the games read before it are kept and the error is reported once:
+/// as the reason the game it cut is unreadable, or in `error` when it fell
+/// between games.
 pub struct GameStream {
     reader: Reader<Tee>,
     collector: Collector,
     window: Arc<Mutex<Window>>,
     pub error: Option<String>,
+    /// The input's failure was reported with a game.
+    failure_reported: bool,
 }
 
 impl GameStream {
     pub fn new(input: Box<dyn Read + Send>) -> GameStream {
         let window = Arc::new(Mutex::new(Window::default()));
         // Long comments are read in chunks, so a huge comment costs nothing.
-        let reader = Reader::new(Tee {
+        let reader = Reader::build(Tee {
             inner: input,
             window: Arc::clone(&window),
-        });
+        })
+        .set_supported_tag_line_length(MAX_TAG_LINE)
+        .finish();
         GameStream {
             reader,
             collector: Collector { number: 0 },
             window,
             error: None,
+            failure_reported: false,
         }
     }
 
@@ -686,8 +709,12 @@ impl GameStream {
                 Ok(Some(mut game)) => {
                     let end = self.position();
                     let mut w = self.window.lock().unwrap_or_else(PoisonError::into_inner);
-                    if start < w.base {
-                        game.oversized = true;
+                    if let Some(why) = w.failed.as_ref().filter(|_| end == w.end()) {
+                        // The game the failure cut off.
+                        game.unreadable = Some(format!("the input breaks off in it: {why}"));
+                        self.failure_reported = true;
+                    } else if start < w.base {
+                        game.unreadable = Some(format!("over {} MB of text", MAX_GAME_BYTES >> 20));
                     } else {
                         // Checked in `validate`, on every core.
                         let from = (start - w.base) as usize;
@@ -697,14 +724,64 @@ impl GameStream {
                     w.release(end);
                     batch.push(game);
                 }
-                Ok(None) => break,
-                Err(e) => {
-                    self.error = Some(e.to_string());
+                Ok(None) => {
+                    let failed = self.failed();
+                    if let Some(why) = failed.filter(|_| !self.failure_reported) {
+                        self.error = Some(why);
+                    }
                     break;
+                }
+                Err(e) => {
+                    let number = self.collector.number;
+                    let unreadable = |why: String| RawGame {
+                        number,
+                        unreadable: Some(why),
+                        ..RawGame::default()
+                    };
+                    if let Some(io) = self.failed() {
+                        // The failure cut this game (in a comment or a tag).
+                        self.failure_reported = true;
+                        batch.push(unreadable(format!("the input breaks off in it: {io}")));
+                        break;
+                    }
+                    if self.position() == start {
+                        self.error = Some(e.to_string());
+                        break;
+                    }
+                    // A parser error ends this game only: the reader has
+                    // moved past the bad line, the rest of the game is
+                    // skipped and the game reported.
+                    batch.push(unreadable(e.to_string()));
+                    if self.skip_rest_of_game().is_err() {
+                        self.error = Some(e.to_string());
+                        break;
+                    }
                 }
             }
         }
         batch
+    }
+
+    /// Why the input failed, if it did.
+    fn failed(&self) -> Option<String> {
+        self.window
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .failed
+            .clone()
+    }
+
+    /// Skips what is left of a game after a parser error (its tags may go
+    /// on failing, each time a line further on).
+    fn skip_rest_of_game(&mut self) -> Result<(), ()> {
+        loop {
+            let before = self.position();
+            match self.reader.skip_game() {
+                Ok(_) => return Ok(()),
+                Err(_) if self.position() > before => continue,
+                Err(_) => return Err(()),
+            }
+        }
     }
 }
 
@@ -818,6 +895,84 @@ mod tests {
             Err(SkipReason::Unreadable(e)) if e.contains("over 64 MB")
         ));
         assert!(games[1].validate(&filter()).is_ok());
+    }
+
+    #[test]
+    fn a_tag_line_too_long_skips_its_game_and_the_next_is_used() {
+        // Longer than the reader's whole buffer (twice the tag line it is built for).
+        let long = "x".repeat(MAX_TAG_LINE * 4);
+        let text = format!(
+            "[Event \"a\"]\n[White \"one\"]\n\n1. e4 e5 1-0\n\n\
+             [Event \"b\"]\n[Annotator \"{long}\"]\n[White \"two\"]\n\n1. d4 d5 1-0\n\n\
+             [Event \"c\"]\n[Annotator \"{}\"]\n[White \"three\"]\n\n1. c4 c5 1-0\n",
+            &long[..5000]
+        );
+        let mut s = GameStream::from_bytes(text.into_bytes());
+        let games = s.next_batch(10);
+        assert_eq!(s.error, None);
+        let used: Vec<_> = games
+            .iter()
+            .filter(|g| g.validate(&filter()).is_ok())
+            .map(|g| g.white.as_str())
+            .collect();
+        assert_eq!(used, ["one", "three"]);
+        let reasons: Vec<_> = games.iter().map(|g| g.validate(&filter()).err()).collect();
+        assert!(
+            reasons.iter().any(|r| matches!(
+                r,
+                Some(SkipReason::Unreadable(e)) if e.contains("unterminated tag")
+            )),
+            "{reasons:?}"
+        );
+    }
+
+    /// Bytes, then an error (a truncated .gz reads like this).
+    struct Breaks(io::Cursor<Vec<u8>>);
+
+    impl Read for Breaks {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = buf.len().min(7);
+            match self.0.read(&mut buf[..n])? {
+                0 => Err(io::Error::new(io::ErrorKind::InvalidData, "stream cut")),
+                n => Ok(n),
+            }
+        }
+    }
+
+    #[test]
+    fn a_read_error_keeps_every_game_before_it_and_names_the_one_it_cuts() {
+        for (text, cut) in [
+            (
+                "1. e4 e5 1-0\n\n1. d4 d5 0-1\n\n[White \"x\"]\n\n1. c4",
+                true,
+            ),
+            (
+                "1. e4 e5 1-0\n\n1. d4 d5 0-1\n\n[White \"x\"]\n\n1. c4 {a comm",
+                true,
+            ),
+            ("1. e4 e5 1-0\n\n1. d4 d5 0-1\n\n", false),
+        ] {
+            let input = Breaks(io::Cursor::new(text.as_bytes().to_vec()));
+            let mut s = GameStream::new(Box::new(input));
+            let games = s.next_batch(10);
+            assert!(s.next_batch(10).is_empty());
+            let ok = games
+                .iter()
+                .filter(|g| g.validate(&filter()).is_ok())
+                .count();
+            assert_eq!(ok, 2, "{text:?}");
+            if cut {
+                assert_eq!(games.len(), 3, "{text:?}");
+                assert_eq!(
+                    games[2].validate(&filter()).unwrap_err(),
+                    SkipReason::Unreadable("the input breaks off in it: stream cut".into())
+                );
+                assert_eq!(s.error, None);
+            } else {
+                assert_eq!(games.len(), 2);
+                assert_eq!(s.error.as_deref(), Some("stream cut"));
+            }
+        }
     }
 
     #[test]

@@ -247,6 +247,12 @@ impl Cursor<'_> {
 /// `None` when every main-line token is a move number, SAN, NAG, comment,
 /// variation, result or escape.
 pub fn first_bad_token(game: &[u8]) -> Option<BadToken> {
+    main_line_moves(game).err()
+}
+
+/// The number of main-line moves in one game's bytes (what pgn-reader hands
+/// its visitor), or the first main-line token it drops.
+pub fn main_line_moves(game: &[u8]) -> Result<u32, BadToken> {
     let mut c = Cursor { b: game, i: 0 };
     c.eat(b"\xef\xbb\xbf");
     c.skip_whitespace(true);
@@ -283,7 +289,7 @@ pub fn first_bad_token(game: &[u8]) -> Option<BadToken> {
             b'0' => {
                 c.i += 1;
                 if !c.eat_dash() {
-                    return Some(c.bad(start, moves));
+                    return Err(c.bad(start, moves));
                 }
                 if c.eat(b"1") {
                     // 0-1
@@ -293,18 +299,18 @@ pub fn first_bad_token(game: &[u8]) -> Option<BadToken> {
                     let _ = c.eat(b"+") || c.eat(b"#");
                     moves += 1;
                 } else {
-                    return Some(c.bad(start, moves));
+                    return Err(c.bad(start, moves));
                 }
             }
             b'1' => {
                 c.i += 1;
                 if c.eat_dash() {
                     if !c.eat(b"0") {
-                        return Some(c.bad(start, moves));
+                        return Err(c.bad(start, moves));
                     }
                 } else if c.eat(b"/2") {
                     if !(c.eat_dash() && c.eat(b"1/2")) {
-                        return Some(c.bad(start, moves));
+                        return Err(c.bad(start, moves));
                     }
                 } else {
                     move_number(&mut c);
@@ -313,7 +319,7 @@ pub fn first_bad_token(game: &[u8]) -> Option<BadToken> {
             b'\xc2' => {
                 c.i += 1;
                 if !(c.eat(b"\xbd") && c.eat_dash() && c.eat("\u{bd}".as_bytes())) {
-                    return Some(c.bad(start, moves));
+                    return Err(c.bad(start, moves));
                 }
             }
             b'2'..=b'9' => {
@@ -337,7 +343,7 @@ pub fn first_bad_token(game: &[u8]) -> Option<BadToken> {
                         .fold(0u32, |n, d| n * 10 + u32::from(d - b'0'))
                         <= 255;
                 if !nag {
-                    return Some(c.bad(start, moves));
+                    return Err(c.bad(start, moves));
                 }
                 c.i = end;
             }
@@ -345,14 +351,14 @@ pub fn first_bad_token(game: &[u8]) -> Option<BadToken> {
                 let end = c.token_end(start);
                 let token = &game[start..end];
                 if !simple_san(token) && SanPlus::from_ascii(token).is_err() {
-                    return Some(c.bad(start, moves));
+                    return Err(c.bad(start, moves));
                 }
                 moves += 1;
                 c.i = end;
             }
         }
     }
-    None
+    Ok(moves)
 }
 
 /// The rest of a move number after its first digit: digits, then dots and

@@ -140,6 +140,9 @@ pub fn read_openings(path: &Path) -> Result<Vec<Opening>> {
                 break;
             }
             for raw in batch {
+                if let Some(why) = &raw.unreadable {
+                    bail!("{}: game {}: {why}", path.display(), raw.number);
+                }
                 if let Some(o) = opening_of(&raw) {
                     out.push(o);
                 }
@@ -427,7 +430,7 @@ fn learn_game(book: &mut Book, record: &GameRecord, index: usize, date: &str) ->
         sans,
         outcome: shakmaty::Outcome::from_ascii(record.result.as_bytes()).ok(),
         text: Vec::new(),
-        oversized: false,
+        unreadable: None,
     };
     // The learner's games go in whole, not cut at the book's max ply: the
     // moves that decided them are usually later, and only a stored move can
