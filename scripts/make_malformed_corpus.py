@@ -65,8 +65,11 @@ write("mixed.pgn", [
     valid(),
     bad(b"lowercase-piece", b"1. e4 e5 2. nf3 Nc6 *", R),
     valid(),
-    # Not SAN, so pgn-reader skips these tokens: the game is 1. e4 e5 and is used.
-    bad(b"junk-tokens-skipped", b"1. e4 \x00\x01\xfe\xff\x7f e5 2. Qxx9 *", R),
+    # pgn-reader drops tokens it cannot read without a trace (what remains,
+    # 1. e4 e5, is legal); learnbook finds them and skips the game.
+    bad(b"junk-bytes", b"1. e4 \x00\x01\xfe\xff\x7f e5 2. Qxx9 *", R),
+    bad(b"unparseable-san", b"1. e4 e5 2. Qh5 Kx 1-0", b'[Result "1-0"]\n'),
+    bad(b"glued-moves", b"1. e4 e5 2. Nf3Nc6 3. Bb5 a6 *", R),
     valid(),
     valid(),  # written twice below: the copy is a duplicate
 ])

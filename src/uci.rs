@@ -9,7 +9,7 @@ use std::{
     str::FromStr,
     sync::{
         atomic::{AtomicBool, Ordering},
-        Arc,
+        Arc, Mutex, PoisonError,
     },
     thread::JoinHandle,
     time::Duration,
@@ -52,7 +52,25 @@ struct Engine {
     weights_file: Option<PathBuf>,
 }
 
+/// Where the engine writes: standard output unless [`capture_output`] says.
+static OUTPUT: Mutex<Option<Box<dyn Write + Send>>> = Mutex::new(None);
+
+/// Sends the engine's output (of every [`run`] in this process) to `out`
+/// instead of standard output; `None` goes back to standard output. For
+/// tests and the fuzzer, which read the answers in process.
+pub fn capture_output(out: Option<Box<dyn Write + Send>>) {
+    *OUTPUT.lock().unwrap_or_else(PoisonError::into_inner) = out;
+}
+
 fn say(line: &str) {
+    if let Some(out) = OUTPUT
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .as_mut()
+    {
+        let _ = writeln!(out, "{line}");
+        return;
+    }
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "{line}");
     let _ = out.flush();
@@ -102,14 +120,21 @@ pub fn run(input: impl BufRead, config: Config) -> anyhow::Result<()> {
     if let Some(p) = &config.book {
         e.book = Some(OpeningBook::open(p)?);
     }
-    for line in input.lines() {
-        let line = match line {
-            Ok(l) => l,
+    // Bytes, not `lines()`: a line that is not UTF-8 (a Latin-1 path) used
+    // to end the session; it is read lossily and answered like any other.
+    let mut input = input;
+    let mut raw = Vec::new();
+    loop {
+        raw.clear();
+        match input.read_until(b'\n', &mut raw) {
+            Ok(0) => break,
+            Ok(_) => {}
             Err(err) => {
                 say(&format!("info string cannot read input: {err}"));
                 break;
             }
-        };
+        }
+        let line = String::from_utf8_lossy(&raw);
         let words: Vec<&str> = line.split_whitespace().collect();
         let Some((&cmd, args)) = words.split_first() else {
             continue;
@@ -198,7 +223,8 @@ impl Engine {
             say("info string setoption without a name ignored");
             return;
         };
-        let value_at = args.iter().position(|w| w.eq_ignore_ascii_case("value"));
+        // After the name: `value` before `name` used to panic on the slice.
+        let value_at = (name_at + 1..args.len()).find(|&i| args[i].eq_ignore_ascii_case("value"));
         let name = args[name_at + 1..value_at.unwrap_or(args.len())].join(" ");
         let value = value_at
             .map(|v| args[v + 1..].join(" "))

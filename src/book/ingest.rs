@@ -12,6 +12,7 @@ use std::{
     io::{self, BufRead, BufReader, Read},
     ops::ControlFlow,
     path::Path,
+    sync::{Arc, Mutex, PoisonError},
 };
 
 use anyhow::{Context, Result};
@@ -22,6 +23,7 @@ use shakmaty::{
 };
 
 use super::keys::{polyglot_key, Key, MoveCode};
+use super::movetext::first_bad_token;
 use crate::fnv::Fnv64;
 
 /// How a game ended, as far as the book is concerned. `*` counts as a draw,
@@ -116,6 +118,17 @@ pub enum SkipReason {
         marker: String,
     },
     NoMoves,
+    /// Bytes in the main line that are no PGN token (pgn-reader drops them
+    /// silently; the game's moves would be cut at them).
+    UnreadableToken {
+        ply: u32,
+        token: String,
+    },
+    /// A main-line token meant as a move that is no SAN (`Kx`).
+    UnparseableSan {
+        ply: u32,
+        token: String,
+    },
     BelowMinElo,
     Duplicate,
     /// The reader gave up on the input (I/O or decompression error).
@@ -134,6 +147,8 @@ impl SkipReason {
             SkipReason::Truncated => "truncated game",
             SkipReason::ConflictingResult { .. } => "conflicting result",
             SkipReason::NoMoves => "no moves",
+            SkipReason::UnreadableToken { .. } => "unreadable token",
+            SkipReason::UnparseableSan { .. } => "unparseable SAN",
             SkipReason::BelowMinElo => "below --min-elo",
             SkipReason::Duplicate => "duplicate game",
             SkipReason::Unreadable(_) => "unreadable input",
@@ -165,6 +180,12 @@ impl fmt::Display for SkipReason {
                 )
             }
             SkipReason::NoMoves => write!(f, "game has no moves"),
+            SkipReason::UnreadableToken { ply, token } => {
+                write!(f, "unreadable token {token} in the moves at ply {ply}")
+            }
+            SkipReason::UnparseableSan { ply, token } => {
+                write!(f, "unparseable SAN {token} at ply {ply}")
+            }
             SkipReason::BelowMinElo => write!(f, "a player is below --min-elo or has no Elo"),
             SkipReason::Duplicate => write!(f, "the same game is already in the book"),
             SkipReason::Unreadable(e) => write!(f, "unreadable input: {e}"),
@@ -192,6 +213,15 @@ pub struct RawGame {
     /// Mainline comments with the number of moves before each, only when
     /// read by [`GameStream::with_comments`].
     pub comments: Vec<(usize, String)>,
+    /// The game's bytes as the reader read them (tags and movetext), empty
+    /// for a game that was not read from PGN. [`RawGame::validate`] looks
+    /// in them for main-line tokens the reader dropped
+    /// ([`super::movetext`]); such a game is skipped.
+    pub text: Vec<u8>,
+    /// Why the game could not be read, when it could not: a tag line longer
+    /// than [`MAX_TAG_LINE`], a comment left open at the end of the input, a
+    /// game longer than [`MAX_GAME_BYTES`]. It is skipped as unreadable.
+    pub unreadable: Option<String>,
 }
 
 /// One move of a validated game, with the keys on both sides of it.
@@ -288,6 +318,9 @@ pub struct Filter {
 impl RawGame {
     /// Replays the game with shakmaty. Never panics on any input.
     pub fn validate(&self, filter: &Filter) -> Result<Game, SkipReason> {
+        if let Some(why) = &self.unreadable {
+            return Err(SkipReason::Unreadable(why.clone()));
+        }
         if let Some(v) = &self.variant {
             let v = v.trim().to_ascii_lowercase();
             match v.as_str() {
@@ -328,6 +361,14 @@ impl RawGame {
                 })
             }
         };
+        if let Some(bad) = first_bad_token(&self.text) {
+            let (ply, token) = (bad.moves_before + 1, bad.shown());
+            return Err(if bad.san_like {
+                SkipReason::UnparseableSan { ply, token }
+            } else {
+                SkipReason::UnreadableToken { ply, token }
+            });
+        }
         if self.sans.is_empty() {
             return Err(SkipReason::NoMoves);
         }
@@ -610,25 +651,114 @@ pub fn open_input(path: &Path) -> Result<Box<dyn Read + Send>> {
     })
 }
 
+/// The input bytes the reader has been given and the stream has not yet
+/// released: the current game's bytes are always in it, so that
+/// [`first_bad_token`] can look at them after the reader is done.
+#[derive(Default)]
+struct Window {
+    bytes: Vec<u8>,
+    /// Stream offset of `bytes[0]`.
+    base: u64,
+    /// The input failed (I/O or decompression), as opposed to the parser:
+    /// the reader was shown the end of the input there instead.
+    failed: Option<String>,
+}
+
+/// A game longer than this is not kept whole for the token check; it is
+/// skipped as unreadable (the 3.6 MB comment of the tests is far below it).
+pub const MAX_GAME_BYTES: usize = 64 << 20;
+/// The longest tag line read (pgn-reader's default is 255 bytes: a longer
+/// one that happened not to be buffered whole was an error).
+pub const MAX_TAG_LINE: usize = 64 << 10;
+/// The reader buffers at most 16 KiB ahead; kept when a game overflows.
+const READER_LOOKAHEAD: usize = 64 << 10;
+
+impl Window {
+    /// Offset just past the last byte handed to the reader.
+    fn end(&self) -> u64 {
+        self.base + self.bytes.len() as u64
+    }
+
+    /// Forgets the bytes before `offset` (in large steps, so that the copy
+    /// costs nothing per game).
+    fn release(&mut self, offset: u64) {
+        let n = offset
+            .saturating_sub(self.base)
+            .min(self.bytes.len() as u64) as usize;
+        if n >= (1 << 20) && n * 2 >= self.bytes.len() {
+            self.bytes.drain(..n);
+            self.base += n as u64;
+        }
+    }
+}
+
+/// Hands the input to the reader and keeps a copy in the [`Window`].
+struct Tee {
+    inner: Box<dyn Read + Send>,
+    window: Arc<Mutex<Window>>,
+}
+
+impl Read for Tee {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let mut w = self.window.lock().unwrap_or_else(PoisonError::into_inner);
+        if w.failed.is_some() {
+            return Ok(0);
+        }
+        // An error is shown to the reader as the end of the input, so that
+        // it still hands over every game it has buffered (it reads up to a
+        // tag line ahead, and would otherwise fail before them).
+        let n = match self.inner.read(buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => return Err(e),
+            Err(e) => {
+                w.failed = Some(e.to_string());
+                return Ok(0);
+            }
+        };
+        w.bytes.extend_from_slice(&buf[..n]);
+        if w.bytes.len() > MAX_GAME_BYTES {
+            // One game is this long: drop its start (it will be reported),
+            // keep what the reader may not have consumed yet.
+            let drop = w.bytes.len() - READER_LOOKAHEAD;
+            w.bytes.drain(..drop);
+            w.base += drop as u64;
+        }
+        Ok(n)
+    }
+}
+
 /// Streams raw games from one input. An I/O or decompression error ends the
-/// stream; the games read before it are kept and the error is reported once.
+/// stream; the games read before it are kept and the error is reported once:
+/// as the reason the game it cut is unreadable, or in `error` when it fell
+/// between games.
 pub struct GameStream {
-    reader: Reader<Box<dyn Read + Send>>,
+    reader: Reader<Tee>,
     collector: Collector,
+    window: Arc<Mutex<Window>>,
     pub error: Option<String>,
+    /// The input's failure was reported with a game.
+    failure_reported: bool,
 }
 
 impl GameStream {
     pub fn new(input: Box<dyn Read + Send>) -> GameStream {
+        let window = Arc::new(Mutex::new(Window::default()));
         // Long comments are read in chunks, so a huge comment costs nothing.
-        let reader = Reader::new(input);
+        let reader = Reader::build(Tee {
+            inner: input,
+            window: Arc::clone(&window),
+        })
+        .set_supported_tag_line_length(MAX_TAG_LINE)
+        .finish();
         GameStream {
             reader,
             collector: Collector {
                 number: 0,
                 keep_comments: false,
             },
+            window,
             error: None,
+            failure_reported: false,
         }
     }
 
@@ -640,6 +770,17 @@ impl GameStream {
         s
     }
 
+    /// A stream over bytes in memory.
+    pub fn from_bytes(bytes: Vec<u8>) -> GameStream {
+        GameStream::new(Box::new(io::Cursor::new(bytes)))
+    }
+
+    /// Stream offset of the next byte the reader will look at.
+    fn position(&self) -> u64 {
+        let w = self.window.lock().unwrap_or_else(PoisonError::into_inner);
+        w.end() - self.reader.buffer().len() as u64
+    }
+
     /// Up to `n` games; an empty vector means the input is exhausted.
     pub fn next_batch(&mut self, n: usize) -> Vec<RawGame> {
         let mut batch = Vec::with_capacity(n);
@@ -647,16 +788,84 @@ impl GameStream {
             return batch;
         }
         while batch.len() < n {
+            let start = self.position();
             match self.reader.read_game(&mut self.collector) {
-                Ok(Some(game)) => batch.push(game),
-                Ok(None) => break,
-                Err(e) => {
-                    self.error = Some(e.to_string());
+                Ok(Some(mut game)) => {
+                    let end = self.position();
+                    let mut w = self.window.lock().unwrap_or_else(PoisonError::into_inner);
+                    if let Some(why) = w.failed.as_ref().filter(|_| end == w.end()) {
+                        // The game the failure cut off.
+                        game.unreadable = Some(format!("the input breaks off in it: {why}"));
+                        self.failure_reported = true;
+                    } else if start < w.base {
+                        game.unreadable = Some(format!("over {} MB of text", MAX_GAME_BYTES >> 20));
+                    } else {
+                        // Checked in `validate`, on every core.
+                        let from = (start - w.base) as usize;
+                        let to = ((end - w.base) as usize).clamp(from, w.bytes.len());
+                        game.text = w.bytes[from..to].to_vec();
+                    }
+                    w.release(end);
+                    batch.push(game);
+                }
+                Ok(None) => {
+                    let failed = self.failed();
+                    if let Some(why) = failed.filter(|_| !self.failure_reported) {
+                        self.error = Some(why);
+                    }
                     break;
+                }
+                Err(e) => {
+                    let number = self.collector.number;
+                    let unreadable = |why: String| RawGame {
+                        number,
+                        unreadable: Some(why),
+                        ..RawGame::default()
+                    };
+                    if let Some(io) = self.failed() {
+                        // The failure cut this game (in a comment or a tag).
+                        self.failure_reported = true;
+                        batch.push(unreadable(format!("the input breaks off in it: {io}")));
+                        break;
+                    }
+                    if self.position() == start {
+                        self.error = Some(e.to_string());
+                        break;
+                    }
+                    // A parser error ends this game only: the reader has
+                    // moved past the bad line, the rest of the game is
+                    // skipped and the game reported.
+                    batch.push(unreadable(e.to_string()));
+                    if self.skip_rest_of_game().is_err() {
+                        self.error = Some(e.to_string());
+                        break;
+                    }
                 }
             }
         }
         batch
+    }
+
+    /// Why the input failed, if it did.
+    fn failed(&self) -> Option<String> {
+        self.window
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .failed
+            .clone()
+    }
+
+    /// Skips what is left of a game after a parser error (its tags may go
+    /// on failing, each time a line further on).
+    fn skip_rest_of_game(&mut self) -> Result<(), ()> {
+        loop {
+            let before = self.position();
+            match self.reader.skip_game() {
+                Ok(_) => return Ok(()),
+                Err(_) if self.position() > before => continue,
+                Err(_) => return Err(()),
+            }
+        }
     }
 }
 
@@ -725,6 +934,129 @@ mod tests {
                 why: "illegal san".into()
             }
         );
+    }
+
+    #[test]
+    fn junk_in_the_moves_skips_that_game_and_keeps_its_neighbours() {
+        let games = read_all(
+            "1. d4 d5 1-0\n\n1. e4 \u{0}\u{1}\u{fe} e5 2. Nf3 *\n\n\
+             1. e4 e5 2. Qh5 Kx 1-0\n\n1. c4 c5 0-1\n",
+        );
+        assert_eq!(games.len(), 4);
+        let results: Vec<_> = games.iter().map(|g| g.validate(&filter())).collect();
+        assert!(results[0].is_ok() && results[3].is_ok(), "{results:?}");
+        assert_eq!(
+            results[1].as_ref().unwrap_err(),
+            &SkipReason::UnreadableToken {
+                ply: 2,
+                token: "\"\\0\\u{1}\u{fe}\"".into()
+            }
+        );
+        // pgn-reader 0.29 gives its visitor no error for Kx: the token is
+        // simply missing from the moves it reports.
+        assert_eq!(games[2].sans.len(), 3);
+        assert_eq!(
+            results[2].as_ref().unwrap_err(),
+            &SkipReason::UnparseableSan {
+                ply: 4,
+                token: "\"Kx\"".into()
+            }
+        );
+        assert_eq!(results[2].as_ref().unwrap_err().kind(), "unparseable SAN");
+        assert_eq!(results[1].as_ref().unwrap_err().kind(), "unreadable token");
+    }
+
+    #[test]
+    fn a_game_too_long_to_check_is_skipped_and_the_next_is_used() {
+        let mut text = b"1. e4 {".to_vec();
+        text.resize(MAX_GAME_BYTES + (1 << 20), b'x');
+        text.extend_from_slice(b"} e5 *\n\n1. d4 d5 1-0\n");
+        let mut s = GameStream::from_bytes(text);
+        let games = s.next_batch(10);
+        assert_eq!(games.len(), 2);
+        assert!(matches!(
+            games[0].validate(&filter()),
+            Err(SkipReason::Unreadable(e)) if e.contains("over 64 MB")
+        ));
+        assert!(games[1].validate(&filter()).is_ok());
+    }
+
+    #[test]
+    fn a_tag_line_too_long_skips_its_game_and_the_next_is_used() {
+        // Longer than the reader's whole buffer (twice the tag line it is built for).
+        let long = "x".repeat(MAX_TAG_LINE * 4);
+        let text = format!(
+            "[Event \"a\"]\n[White \"one\"]\n\n1. e4 e5 1-0\n\n\
+             [Event \"b\"]\n[Annotator \"{long}\"]\n[White \"two\"]\n\n1. d4 d5 1-0\n\n\
+             [Event \"c\"]\n[Annotator \"{}\"]\n[White \"three\"]\n\n1. c4 c5 1-0\n",
+            &long[..5000]
+        );
+        let mut s = GameStream::from_bytes(text.into_bytes());
+        let games = s.next_batch(10);
+        assert_eq!(s.error, None);
+        let used: Vec<_> = games
+            .iter()
+            .filter(|g| g.validate(&filter()).is_ok())
+            .map(|g| g.white.as_str())
+            .collect();
+        assert_eq!(used, ["one", "three"]);
+        let reasons: Vec<_> = games.iter().map(|g| g.validate(&filter()).err()).collect();
+        assert!(
+            reasons.iter().any(|r| matches!(
+                r,
+                Some(SkipReason::Unreadable(e)) if e.contains("unterminated tag")
+            )),
+            "{reasons:?}"
+        );
+    }
+
+    /// Bytes, then an error (a truncated .gz reads like this).
+    struct Breaks(io::Cursor<Vec<u8>>);
+
+    impl Read for Breaks {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = buf.len().min(7);
+            match self.0.read(&mut buf[..n])? {
+                0 => Err(io::Error::new(io::ErrorKind::InvalidData, "stream cut")),
+                n => Ok(n),
+            }
+        }
+    }
+
+    #[test]
+    fn a_read_error_keeps_every_game_before_it_and_names_the_one_it_cuts() {
+        for (text, cut) in [
+            (
+                "1. e4 e5 1-0\n\n1. d4 d5 0-1\n\n[White \"x\"]\n\n1. c4",
+                true,
+            ),
+            (
+                "1. e4 e5 1-0\n\n1. d4 d5 0-1\n\n[White \"x\"]\n\n1. c4 {a comm",
+                true,
+            ),
+            ("1. e4 e5 1-0\n\n1. d4 d5 0-1\n\n", false),
+        ] {
+            let input = Breaks(io::Cursor::new(text.as_bytes().to_vec()));
+            let mut s = GameStream::new(Box::new(input));
+            let games = s.next_batch(10);
+            assert!(s.next_batch(10).is_empty());
+            let ok = games
+                .iter()
+                .filter(|g| g.validate(&filter()).is_ok())
+                .count();
+            assert_eq!(ok, 2, "{text:?}");
+            if cut {
+                assert_eq!(games.len(), 3, "{text:?}");
+                assert_eq!(
+                    games[2].validate(&filter()).unwrap_err(),
+                    SkipReason::Unreadable("the input breaks off in it: stream cut".into())
+                );
+                assert_eq!(s.error, None);
+            } else {
+                assert_eq!(games.len(), 2);
+                assert_eq!(s.error.as_deref(), Some("stream cut"));
+            }
+        }
     }
 
     #[test]

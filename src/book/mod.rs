@@ -6,6 +6,7 @@ pub mod db;
 pub mod ingest;
 pub mod keys;
 pub mod minimax;
+pub mod movetext;
 pub mod polyglot;
 pub mod report;
 pub mod select;

@@ -401,7 +401,12 @@ impl Weights {
         let Some(i) = params.iter().position(|p| p.name == name) else {
             bail!("unknown parameter {name:?}");
         };
-        let p = &params[i];
+        self.set_at(&params[i], i, value)
+    }
+
+    /// Sets number `i`, whose [`Param`] is `p`, checking its bounds.
+    fn set_at(&mut self, p: &Param, i: usize, value: i32) -> Result<()> {
+        let name = &p.name;
         if value < p.min || value > p.max {
             bail!(
                 "{name} = {value} is outside its bounds [{}, {}]",
@@ -446,12 +451,22 @@ impl Weights {
     pub fn from_toml(text: &str) -> Result<Weights> {
         let table: toml::Table = text.parse().context("not valid TOML")?;
         let mut w = Weights::default();
+        // One list of names for the whole file (not one per number).
+        let params = w.params();
+        let index: std::collections::HashMap<&str, usize> = params
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p.name.as_str(), i))
+            .collect();
         for (name, value) in &table {
             let Some(v) = value.as_integer() else {
                 bail!("{name}: expected an integer, found {value}");
             };
             let v = i32::try_from(v).with_context(|| format!("{name}: {v} is out of range"))?;
-            w.set(name, v)?;
+            let Some(&i) = index.get(name.as_str()) else {
+                bail!("unknown evaluation parameter {name:?}");
+            };
+            w.set_at(&params[i], i, v)?;
         }
         Ok(w)
     }

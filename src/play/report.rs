@@ -32,6 +32,9 @@ pub fn report(pgn: &Path, player: &str, window: usize) -> Result<Report> {
             break;
         }
         for g in batch {
+            if let Some(why) = &g.unreadable {
+                bail!("{}: game {}: {why}", pgn.display(), g.number);
+            }
             let white = g.white == player;
             if !white && g.black != player {
                 continue;

@@ -140,6 +140,9 @@ pub fn read_openings(path: &Path) -> Result<Vec<Opening>> {
                 break;
             }
             for raw in batch {
+                if let Some(why) = &raw.unreadable {
+                    bail!("{}: game {}: {why}", path.display(), raw.number);
+                }
                 if let Some(o) = opening_of(&raw) {
                     out.push(o);
                 }

@@ -91,7 +91,7 @@ impl State {
     pub fn games(&self) -> u64 {
         self.history
             .iter()
-            .map(|i| u64::from(i.wins + i.draws + i.losses))
+            .map(|i| u64::from(i.wins) + u64::from(i.draws) + u64::from(i.losses))
             .sum()
     }
 
@@ -135,6 +135,44 @@ impl State {
         }
         if s.params.is_empty() || s.params.iter().any(|p| p.index >= n_all) {
             bail!("bad parameter list");
+        }
+        // What the tuner clamps and divides by: a parameter file is checked
+        // the same way (spsa::read_param_file).
+        let own = Weights::default().params();
+        for p in &s.params {
+            let o = &own[p.index];
+            if p.name != o.name {
+                bail!(
+                    "parameter {:?} is recorded at the index of {}",
+                    p.name,
+                    o.name
+                );
+            }
+            let (lo, hi) = (f64::from(o.min), f64::from(o.max));
+            if !(lo <= p.min && p.min <= p.max && p.max <= hi) {
+                bail!(
+                    "{}: bounds [{}, {}] are not within the parameter's range [{lo}, {hi}]",
+                    p.name,
+                    p.min,
+                    p.max
+                );
+            }
+            if !(p.min <= p.start && p.start <= p.max) {
+                bail!(
+                    "{}: the start value {} is outside its bounds",
+                    p.name,
+                    p.start
+                );
+            }
+            let positive = |x: f64| x > 0.0 && x.is_finite();
+            if !positive(p.c_end) || !positive(p.r_end) {
+                bail!("{}: c_end and r_end must be positive", p.name);
+            }
+        }
+        let sc = &s.schedule;
+        let usable = |x: f64| x >= 0.0 && x.is_finite();
+        if sc.iterations == 0 || !usable(sc.big_a) || !usable(sc.alpha) || !usable(sc.gamma) {
+            bail!("bad schedule {sc:?}");
         }
         if s.pairs_per_iteration == 0 || s.openings_count == 0 {
             bail!("bad settings");
@@ -277,5 +315,34 @@ mod tests {
         s.settings.base.pop();
         s.save(&path).unwrap();
         assert!(State::load(&path).is_err());
+    }
+
+    /// Found by tests/fuzz.rs: bounds the wrong way round made the resume
+    /// panic in `f64::clamp` (spsa::weights_at).
+    #[test]
+    fn a_checkpoint_with_reversed_bounds_is_refused_not_a_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.ckpt");
+        let mut s = state();
+        (s.settings.params[1].min, s.settings.params[1].max) = (40.0, -1.0);
+        s.save(&path).unwrap();
+        let err = format!("{:#}", State::load(&path).unwrap_err());
+        assert!(err.contains("bounds [40, -1]"), "{err}");
+    }
+
+    /// Found by tests/fuzz.rs: serde_json's default float parser is not
+    /// correctly rounded; this number came back one ulp off.
+    #[test]
+    fn a_checkpoint_reads_back_bit_for_bit_where_the_fast_float_parser_is_off() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.ckpt");
+        let mut s = state();
+        s.settings.params[0].c_end = 1.1844674407370955e20;
+        s.save(&path).unwrap();
+        let back = State::load(&path).unwrap();
+        assert_eq!(
+            back.settings.params[0].c_end.to_bits(),
+            1.1844674407370955e20f64.to_bits()
+        );
     }
 }

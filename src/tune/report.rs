@@ -23,7 +23,7 @@ pub fn csv(state: &State) -> String {
     s.push('\n');
     let mut games = 0u64;
     for it in &state.history {
-        games += u64::from(it.wins + it.draws + it.losses);
+        games += u64::from(it.wins) + u64::from(it.draws) + u64::from(it.losses);
         let _ = write!(
             s,
             "{},{games},{},{},{}",

@@ -81,7 +81,14 @@ pub fn read_param_file(text: &str, start: &Weights) -> Result<Vec<TuneParam>> {
             bail!("unknown parameter {key:?} (`learnbook weights` lists them all)");
         }
         for base in matches {
-            let p = apply_options(base.clone(), opts).with_context(|| key.clone())?;
+            // The key names the parameter, unless it is a prefix with `*`.
+            let p = apply_options(base.clone(), opts).map_err(|e| {
+                if *key == base.name {
+                    e
+                } else {
+                    e.context(key.clone())
+                }
+            })?;
             if !seen.insert(p.index) {
                 bail!("{} is selected twice", p.name);
             }
@@ -110,7 +117,8 @@ fn apply_options(mut p: TuneParam, opts: &toml::Table) -> Result<TuneParam> {
             other => bail!("unknown key {other:?} (c_end, r_end, min, max)"),
         }
     }
-    if p.min < range_min || p.max > range_max || p.min > p.max {
+    // Written so that nan (TOML has it) fails too.
+    if !(range_min <= p.min && p.min <= p.max && p.max <= range_max) {
         bail!(
             "{}: bounds [{}, {}] are outside the parameter's range [{range_min}, {range_max}]",
             p.name,
@@ -118,7 +126,7 @@ fn apply_options(mut p: TuneParam, opts: &toml::Table) -> Result<TuneParam> {
             p.max
         );
     }
-    if p.start < p.min || p.start > p.max {
+    if !(p.min <= p.start && p.start <= p.max) {
         bail!(
             "{}: the start value {} is outside the bounds [{}, {}]",
             p.name,
@@ -264,6 +272,22 @@ mod tests {
             "knight_mg = {}\n\"knight_*\" = {}",
         ] {
             assert!(read_param_file(bad, &w).is_err(), "{bad}");
+        }
+    }
+
+    /// TOML has nan: `min = nan` passed every comparison of the bounds
+    /// check and made the first step panic in `f64::clamp`.
+    #[test]
+    fn a_parameter_file_with_nan_bounds_is_refused_not_a_panic() {
+        let w = Weights::default();
+        for bad in [
+            "knight_mg = { min = nan }",
+            "knight_mg = { max = nan }",
+            "knight_mg = { min = -nan, max = nan }",
+            "knight_mg = { min = -inf }",
+        ] {
+            let err = read_param_file(bad, &w).map(|_| ()).unwrap_err();
+            assert!(format!("{err:#}").contains("bounds"), "{bad}: {err:#}");
         }
     }
 

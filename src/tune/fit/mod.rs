@@ -204,7 +204,9 @@ pub fn fitted_indices(names: Option<&[String]>) -> Result<Vec<usize>> {
     let params = Weights::default().params();
     match names {
         // The search's parameters do not change the evaluation: `tune` (SPSA) reaches them.
-        None => Ok((0..params.len()).filter(|&i| !params[i].is_search()).collect()),
+        None => Ok((0..params.len())
+            .filter(|&i| !params[i].is_search())
+            .collect()),
         Some(names) => {
             let mut out = Vec::new();
             for name in names {
