@@ -20,7 +20,7 @@ pub struct Term {
     pub eg: i16,
 }
 
-/// A traced position, its terms stored apart (in [`Samples`](super::samples::Samples)).
+/// A traced position, its terms stored apart (in the samples' term list).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Row {
     pub start: u32,
