@@ -3,16 +3,16 @@
 //! search score the game stored in its comments, `{+0.35/12}`), traced
 //! under the start weights.
 
-use std::{ops::ControlFlow, path::Path};
+use std::path::Path;
 
 use anyhow::{bail, Result};
-use pgn_reader::{KnownOutcome, Outcome, RawComment, RawTag, Reader, SanPlus, Skip, Visitor};
+use pgn_reader::{KnownOutcome, Outcome};
 use rayon::prelude::*;
 use shakmaty::{fen::Fen, CastlingMode, Chess, Color};
 
 use super::model::{terms_of, Row, Term};
 use crate::{
-    book::ingest::open_input,
+    book::ingest::{open_input, GameStream, RawGame},
     engine::{eval::trace, params::Weights, position::Position, search::see},
 };
 
@@ -66,73 +66,6 @@ impl Samples {
     }
 }
 
-/// A game as the fitting needs it: start, moves, the comment after each, result.
-#[derive(Default)]
-struct PgnGame {
-    fen: Option<String>,
-    sans: Vec<SanPlus>,
-    comments: Vec<Option<String>>,
-    result: Option<f32>,
-}
-
-struct Reading;
-
-impl Visitor for Reading {
-    type Tags = PgnGame;
-    type Movetext = PgnGame;
-    type Output = PgnGame;
-
-    fn begin_tags(&mut self) -> ControlFlow<PgnGame, PgnGame> {
-        ControlFlow::Continue(PgnGame::default())
-    }
-
-    fn tag(&mut self, g: &mut PgnGame, name: &[u8], value: RawTag<'_>) -> ControlFlow<PgnGame> {
-        if name == b"FEN" {
-            g.fen = Some(String::from_utf8_lossy(&value.decode()).into_owned());
-        }
-        ControlFlow::Continue(())
-    }
-
-    fn begin_movetext(&mut self, g: PgnGame) -> ControlFlow<PgnGame, PgnGame> {
-        ControlFlow::Continue(g)
-    }
-
-    fn san(&mut self, g: &mut PgnGame, san: SanPlus) -> ControlFlow<PgnGame> {
-        g.sans.push(san);
-        g.comments.push(None);
-        ControlFlow::Continue(())
-    }
-
-    fn comment(&mut self, g: &mut PgnGame, c: RawComment<'_>) -> ControlFlow<PgnGame> {
-        if let Some(last) = g.comments.last_mut() {
-            *last = Some(String::from_utf8_lossy(c.as_bytes()).into_owned());
-        }
-        ControlFlow::Continue(())
-    }
-
-    fn begin_variation(&mut self, _: &mut PgnGame) -> ControlFlow<PgnGame, Skip> {
-        ControlFlow::Continue(Skip(true))
-    }
-
-    fn outcome(&mut self, g: &mut PgnGame, outcome: Outcome) -> ControlFlow<PgnGame> {
-        g.result = match outcome {
-            Outcome::Known(KnownOutcome::Decisive {
-                winner: Color::White,
-            }) => Some(1.0),
-            Outcome::Known(KnownOutcome::Decisive {
-                winner: Color::Black,
-            }) => Some(0.0),
-            Outcome::Known(KnownOutcome::Draw) => Some(0.5),
-            Outcome::Unknown => None,
-        };
-        ControlFlow::Continue(())
-    }
-
-    fn end_game(&mut self, g: PgnGame) -> PgnGame {
-        g
-    }
-}
-
 /// The search score in a cutechess comment (`+0.35/12 0.52s`, `-M5/12`),
 /// in centipawns from the mover's view.
 pub fn comment_score(text: &str) -> Option<i32> {
@@ -161,9 +94,19 @@ fn expectation(cp: i32) -> f64 {
 type Traced = (Row, Vec<Term>);
 
 /// One game's positions, in order.
-fn positions(g: &PgnGame, sel: &Selection, w: &Weights, skipped: &mut Skipped) -> Vec<Traced> {
+fn positions(g: &RawGame, sel: &Selection, w: &Weights, skipped: &mut Skipped) -> Vec<Traced> {
     let mut out = Vec::new();
-    let Some(result) = g.result else {
+    let result = match g.outcome {
+        Some(Outcome::Known(KnownOutcome::Decisive {
+            winner: Color::White,
+        })) => Some(1.0f32),
+        Some(Outcome::Known(KnownOutcome::Decisive {
+            winner: Color::Black,
+        })) => Some(0.0),
+        Some(Outcome::Known(KnownOutcome::Draw)) => Some(0.5),
+        _ => None,
+    };
+    let Some(result) = result else {
         skipped.games_without_result += 1;
         return out;
     };
@@ -204,7 +147,9 @@ fn positions(g: &PgnGame, sel: &Selection, w: &Weights, skipped: &mut Skipped) -
             let mut row = terms_of(&trace(&pos.chess, w), n_params, &mut terms);
             let mut target = f64::from(result);
             if sel.lambda < 1.0 {
-                if let Some(cp) = g.comments[ply].as_deref().and_then(comment_score) {
+                // The comment after this move: the one read after ply + 1 moves.
+                let comment = g.comments.iter().find(|(n, _)| *n == ply + 1);
+                if let Some(cp) = comment.and_then(|(_, c)| comment_score(c)) {
                     let white_cp = if pos.turn() == Color::White { cp } else { -cp };
                     target = sel.lambda * target + (1.0 - sel.lambda) * expectation(white_cp);
                 }
@@ -223,17 +168,13 @@ pub fn read(files: &[impl AsRef<Path>], sel: &Selection, w: &Weights) -> Result<
     let mut samples = Samples::default();
     'files: for file in files {
         let file = file.as_ref();
-        let mut reader = Reader::new(open_input(file)?);
+        let mut stream = GameStream::with_comments(open_input(file)?);
         loop {
-            let mut batch = Vec::with_capacity(1024);
-            while batch.len() < 1024 {
-                match reader.read_game(&mut Reading) {
-                    Ok(Some(g)) => batch.push(g),
-                    Ok(None) => break,
-                    Err(e) => bail!("cannot read {}: {e}", file.display()),
-                }
-            }
+            let batch = stream.next_batch(1024);
             if batch.is_empty() {
+                if let Some(e) = &stream.error {
+                    bail!("cannot read {}: {e}", file.display());
+                }
                 break;
             }
             samples.games += batch.len() as u64;
