@@ -357,22 +357,19 @@ fn mutate(rng: &mut StdRng, seed: &[u8], others: &[Vec<u8>], dict: &[&[u8]]) -> 
     v
 }
 
-fn tmp() -> &'static Path {
-    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
-    // In memory where there is /dev/shm: SQLite's syncs cost nothing there.
-    DIR.get_or_init(|| {
-        let shm = Path::new("/dev/shm");
-        if shm.is_dir() {
-            if let Ok(d) = tempfile::Builder::new()
-                .prefix("learnbook-fuzz")
-                .tempdir_in(shm)
-            {
-                return d;
-            }
+/// A directory for one test's files, removed when it is dropped; in memory
+/// where there is /dev/shm (SQLite's syncs cost nothing there).
+fn scratch() -> tempfile::TempDir {
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() {
+        if let Ok(d) = tempfile::Builder::new()
+            .prefix("learnbook-fuzz")
+            .tempdir_in(shm)
+        {
+            return d;
         }
-        tempfile::tempdir().expect("tempdir")
-    })
-    .path()
+    }
+    tempfile::tempdir().expect("tempdir")
 }
 
 // -------------------------------------------------------------------- PGN
@@ -565,11 +562,11 @@ fn pgn_ingest_survives_random_and_mutated_games() {
 // --------------------------------------------------------------- Polyglot
 
 /// A real Polyglot book: the sample's games to ply 10, moves played twice.
-fn polyglot_seed() -> &'static (Vec<u8>, PathBuf) {
-    static BIN: OnceLock<(Vec<u8>, PathBuf)> = OnceLock::new();
+fn polyglot_seed() -> &'static [u8] {
+    static BIN: OnceLock<Vec<u8>> = OnceLock::new();
     BIN.get_or_init(|| {
-        let dir = tmp().join("seed-book");
-        std::fs::create_dir_all(&dir).expect("dir");
+        let scratch = scratch();
+        let dir = scratch.path();
         let settings = BookSettings {
             max_ply: 10,
             ..BookSettings::default()
@@ -589,12 +586,12 @@ fn polyglot_seed() -> &'static (Vec<u8>, PathBuf) {
         let mut entries = export_entries(&book, &opts).expect("export");
         let path = dir.join("seed.bin");
         write_bin(&path, &mut entries).expect("write");
-        (std::fs::read(&path).expect("read"), path)
+        std::fs::read(&path).expect("read")
     })
 }
 
 fn gen_polyglot(rng: &mut StdRng) -> Vec<u8> {
-    let seed = &polyglot_seed().0;
+    let seed = polyglot_seed();
     match rng.random_range(0..8) {
         0 => random_bytes(rng, 1024),
         1 | 2 => mutate(rng, seed, &[], &[]),
@@ -637,9 +634,7 @@ fn gen_polyglot(rng: &mut StdRng) -> Vec<u8> {
     }
 }
 
-fn run_polyglot(bytes: Vec<u8>) -> CaseResult {
-    let dir = tmp().join(format!("polyglot-{:?}", thread::current().id()));
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+fn run_polyglot(dir: &Path, bytes: Vec<u8>) -> CaseResult {
     let bin = dir.join("case.bin");
     std::fs::write(&bin, &bytes).map_err(|e| e.to_string())?;
     let mut errors = Vec::new();
@@ -699,12 +694,15 @@ fn run_polyglot(bytes: Vec<u8>) -> CaseResult {
 
 #[test]
 fn polyglot_books_survive_random_and_mutated_entries() {
+    // Dropped (removed) when the test ends.
+    let dir = scratch();
+    let path = dir.path().to_path_buf();
     fuzz(
         "polyglot",
         300,
         Duration::from_secs(60),
         gen_polyglot,
-        run_polyglot,
+        move |bytes| run_polyglot(&path, bytes),
     );
 }
 
@@ -748,7 +746,8 @@ fn checkpoint_seeds() -> &'static [Vec<u8>] {
                     theta: s.theta.clone(),
                 });
             }
-            let path = tmp().join(format!("seed-{iterations}.ckpt"));
+            let scratch = scratch();
+            let path = scratch.path().join("seed.ckpt");
             s.save(&path).expect("save");
             std::fs::read(&path).expect("read")
         };
@@ -814,9 +813,7 @@ fn gen_checkpoint(rng: &mut StdRng) -> Vec<u8> {
     }
 }
 
-fn run_checkpoint(bytes: Vec<u8>) -> CaseResult {
-    let dir = tmp().join(format!("ckpt-{:?}", thread::current().id()));
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+fn run_checkpoint(dir: &Path, bytes: Vec<u8>) -> CaseResult {
     let path = dir.join("case.ckpt");
     std::fs::write(&path, &bytes).map_err(|e| e.to_string())?;
     let state = match State::load(&path) {
@@ -865,12 +862,15 @@ fn run_checkpoint(bytes: Vec<u8>) -> CaseResult {
 
 #[test]
 fn checkpoints_survive_random_and_mutated_files() {
+    // Dropped (removed) when the test ends.
+    let dir = scratch();
+    let path = dir.path().to_path_buf();
     fuzz(
         "checkpoint",
         3000,
         Duration::from_secs(20),
         gen_checkpoint,
-        run_checkpoint,
+        move |bytes| run_checkpoint(&path, bytes),
     );
 }
 
@@ -1004,12 +1004,10 @@ const TOML_VALUES: &[&str] = &[
     "{ c_end = 1e-300, r_end = 1e300 }",
 ];
 
-fn run_weights(bytes: Vec<u8>) -> CaseResult {
+fn run_weights(dir: &Path, bytes: Vec<u8>) -> CaseResult {
     let mut errors = Vec::new();
     let Ok(text) = std::str::from_utf8(&bytes) else {
         // Not UTF-8: the file loader refuses it.
-        let dir = tmp().join(format!("weights-{:?}", thread::current().id()));
-        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
         let path = dir.join("case.toml");
         std::fs::write(&path, &bytes).map_err(|e| e.to_string())?;
         return match Weights::load(&path) {
@@ -1077,12 +1075,15 @@ fn run_weights(bytes: Vec<u8>) -> CaseResult {
 
 #[test]
 fn weights_and_parameter_files_survive_random_and_mutated_text() {
+    // Dropped (removed) when the test ends.
+    let dir = scratch();
+    let path = dir.path().to_path_buf();
     fuzz(
         "weights",
         3000,
         Duration::from_secs(20),
         gen_weights,
-        run_weights,
+        move |bytes| run_weights(&path, bytes),
     );
 }
 
@@ -1198,8 +1199,7 @@ fn random_line(rng: &mut StdRng, plies: usize) -> (Vec<String>, Chess) {
     (out, pos)
 }
 
-fn uci_line(rng: &mut StdRng) -> Vec<u8> {
-    let bin = polyglot_seed().1.display().to_string();
+fn uci_line(rng: &mut StdRng, bin: &str) -> Vec<u8> {
     let toml = common::repo()
         .join("data/tune/scrambled.toml")
         .display()
@@ -1307,9 +1307,9 @@ fn cap_hash(line: Vec<u8>) -> Vec<u8> {
     out
 }
 
-fn gen_uci(rng: &mut StdRng) -> Vec<Vec<u8>> {
+fn gen_uci(rng: &mut StdRng, bin: &str) -> Vec<Vec<u8>> {
     (0..rng.random_range(1..=12))
-        .map(|_| uci_line(rng))
+        .map(|_| uci_line(rng, bin))
         .collect()
 }
 
@@ -1388,7 +1388,17 @@ fn check_bestmoves(lines: &[Vec<u8>], out: &str, errors: &[String]) -> Result<()
 
 #[test]
 fn uci_survives_random_and_mutated_command_lines() {
-    fuzz("uci", 100, Duration::from_secs(60), gen_uci, run_uci);
+    let scratch = scratch();
+    let bin = scratch.path().join("book.bin");
+    std::fs::write(&bin, polyglot_seed()).expect("write the book");
+    let bin = bin.display().to_string();
+    fuzz(
+        "uci",
+        100,
+        Duration::from_secs(60),
+        move |rng| gen_uci(rng, &bin),
+        run_uci,
+    );
 }
 
 /// Found by the fuzzer: `value` before `name` sliced args[4..1] and the

@@ -108,13 +108,13 @@ fn apply_options(mut p: TuneParam, opts: &toml::Table) -> Result<TuneParam> {
         let x = v
             .as_float()
             .or_else(|| v.as_integer().map(|i| i as f64))
-            .with_context(|| format!("{k}: expected a number, found {v}"))?;
+            .with_context(|| format!("{}: {k}: expected a number, found {v}", p.name))?;
         match k.as_str() {
             "c_end" => p.c_end = x,
             "r_end" => p.r_end = x,
             "min" => p.min = x,
             "max" => p.max = x,
-            other => bail!("unknown key {other:?} (c_end, r_end, min, max)"),
+            other => bail!("{}: unknown key {other:?} (c_end, r_end, min, max)", p.name),
         }
     }
     // Written so that nan (TOML has it) fails too.
@@ -272,6 +272,31 @@ mod tests {
             "knight_mg = {}\n\"knight_*\" = {}",
         ] {
             assert!(read_param_file(bad, &w).is_err(), "{bad}");
+        }
+    }
+
+    /// Every message names the parameter, once (the fuzzer's error list
+    /// showed `min: expected a number` with no name, and names twice).
+    #[test]
+    fn a_parameter_file_error_names_the_parameter_once() {
+        let w = Weights::default();
+        for (text, want) in [
+            (
+                "knight_mg = { min = [] }",
+                "knight_mg: min: expected a number, found []",
+            ),
+            (
+                "knight_mg = { step = 1 }",
+                "knight_mg: unknown key \"step\"",
+            ),
+            (
+                "knight_mg = { c_end = 0 }",
+                "knight_mg: c_end and r_end must be positive",
+            ),
+            ("\"knight_*\" = { c_end = 0 }", "knight_*: knight_mg: c_end"),
+        ] {
+            let err = format!("{:#}", read_param_file(text, &w).map(|_| ()).unwrap_err());
+            assert!(err.starts_with(want), "{text}: {err}");
         }
     }
 
