@@ -585,13 +585,17 @@ fn bench_selfplay(nodes: u64, games: usize, openings: &Path) -> Result<()> {
             },
             hash_mb: 16,
         };
-        let t = Instant::now();
+        let (t, cpu) = (Instant::now(), cpu_seconds());
         let s = selfplay::run(&cfg, selfplay::Existing::default(), |_| {})?;
         let secs = t.elapsed().as_secs_f64();
+        let cpu = cpu_seconds() - cpu;
         let rate = s.progress.played as f64 / secs;
         println!(
-            "threads {threads}: {} games ({} engine moves) in {secs:.2} s, {rate:.2} games/s",
-            s.progress.played, s.progress.plies
+            "threads {threads}: {} games ({} engine moves) in {secs:.2} s, {rate:.2} games/s; \
+             CPU {cpu:.2} s, {:.2} cores busy on average",
+            s.progress.played,
+            s.progress.plies,
+            cpu / secs
         );
         rates.push(rate);
         let text = std::fs::read_to_string(&out)
@@ -611,6 +615,18 @@ fn bench_selfplay(nodes: u64, games: usize, openings: &Path) -> Result<()> {
     println!("same games on 1 and 2 threads");
     println!("ratio threads 2 / threads 1 = {:.2}", rates[1] / rates[0]);
     Ok(())
+}
+
+/// User and system CPU time of this process so far, in seconds: with the
+/// wall time it shows whether the machine gave the threads their cores.
+fn cpu_seconds() -> f64 {
+    // SAFETY: getrusage fills a plain struct we own.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return 0.0;
+    }
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    t(usage.ru_utime) + t(usage.ru_stime)
 }
 
 /// The tuner's loop (games, steps, checkpoints) from `default` over every
