@@ -15,7 +15,10 @@ use std::{
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::spsa::{Schedule, TuneParam};
+use super::{
+    external::EngineTarget,
+    spsa::{Schedule, TuneParam},
+};
 use crate::{atomic_file, engine::params::Weights, fnv::fnv1a};
 
 const MAGIC: &str = "learnbook-tune-checkpoint";
@@ -48,9 +51,14 @@ pub struct Settings {
     /// Checked on resume: the openings file must still hold as many.
     pub openings_count: usize,
     pub adjudication: AdjudicationSpec,
-    /// Every number of the start weights, in [`Weights::params`] order.
+    /// Every number of the start weights, in [`Weights::params`] order
+    /// (empty for an `--engine` run).
     pub base: Vec<i32>,
     pub params: Vec<TuneParam>,
+    /// `--engine` runs: the engine whose options are tuned (absent in
+    /// in-process runs, and in checkpoints written before `--engine` was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<EngineTarget>,
 }
 
 /// One finished iteration.
@@ -125,12 +133,22 @@ impl State {
     /// Internal consistency: what a resume relies on.
     fn validate(&self) -> Result<()> {
         let s = &self.settings;
-        let n_all = Weights::default().params().len();
-        if s.base.len() != n_all {
-            bail!("{} start numbers, expected {n_all}", s.base.len());
-        }
-        if s.params.is_empty() || s.params.iter().any(|p| p.index >= n_all) {
-            bail!("bad parameter list");
+        match &s.engine {
+            None => {
+                let n_all = Weights::default().params().len();
+                if s.base.len() != n_all {
+                    bail!("{} start numbers, expected {n_all}", s.base.len());
+                }
+                if s.params.is_empty() || s.params.iter().any(|p| p.index >= n_all) {
+                    bail!("bad parameter list");
+                }
+            }
+            Some(engine) => {
+                if !s.base.is_empty() {
+                    bail!("an --engine run with start weights");
+                }
+                engine.validate(&s.params)?;
+            }
         }
         if s.pairs_per_iteration == 0 || s.openings_count == 0 {
             bail!("bad settings");
@@ -219,6 +237,7 @@ mod tests {
             },
             base: w.values(),
             params: all_params(&w)[..3].to_vec(),
+            engine: None,
         });
         s.theta[0] += 0.1 + 1e-12;
         s.history.push(Iteration {

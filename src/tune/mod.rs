@@ -3,6 +3,7 @@
 //! in-process engines, checkpointed after every iteration.
 
 pub mod checkpoint;
+pub mod external;
 pub mod fit;
 pub mod report;
 pub mod run;
