@@ -525,6 +525,10 @@ struct TuneReportArgs {
     /// Write the trajectory as CSV (iteration, theta of each parameter).
     #[arg(long, value_name = "trajectory.csv")]
     csv: Option<PathBuf>,
+    /// Another run's checkpoint: compare the parameters both tuned (same side of the
+    /// start?), and --plot draws both trajectories, a panel per parameter.
+    #[arg(long, value_name = "other.ckpt")]
+    compare: Option<PathBuf>,
 }
 
 /// Arguments of `learnbook weights`.
@@ -1008,16 +1012,38 @@ impl TuneReportArgs {
             checkpoint,
             plot,
             csv,
+            compare,
         } = self;
         use learnbook::tune::{checkpoint::State, report, run};
         let state = State::load(&checkpoint)?;
         print!("{}", run::summary(&state));
+        let other = compare
+            .as_deref()
+            .map(|p| State::load(p).map(|st| (p, st)))
+            .transpose()?;
+        let name = |p: &Path| {
+            p.file_name()
+                .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into())
+        };
+        if let Some((path, b)) = &other {
+            let labels = [name(&checkpoint), name(path)];
+            print!(
+                "{}",
+                report::compare(&state, b, [&labels[0], &labels[1]])?
+            );
+        }
         if let Some(p) = csv {
             report::write_csv(&state, &p)?;
             println!("trajectory written to {}", p.display());
         }
         if let Some(p) = plot {
-            report::plot(&state, &p)?;
+            match &other {
+                None => report::plot(&state, &p)?,
+                Some((path, b)) => {
+                    let labels = [name(&checkpoint), name(path)];
+                    report::plot_compare(&state, b, [&labels[0], &labels[1]], &p)?
+                }
+            }
             println!("plot written to {}", p.display());
         }
         Ok(ExitCode::SUCCESS)

@@ -584,6 +584,7 @@ fn play_with_retries(
     if crate::interrupt::interrupted() {
         return Ok(None);
     }
+    faults.dedup();
     bail!(
         "the engine failed {ATTEMPTS} times in a row in game {} (pair {}, opening {}): {}",
         g + 1,

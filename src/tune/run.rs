@@ -325,8 +325,8 @@ pub fn run(
                 .play_iteration(&state.settings, &state.theta, k, openings)
                 .with_context(|| {
                     format!(
-                        "iteration {} failed; {} holds the {k} finished iterations, \
-                         `learnbook tune --resume --checkpoint {} --out {}` continues",
+                        "iteration {} failed ({} keeps the {k} iterations before it; \
+                         `learnbook tune --resume --checkpoint {} --out {}` continues)",
                         k + 1,
                         checkpoint.display(),
                         checkpoint.display(),
