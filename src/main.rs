@@ -1027,10 +1027,7 @@ impl TuneReportArgs {
         };
         if let Some((path, b)) = &other {
             let labels = [name(&checkpoint), name(path)];
-            print!(
-                "{}",
-                report::compare(&state, b, [&labels[0], &labels[1]])?
-            );
+            print!("{}", report::compare(&state, b, [&labels[0], &labels[1]])?);
         }
         if let Some(p) = csv {
             report::write_csv(&state, &p)?;

@@ -16,7 +16,8 @@ use std::{
 use common::{ok, run, s};
 use learnbook::tune::checkpoint::State;
 
-const PARAMS: &str = "knight_mg = {}\nbishop_mg = {}\nrook_eg = { c_end = 20 }\n\"passed_eg_*\" = {}\n";
+const PARAMS: &str =
+    "knight_mg = {}\nbishop_mg = {}\nrook_eg = { c_end = 20 }\n\"passed_eg_*\" = {}\n";
 
 /// A work directory with a few openings and a parameter file.
 fn setup() -> (tempfile::TempDir, PathBuf, PathBuf) {
@@ -109,7 +110,15 @@ fn tuning_learnbook_uci_through_engine_plays_the_same_games_as_the_in_process_tu
     let (dir, openings, params) = setup();
     let d = dir.path();
     let spec = engine();
-    let out = ok(&strs(&args(d, &openings, &params, Some(&spec), 3, 2, "ext")));
+    let out = ok(&strs(&args(
+        d,
+        &openings,
+        &params,
+        Some(&spec),
+        3,
+        2,
+        "ext",
+    )));
     ok(&strs(&args(d, &openings, &params, None, 3, 2, "in")));
     let (ext, inp) = (load(d, "ext"), load(d, "in"));
     assert_eq!(ext.iteration(), 3);
@@ -158,7 +167,12 @@ fn tuning_learnbook_uci_through_engine_plays_the_same_games_as_the_in_process_tu
     ok(&strs(&next));
     let n = load(d, "next");
     for p in &n.settings.params {
-        assert_eq!(Some(p.start as i64), tuned.get(&p.name).copied(), "{}", p.name);
+        assert_eq!(
+            Some(p.start as i64),
+            tuned.get(&p.name).copied(),
+            "{}",
+            p.name
+        );
     }
 }
 
@@ -202,7 +216,10 @@ fn sigkill_then_resume_of_an_engine_run_gives_the_same_history_as_an_uninterrupt
     child.kill().expect("SIGKILL");
     child.wait().expect("reap");
     let killed = load(d, "cut");
-    assert!(killed.iteration() < u64::from(total), "killed before the end");
+    assert!(
+        killed.iteration() < u64::from(total),
+        "killed before the end"
+    );
     let cut_out = d.join("cut.toml");
     let resume = |extra: &[&str]| {
         let mut a = vec![
@@ -227,10 +244,17 @@ fn sigkill_then_resume_of_an_engine_run_gives_the_same_history_as_an_uninterrupt
     assert_eq!(load(d, "cut"), killed);
     // The same engine, or none (the checkpoint's), goes on.
     let out = resume(&["--engine", &spec]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let (whole, resumed) = (load(d, "whole"), load(d, "cut"));
     assert_eq!(resumed.history[..killed.history.len()], killed.history[..]);
-    assert_eq!(resumed.history, whole.history, "same as an uninterrupted run");
+    assert_eq!(
+        resumed.history, whole.history,
+        "same as an uninterrupted run"
+    );
     assert_eq!(
         fs::read(d.join("cut.toml")).unwrap(),
         fs::read(d.join("whole.toml")).unwrap()
@@ -264,7 +288,11 @@ fn unknown_and_non_spin_options_are_refused_with_a_clear_message() {
         (
             "knight_mg = {}\nknight_value = {}\n",
             None,
-            vec!["unknown option \"knight_value\"", "spin options are", "pawn_mg"],
+            vec![
+                "unknown option \"knight_value\"",
+                "spin options are",
+                "pawn_mg",
+            ],
         ),
         (
             "Ponder = {}\n",
@@ -364,7 +392,15 @@ fn a_crashing_engine_gives_a_clear_error_and_a_resumable_checkpoint() {
     fs::write(&params, "knight_mg = {}\n").unwrap();
     let spec = format!("name=fake,cmd={}", s(&fake_engine(d)));
     fs::write(d.join("crash"), "").unwrap();
-    let out = run(&strs(&args(d, &openings, &params, Some(&spec), 3, 2, "crash")));
+    let out = run(&strs(&args(
+        d,
+        &openings,
+        &params,
+        Some(&spec),
+        3,
+        2,
+        "crash",
+    )));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     for says in [
@@ -377,7 +413,11 @@ fn a_crashing_engine_gives_a_clear_error_and_a_resumable_checkpoint() {
         assert!(err.contains(says), "expected {says:?} in {err}");
     }
     let st = load(d, "crash");
-    assert_eq!(st.iteration(), 0, "the checkpoint holds the finished iterations");
+    assert_eq!(
+        st.iteration(),
+        0,
+        "the checkpoint holds the finished iterations"
+    );
     // Mended, it resumes and ends as a run that never crashed.
     fs::remove_file(d.join("crash")).unwrap();
     ok(&[
@@ -388,7 +428,15 @@ fn a_crashing_engine_gives_a_clear_error_and_a_resumable_checkpoint() {
         "--out",
         s(&d.join("crash.toml")),
     ]);
-    ok(&strs(&args(d, &openings, &params, Some(&spec), 3, 2, "sound")));
+    ok(&strs(&args(
+        d,
+        &openings,
+        &params,
+        Some(&spec),
+        3,
+        2,
+        "sound",
+    )));
     assert_eq!(load(d, "crash").history, load(d, "sound").history);
     assert_eq!(load(d, "crash").iteration(), 3);
 }
@@ -397,7 +445,15 @@ fn a_crashing_engine_gives_a_clear_error_and_a_resumable_checkpoint() {
 fn tune_report_compares_two_runs_and_draws_both_trajectories() {
     let (dir, openings, params) = setup();
     let d = dir.path();
-    ok(&strs(&args(d, &openings, &params, Some(&engine()), 2, 2, "a")));
+    ok(&strs(&args(
+        d,
+        &openings,
+        &params,
+        Some(&engine()),
+        2,
+        2,
+        "a",
+    )));
     ok(&strs(&args(d, &openings, &params, None, 2, 2, "b")));
     let png = d.join("both.png");
     let out = ok(&[

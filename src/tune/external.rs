@@ -59,7 +59,8 @@ pub fn parse_option_line(line: &str) -> Option<UciOption> {
     // The name runs to the first `type` (names may hold spaces).
     let type_at = rest.iter().position(|w| *w == "type")?;
     let name = rest[..type_at].join(" ");
-    let (mut kind, mut default, mut min, mut max) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut kind, mut default, mut min, mut max) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut vars = Vec::new();
     let mut field = &mut kind;
     for &w in &rest[type_at + 1..] {
@@ -342,9 +343,7 @@ impl EngineTarget {
         }
         for (name, _) in &self.fixed {
             if find(&options, name).and_then(UciOption::spin).is_none() {
-                bail!(
-                    "the engine no longer declares the spin option {name} that --start set"
-                );
+                bail!("the engine no longer declares the spin option {name} that --start set");
             }
         }
         Ok(())
@@ -562,7 +561,7 @@ fn play_with_retries(
     g: usize,
 ) -> Result<Option<f64>> {
     let pair = g / 2;
-    let plus_white = g % 2 == 0;
+    let plus_white = g.is_multiple_of(2);
     let opening = &job.openings[job.picks[pair]];
     let mut faults = Vec::new();
     for _ in 0..ATTEMPTS {
@@ -575,7 +574,11 @@ fn play_with_retries(
                 // Killed (quit, then kill) and started afresh for the next try.
                 slot[side] = None;
                 if !crate::interrupt::interrupted() {
-                    eprintln!("game {} (pair {}): {why}; restarting the engine", g + 1, pair + 1);
+                    eprintln!(
+                        "game {} (pair {}): {why}; restarting the engine",
+                        g + 1,
+                        pair + 1
+                    );
                 }
                 faults.push(why);
             }
@@ -670,7 +673,10 @@ mod tests {
 
     #[test]
     fn spec_lines_replace_the_tuned_options() {
-        let v = vec![("pawn_mg".to_string(), 90), ("Move Overhead".to_string(), 10)];
+        let v = vec![
+            ("pawn_mg".to_string(), 90),
+            ("Move Overhead".to_string(), 10),
+        ];
         assert_eq!(
             spec_line("name=e,cmd=eng uci,option.PAWN_MG=3,option.Hash=16", &v),
             "name=e,cmd=eng uci,option.Hash=16,option.pawn_mg=90,option.Move Overhead=10"

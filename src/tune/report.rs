@@ -247,8 +247,8 @@ pub fn plot_compare(a: &State, b: &State, labels: [&str; 2], path: &Path) -> Res
     let cols = if pairs.len() > 9 { cols.max(6) } else { cols };
     let rows = pairs.len().div_ceil(cols);
     let font = crate::plot::font()?;
-    let root = BitMapBackend::new(path, (260 * cols as u32, 60 + 200 * rows as u32))
-        .into_drawing_area();
+    let root =
+        BitMapBackend::new(path, (260 * cols as u32, 60 + 200 * rows as u32)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(&e))?;
     let root = root
         .titled(
@@ -273,7 +273,9 @@ pub fn plot_compare(a: &State, b: &State, labels: [&str; 2], path: &Path) -> Res
         let (lo, hi) = sa
             .iter()
             .chain(&sb)
-            .fold((f64::MAX, f64::MIN), |(lo, hi), &(_, y)| (lo.min(y), hi.max(y)));
+            .fold((f64::MAX, f64::MIN), |(lo, hi), &(_, y)| {
+                (lo.min(y), hi.max(y))
+            });
         let pad = ((hi - lo) * 0.08).max(1.0);
         let mut chart = ChartBuilder::on(area)
             .caption(&p.name, (font, 14))

@@ -373,6 +373,7 @@ pub fn run(
 
 /// Who plays the games: in-process engines on a thread pool, or the
 /// processes of an external engine, kept from game to game.
+#[allow(clippy::large_enum_variant)] // one per run
 enum Games {
     Builtin {
         pool: rayon::ThreadPool,
