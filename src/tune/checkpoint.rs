@@ -251,6 +251,41 @@ mod tests {
     }
 
     #[test]
+    fn an_engine_run_round_trips_and_must_match_its_options() {
+        use crate::tune::external::{EngineTarget, SpinOption};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("e.ckpt");
+        let mut s = state();
+        s.settings.base.clear();
+        s.settings.params.truncate(1);
+        s.settings.params[0].index = 0;
+        s.theta.truncate(1);
+        s.history[0].theta.truncate(1);
+        let p = &s.settings.params[0];
+        s.settings.engine = Some(EngineTarget {
+            spec: "cmd=engine".into(),
+            options: vec![SpinOption {
+                name: p.name.clone(),
+                default: 0,
+                min: p.min as i64,
+                max: p.max as i64,
+            }],
+            fixed: vec![("Hash".into(), 16)],
+        });
+        s.save(&path).unwrap();
+        assert_eq!(State::load(&path).unwrap(), s);
+        // An in-process checkpoint has no engine; an engine one no start weights.
+        let mut bad = s.clone();
+        bad.settings.base = Weights::default().values();
+        assert!(bad.validate().is_err());
+        let mut bad = s.clone();
+        if let Some(e) = bad.settings.engine.as_mut() {
+            e.options[0].name = "other".into();
+        }
+        assert!(bad.validate().is_err());
+    }
+
+    #[test]
     fn round_trip_is_exact_and_damage_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.ckpt");
