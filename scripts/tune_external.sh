@@ -10,8 +10,8 @@
 # Run from the repository root after `cargo build --release`:
 #   scripts/tune_external.sh
 # Settings (environment): LEARNBOOK (binary; copied to $OUT so a rebuild
-# does not change it mid-run), OUT (directory, default tune-external),
-# ITERATIONS (625), PAIRS (16 pairs = 32 games per iteration), THREADS (2),
+# does not change it mid-run; remove $OUT/learnbook to take a newer one),
+# OUT (directory, default tune-external), ITERATIONS (625), PAIRS (16 pairs = 32 games per iteration), THREADS (2),
 # NODES (2000), OPENINGS (../shared/data/openings/8moves_v3.pgn.gz),
 # SPRT_OPENINGS (../shared/data/openings/noob_3moves.epd.gz).
 # Either run resumes from its checkpoint if the script is run again.
