@@ -661,6 +661,7 @@ fn bench_tune(nodes: u64, pairs: usize, iterations: u64, openings: &Path) -> Res
                 resign: Some((3, 400)),
                 max_moves: Some(200),
             },
+            engine: None,
         }
         .begin(&ckpt)?;
         let t = Instant::now();

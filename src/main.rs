@@ -1,6 +1,9 @@
 //! The `learnbook` command line: parses arguments and calls the library.
 
-use std::{path::PathBuf, process::ExitCode};
+use std::{
+    path::{Path, PathBuf},
+    process::ExitCode,
+};
 
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
@@ -458,13 +461,19 @@ struct ReportArgs {
 /// Arguments of `learnbook tune`.
 #[derive(Args)]
 struct TuneArgs {
-    /// Start weights: a TOML file (`learnbook weights`) or a preset (default, kaissa, kotok).
-    #[arg(long, value_name = "W.toml", required_unless_present = "resume")]
+    /// Start weights: a TOML file (`learnbook weights`) or a preset (default, kaissa, kotok);
+    /// with --engine, a TOML file of option values (`Name = value`; default: the engine's own).
+    #[arg(long, value_name = "W.toml", required_unless_present_any = ["resume", "engine"])]
     start: Option<String>,
-    /// Which parameters to tune (TOML: `name = { c_end = .., r_end = .., min = .., max = .. }`; default all).
+    /// Which parameters to tune (TOML: `name = { c_end = .., r_end = .., min = .., max = .. }`;
+    /// default all); with --engine, spin options of the engine (required).
     #[arg(long, value_name = "P.toml")]
     params: Option<PathBuf>,
-    /// The tuned weights (TOML), rewritten after every iteration.
+    /// Tune the spin options of this UCI engine (`cmd=path args,option.X=V,...`) instead of
+    /// the in-process weights; with --resume it must be the checkpoint's.
+    #[arg(long, value_name = "SPEC")]
+    engine: Option<String>,
+    /// The tuned weights (TOML; with --engine the option values), rewritten after every iteration.
     #[arg(long, value_name = "tuned.toml")]
     out: PathBuf,
     /// Fixed nodes per move (results independent of machine load).
@@ -565,6 +574,10 @@ struct TuneReportArgs {
     /// Write the trajectory as CSV (iteration, theta of each parameter).
     #[arg(long, value_name = "trajectory.csv")]
     csv: Option<PathBuf>,
+    /// Another run's checkpoint: compare the parameters both tuned (same side of the
+    /// start?), and --plot draws both trajectories, a panel per parameter.
+    #[arg(long, value_name = "other.ckpt")]
+    compare: Option<PathBuf>,
 }
 
 /// Arguments of `learnbook weights`.
@@ -1051,19 +1064,36 @@ impl TuneArgs {
             maxmoves,
             checkpoint,
             resume,
+            engine,
         } = self;
         use learnbook::{
+            engine::params::Weights,
             play::spec,
-            tune::{checkpoint::*, run},
+            tune::{checkpoint::*, external, run},
         };
         let (mut state, openings) = if resume {
-            run::resume(&checkpoint)?
+            run::resume(&checkpoint, engine.as_deref())?
         } else {
-            let start = run::load_start(start.as_deref().unwrap_or("default"))?;
+            let (start, params, engine) = match &engine {
+                None => {
+                    let start = run::load_start(start.as_deref().unwrap_or("default"))?;
+                    let params = run::load_params(params.as_deref(), &start)?;
+                    (start, params, None)
+                }
+                Some(spec) => {
+                    let params = params
+                        .as_deref()
+                        .context("--engine needs --params: which spin options to tune")?;
+                    let (target, params) =
+                        external::prepare(spec, params, start.as_deref().map(Path::new))?;
+                    (Weights::default(), params, Some(target))
+                }
+            };
             let none = |s: &str| s == "none";
             run::Plan {
-                params: run::load_params(params.as_deref(), &start)?,
+                params,
                 start,
+                engine,
                 limit: match (nodes, tc) {
                     (_, Some(tc)) => LimitSpec::Clock(tc),
                     (n, None) => LimitSpec::Nodes(n.unwrap_or(2000)),
@@ -1099,7 +1129,14 @@ impl TuneArgs {
         );
             return Ok(ExitCode::from(130));
         }
-        println!("tuned weights written to {}", out.display());
+        match &state.settings.engine {
+            None => println!("tuned weights written to {}", out.display()),
+            Some(target) => println!(
+                "tuned options written to {}; as an engine:\n{}",
+                out.display(),
+                external::spec_line(&target.spec, &external::values_at(&state, target))
+            ),
+        }
         Ok(ExitCode::SUCCESS)
     }
 }
@@ -1110,16 +1147,35 @@ impl TuneReportArgs {
             checkpoint,
             plot,
             csv,
+            compare,
         } = self;
         use learnbook::tune::{checkpoint::State, report, run};
         let state = State::load(&checkpoint)?;
         print!("{}", run::summary(&state));
+        let other = compare
+            .as_deref()
+            .map(|p| State::load(p).map(|st| (p, st)))
+            .transpose()?;
+        let name = |p: &Path| {
+            p.file_name()
+                .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into())
+        };
+        if let Some((path, b)) = &other {
+            let labels = [name(&checkpoint), name(path)];
+            print!("{}", report::compare(&state, b, [&labels[0], &labels[1]])?);
+        }
         if let Some(p) = csv {
             report::write_csv(&state, &p)?;
             println!("trajectory written to {}", p.display());
         }
         if let Some(p) = plot {
-            report::plot(&state, &p)?;
+            match &other {
+                None => report::plot(&state, &p)?,
+                Some((path, b)) => {
+                    let labels = [name(&checkpoint), name(path)];
+                    report::plot_compare(&state, b, [&labels[0], &labels[1]], &p)?
+                }
+            }
             println!("plot written to {}", p.display());
         }
         Ok(ExitCode::SUCCESS)

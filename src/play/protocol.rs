@@ -409,6 +409,15 @@ impl UciEngine {
         &self.spec.name
     }
 
+    /// Sends `setoption name K value V` for each option, to take effect
+    /// from the next game (the tuner's way to change a live engine).
+    pub fn set_options(&mut self, options: &[(String, String)]) -> Result<(), Fault> {
+        for (k, v) in options {
+            self.p.send(&format!("setoption name {k} value {v}"))?;
+        }
+        Ok(())
+    }
+
     /// Searches `pos` (given as FEN, no history) with `go <budget>` and, if
     /// given, `searchmoves`. `fresh`: clear the hash first (`ucinewgame`),
     /// so the result does not depend on what was searched before.

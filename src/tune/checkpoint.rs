@@ -15,7 +15,10 @@ use std::{
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::spsa::{Schedule, TuneParam};
+use super::{
+    external::EngineTarget,
+    spsa::{Schedule, TuneParam},
+};
 use crate::{atomic_file, engine::params::Weights, fnv::fnv1a};
 
 const MAGIC: &str = "learnbook-tune-checkpoint";
@@ -48,9 +51,14 @@ pub struct Settings {
     /// Checked on resume: the openings file must still hold as many.
     pub openings_count: usize,
     pub adjudication: AdjudicationSpec,
-    /// Every number of the start weights, in [`Weights::params`] order.
+    /// Every number of the start weights, in [`Weights::params`] order
+    /// (empty for an `--engine` run).
     pub base: Vec<i32>,
     pub params: Vec<TuneParam>,
+    /// `--engine` runs: the engine whose options are tuned (absent in
+    /// in-process runs, and in checkpoints written before `--engine` was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<EngineTarget>,
 }
 
 /// One finished iteration.
@@ -125,43 +133,57 @@ impl State {
     /// Internal consistency: what a resume relies on.
     fn validate(&self) -> Result<()> {
         let s = &self.settings;
-        let all = Weights::default().params();
-        let n_all = all.len();
-        // Checkpoints written before the search parameters existed hold the
-        // evaluation's numbers only; the search keeps its defaults.
-        let n_eval = all.iter().filter(|p| !p.is_search()).count();
-        if s.base.len() != n_all && s.base.len() != n_eval {
-            bail!("{} start numbers, expected {n_all}", s.base.len());
-        }
-        if s.params.is_empty() || s.params.iter().any(|p| p.index >= n_all) {
-            bail!("bad parameter list");
-        }
-        // What the tuner clamps and divides by: a parameter file is checked
-        // the same way (spsa::read_param_file).
-        let own = Weights::default().params();
-        for p in &s.params {
-            let o = &own[p.index];
-            if p.name != o.name {
-                bail!(
-                    "parameter {:?} is recorded at the index of {}",
-                    p.name,
-                    o.name
-                );
+        match &s.engine {
+            None => {
+                let all = Weights::default().params();
+                let n_all = all.len();
+                // Checkpoints written before the search parameters existed
+                // hold the evaluation's numbers only; the search keeps its
+                // defaults.
+                let n_eval = all.iter().filter(|p| !p.is_search()).count();
+                if s.base.len() != n_all && s.base.len() != n_eval {
+                    bail!("{} start numbers, expected {n_all}", s.base.len());
+                }
+                if s.params.is_empty() || s.params.iter().any(|p| p.index >= n_all) {
+                    bail!("bad parameter list");
+                }
+                // What the tuner clamps and divides by: a parameter file is
+                // checked the same way (spsa::read_param_file).
+                for p in &s.params {
+                    let o = &all[p.index];
+                    if p.name != o.name {
+                        bail!(
+                            "parameter {:?} is recorded at the index of {}",
+                            p.name,
+                            o.name
+                        );
+                    }
+                    let (lo, hi) = (f64::from(o.min), f64::from(o.max));
+                    if !(lo <= p.min && p.min <= p.max && p.max <= hi) {
+                        bail!(
+                            "{}: bounds [{}, {}] are not within the parameter's range [{lo}, {hi}]",
+                            p.name,
+                            p.min,
+                            p.max
+                        );
+                    }
+                }
             }
-            let (lo, hi) = (f64::from(o.min), f64::from(o.max));
-            if !(lo <= p.min && p.min <= p.max && p.max <= hi) {
+            Some(engine) => {
+                if !s.base.is_empty() {
+                    bail!("an --engine run with start weights");
+                }
+                engine.validate(&s.params)?;
+            }
+        }
+        for p in &s.params {
+            if !(p.min <= p.max && p.min <= p.start && p.start <= p.max) {
                 bail!(
-                    "{}: bounds [{}, {}] are not within the parameter's range [{lo}, {hi}]",
+                    "{}: the start value {} is outside its bounds [{}, {}]",
                     p.name,
+                    p.start,
                     p.min,
                     p.max
-                );
-            }
-            if !(p.min <= p.start && p.start <= p.max) {
-                bail!(
-                    "{}: the start value {} is outside its bounds",
-                    p.name,
-                    p.start
                 );
             }
             let positive = |x: f64| x > 0.0 && x.is_finite();
@@ -261,6 +283,7 @@ mod tests {
             },
             base: w.values(),
             params: all_params(&w)[..3].to_vec(),
+            engine: None,
         });
         s.theta[0] += 0.1 + 1e-12;
         s.history.push(Iteration {
@@ -271,6 +294,41 @@ mod tests {
             theta: s.theta.clone(),
         });
         s
+    }
+
+    #[test]
+    fn an_engine_run_round_trips_and_must_match_its_options() {
+        use crate::tune::external::{EngineTarget, SpinOption};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("e.ckpt");
+        let mut s = state();
+        s.settings.base.clear();
+        s.settings.params.truncate(1);
+        s.settings.params[0].index = 0;
+        s.theta.truncate(1);
+        s.history[0].theta.truncate(1);
+        let p = &s.settings.params[0];
+        s.settings.engine = Some(EngineTarget {
+            spec: "cmd=engine".into(),
+            options: vec![SpinOption {
+                name: p.name.clone(),
+                default: 0,
+                min: p.min as i64,
+                max: p.max as i64,
+            }],
+            fixed: vec![("Hash".into(), 16)],
+        });
+        s.save(&path).unwrap();
+        assert_eq!(State::load(&path).unwrap(), s);
+        // An in-process checkpoint has no engine; an engine one no start weights.
+        let mut bad = s.clone();
+        bad.settings.base = Weights::default().values();
+        assert!(bad.validate().is_err());
+        let mut bad = s.clone();
+        if let Some(e) = bad.settings.engine.as_mut() {
+            e.options[0].name = "other".into();
+        }
+        assert!(bad.validate().is_err());
     }
 
     #[test]

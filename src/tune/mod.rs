@@ -1,8 +1,10 @@
 //! Weights from self-play: SPSA over the evaluation's named parameters
 //! ([`crate::engine::params::Weights`]), game pairs in parallel over
-//! in-process engines, checkpointed after every iteration.
+//! in-process engines, or over the spin options of an external UCI engine
+//! ([`external`]), checkpointed after every iteration.
 
 pub mod checkpoint;
+pub mod external;
 pub mod fit;
 pub mod report;
 pub mod run;

@@ -12,6 +12,7 @@ use shakmaty::Color;
 
 use super::{
     checkpoint::{AdjudicationSpec, Iteration, LimitSpec, Settings, State},
+    external::{self, EngineTarget},
     spsa::{self, Schedule, TuneParam},
 };
 use crate::{
@@ -34,6 +35,8 @@ pub struct Plan {
     pub openings: std::path::PathBuf,
     pub seed: u64,
     pub adjudication: AdjudicationSpec,
+    /// `--engine`: tune this engine's options (`start` is then unused).
+    pub engine: Option<EngineTarget>,
 }
 
 /// `--start`: a weights file, or the name of a preset.
@@ -54,9 +57,30 @@ pub fn load_params(path: Option<&Path>, start: &Weights) -> Result<Vec<TuneParam
     }
 }
 
-/// The state in `checkpoint` and its openings, ready to go on.
-pub fn resume(checkpoint: &Path) -> Result<(State, Vec<Opening>)> {
+/// The state in `checkpoint` and its openings, ready to go on. `engine`:
+/// the `--engine` given with `--resume`, which must be the checkpoint's.
+pub fn resume(checkpoint: &Path, engine: Option<&str>) -> Result<(State, Vec<Opening>)> {
     let state = State::load(checkpoint)?;
+    match (&state.settings.engine, engine) {
+        (None, Some(spec)) => bail!(
+            "{} is an in-process run over the evaluation weights, not a run of --engine {spec:?}; \
+             resume it without --engine",
+            checkpoint.display()
+        ),
+        (Some(target), Some(spec)) if target.spec != spec => bail!(
+            "{} is a run of --engine {:?}, not of {spec:?}; resume it without --engine \
+             (or with the same one)",
+            checkpoint.display(),
+            target.spec
+        ),
+        (Some(target), _) => {
+            eprintln!("engine: {}", target.spec);
+            target
+                .check_engine()
+                .with_context(|| format!("cannot resume {}", checkpoint.display()))?;
+        }
+        (None, None) => {}
+    }
     let openings = reopen(&state)?;
     eprintln!(
         "resuming {} at iteration {} of {}",
@@ -100,8 +124,13 @@ impl Plan {
             openings_count: openings.len(),
             openings: path,
             adjudication: self.adjudication,
-            base: self.start.values(),
+            base: if self.engine.is_some() {
+                Vec::new()
+            } else {
+                self.start.values()
+            },
             params: self.params,
+            engine: self.engine,
         };
         Ok((State::new(settings), openings))
     }
@@ -123,18 +152,45 @@ pub fn reopen(state: &State) -> Result<Vec<Opening>> {
     Ok(openings)
 }
 
-fn limit_of(spec: &LimitSpec) -> Result<Limit> {
+pub fn limit_of(spec: &LimitSpec) -> Result<Limit> {
     Ok(match spec {
         LimitSpec::Nodes(n) => Limit::Nodes(*n),
         LimitSpec::Clock(tc) => Limit::Clock(tc.parse().map_err(anyhow::Error::msg)?),
     })
 }
 
-fn adjudication_of(a: &AdjudicationSpec) -> Adjudication {
+pub fn adjudication_of(a: &AdjudicationSpec) -> Adjudication {
     Adjudication {
         draw: a.draw,
         resign: a.resign,
         max_moves: a.max_moves,
+    }
+}
+
+/// What iteration `k` plays, drawn from its own random stream: the
+/// perturbation, each pair's opening, and the two sides' parameters.
+pub struct Draw {
+    pub flip: Vec<f64>,
+    /// One opening index per pair.
+    pub picks: Vec<usize>,
+    /// theta + c_k * flip and theta - c_k * flip, clamped.
+    pub plus: Vec<f64>,
+    pub minus: Vec<f64>,
+}
+
+/// The draw of iteration `k` (0-based) from `theta`.
+pub fn draw(settings: &Settings, theta: &[f64], k: u64, n_openings: usize) -> Draw {
+    let mut rng = spsa::iteration_rng(settings.seed, k);
+    let flip = spsa::flips(&mut rng, settings.params.len());
+    let picks: Vec<usize> = (0..settings.pairs_per_iteration)
+        .map(|_| rng.random_range(0..n_openings))
+        .collect();
+    let (plus, minus) = spsa::perturbed(&settings.schedule, &settings.params, theta, &flip, k);
+    Draw {
+        flip,
+        picks,
+        plus,
+        minus,
     }
 }
 
@@ -150,12 +206,12 @@ pub fn play_iteration(
 ) -> Result<(Vec<f64>, Wdl)> {
     let limit = limit_of(&settings.limit)?;
     let adj = adjudication_of(&settings.adjudication);
-    let mut rng = spsa::iteration_rng(settings.seed, k);
-    let flip = spsa::flips(&mut rng, settings.params.len());
-    let picks: Vec<usize> = (0..settings.pairs_per_iteration)
-        .map(|_| rng.random_range(0..openings.len()))
-        .collect();
-    let (plus, minus) = spsa::perturbed(&settings.schedule, &settings.params, theta, &flip, k);
+    let Draw {
+        flip,
+        picks,
+        plus,
+        minus,
+    } = draw(settings, theta, k, openings.len());
     let plus = spsa::weights_at(base, &settings.params, &plus);
     let minus = spsa::weights_at(base, &settings.params, &minus);
     // A node-limited game needs a small table; a clock game fills more.
@@ -233,11 +289,16 @@ pub fn run(
     out: &Path,
     mut progress: impl FnMut(&State, f64),
 ) -> Result<Outcome> {
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads.max(1))
-        .build()
-        .context("cannot start the thread pool")?;
-    let base = state.base();
+    let mut games_of = match &state.settings.engine {
+        None => Games::Builtin {
+            pool: rayon::ThreadPoolBuilder::new()
+                .num_threads(threads.max(1))
+                .build()
+                .context("cannot start the thread pool")?,
+            base: state.base(),
+        },
+        Some(target) => Games::External(external::Arena::new(target, threads)?),
+    };
     let start = Instant::now();
     let mut games = 0u64;
     while state.iteration() < state.settings.schedule.iterations {
@@ -245,7 +306,33 @@ pub fn run(
             return Ok(Outcome::Interrupted);
         }
         let k = state.iteration();
-        let (flip, wdl) = play_iteration(&state.settings, &base, &state.theta, k, openings, &pool)?;
+        let played = match &mut games_of {
+            Games::Builtin { pool, base } => Some(play_iteration(
+                &state.settings,
+                base,
+                &state.theta,
+                k,
+                openings,
+                pool,
+            )?),
+            Games::External(arena) => arena
+                .play_iteration(&state.settings, &state.theta, k, openings)
+                .with_context(|| {
+                    format!(
+                        "iteration {} failed ({} keeps the {k} iterations before it; \
+                         `learnbook tune --resume --checkpoint {} --out {}` continues)",
+                        k + 1,
+                        checkpoint.display(),
+                        checkpoint.display(),
+                        out.display()
+                    )
+                })?,
+        };
+        // SIGINT during an engine iteration: its games are dropped, and the
+        // resume plays them again (an iteration depends on seed, k and theta).
+        let Some((flip, wdl)) = played else {
+            return Ok(Outcome::Interrupted);
+        };
         let result = f64::from(wdl.wins) - f64::from(wdl.losses);
         let schedule = state.settings.schedule;
         spsa::step(
@@ -278,8 +365,23 @@ pub fn run(
     })
 }
 
-/// The current weights as TOML that `learnbook uci --weights` loads.
+/// Who plays the games: in-process engines on a thread pool, or the
+/// processes of an external engine, kept from game to game.
+#[allow(clippy::large_enum_variant)] // one per run
+enum Games {
+    Builtin {
+        pool: rayon::ThreadPool,
+        base: Weights,
+    },
+    External(external::Arena),
+}
+
+/// The current weights as TOML that `learnbook uci --weights` loads, or for
+/// an `--engine` run the current option values (`name = value`).
 pub fn write_weights(state: &State, out: &Path) -> Result<()> {
+    if let Some(target) = &state.settings.engine {
+        return external::write_options(state, target, out);
+    }
     let w = spsa::weights_at(&state.base(), &state.settings.params, &state.theta);
     let title = format!(
         "tuned by learnbook tune, iteration {} of {}, {} games, seed {}",

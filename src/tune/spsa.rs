@@ -37,8 +37,21 @@ pub const R_END: f64 = 0.002;
 
 /// The default final perturbation: a twentieth of the range, at least 2
 /// (a perturbation under 1 would round to nothing).
-fn default_c_end(min: i32, max: i32) -> f64 {
-    (f64::from(max - min) / 20.0).max(2.0)
+fn default_c_end(min: f64, max: f64) -> f64 {
+    ((max - min) / 20.0).max(2.0)
+}
+
+/// A parameter with the default `c_end` and `r_end` over its whole range.
+pub fn default_param(name: &str, index: usize, start: f64, min: f64, max: f64) -> TuneParam {
+    TuneParam {
+        name: name.to_string(),
+        index,
+        start,
+        min,
+        max,
+        c_end: default_c_end(min, max),
+        r_end: R_END,
+    }
 }
 
 /// Every parameter of `start`, with the default `c_end` and `r_end`.
@@ -47,14 +60,14 @@ pub fn all_params(start: &Weights) -> Vec<TuneParam> {
         .params()
         .into_iter()
         .enumerate()
-        .map(|(index, p)| TuneParam {
-            c_end: default_c_end(p.min, p.max),
-            r_end: R_END,
-            start: f64::from(p.value),
-            min: f64::from(p.min),
-            max: f64::from(p.max),
-            name: p.name,
-            index,
+        .map(|(index, p)| {
+            default_param(
+                &p.name,
+                index,
+                f64::from(p.value),
+                f64::from(p.min),
+                f64::from(p.max),
+            )
         })
         .collect()
 }
@@ -65,8 +78,28 @@ pub fn all_params(start: &Weights) -> Vec<TuneParam> {
 /// parameter with that prefix (`pst_knight_mg_* = {}`). Unknown names, keys
 /// or bounds outside the parameter's own range are errors.
 pub fn read_param_file(text: &str, start: &Weights) -> Result<Vec<TuneParam>> {
+    select_params(text, &all_params(start), false, &|key| {
+        format!("unknown evaluation parameter {key:?} (`learnbook weights` lists them all)")
+    })
+}
+
+/// Reads a parameter file (as [`read_param_file`]) choosing among `all`;
+/// `unknown` words the error for a name that selects nothing. With
+/// `ignore_case` names match whatever their case (UCI option names).
+pub fn select_params(
+    text: &str,
+    all: &[TuneParam],
+    ignore_case: bool,
+    unknown: &dyn Fn(&str) -> String,
+) -> Result<Vec<TuneParam>> {
     let table: toml::Table = text.parse().context("not valid TOML")?;
-    let all = all_params(start);
+    let fold = |s: &str| {
+        if ignore_case {
+            s.to_ascii_lowercase()
+        } else {
+            s.to_string()
+        }
+    };
     let mut chosen: Vec<TuneParam> = Vec::new();
     let mut seen = HashSet::new();
     for (key, value) in &table {
@@ -74,16 +107,19 @@ pub fn read_param_file(text: &str, start: &Weights) -> Result<Vec<TuneParam>> {
             bail!("{key}: expected a table such as {{ c_end = 10, r_end = 0.002 }}, found {value}");
         };
         let matches: Vec<&TuneParam> = match key.strip_suffix('*') {
-            Some(prefix) => all.iter().filter(|p| p.name.starts_with(prefix)).collect(),
-            None => all.iter().filter(|p| &p.name == key).collect(),
+            Some(prefix) => all
+                .iter()
+                .filter(|p| fold(&p.name).starts_with(&fold(prefix)))
+                .collect(),
+            None => all.iter().filter(|p| fold(&p.name) == fold(key)).collect(),
         };
         if matches.is_empty() {
-            bail!("unknown parameter {key:?} (`learnbook weights` lists them all)");
+            bail!("{}", unknown(key));
         }
         for base in matches {
             // The key names the parameter, unless it is a prefix with `*`.
             let p = apply_options(base.clone(), opts).map_err(|e| {
-                if *key == base.name {
+                if fold(key) == fold(&base.name) {
                     e
                 } else {
                     e.context(key.clone())
