@@ -535,6 +535,10 @@ struct FitArgs {
     /// Adam's step size, in centipawns.
     #[arg(long, default_value_t = 1.0)]
     learning_rate: f64,
+    /// Penalty holding each weight near its start: L2 * sum(((w - start) / 100)^2) is added to the
+    /// loss, so a weight few positions use does not drift on their noise (0: none).
+    #[arg(long, default_value_t = 0.0)]
+    l2: f64,
     /// Skip positions before this ply (the opening).
     #[arg(long, default_value_t = 16)]
     skip_plies: u32,
@@ -555,7 +559,7 @@ struct FitArgs {
     #[arg(long, default_value_t = 10)]
     checkpoint_every: u32,
     /// Continue the fit in --checkpoint (its settings; give the same --positions).
-    #[arg(long, requires = "checkpoint", conflicts_with_all = ["start", "params", "epochs", "learning_rate", "skip_plies", "lambda", "max_positions"])]
+    #[arg(long, requires = "checkpoint", conflicts_with_all = ["start", "params", "epochs", "learning_rate", "l2", "skip_plies", "lambda", "max_positions"])]
     resume: bool,
     /// Draw the loss per epoch into this PNG.
     #[arg(long, value_name = "loss.png")]
@@ -1197,6 +1201,9 @@ impl FitArgs {
         if !(self.lambda >= 0.0 && self.lambda <= 1.0) {
             anyhow::bail!("--lambda must be between 0 and 1");
         }
+        if !(self.l2 >= 0.0 && self.l2.is_finite()) {
+            anyhow::bail!("--l2 must be a number >= 0");
+        }
         if let Some(n) = self.threads {
             rayon::ThreadPoolBuilder::new()
                 .num_threads(n)
@@ -1210,6 +1217,7 @@ impl FitArgs {
             out: self.out.clone(),
             epochs: self.epochs,
             learning_rate: self.learning_rate,
+            l2: self.l2,
             selection: fit::samples::Selection {
                 skip_plies: self.skip_plies,
                 lambda: self.lambda,

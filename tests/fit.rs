@@ -66,6 +66,30 @@ fn a_fit_lowers_the_loss_and_writes_loadable_weights() {
 }
 
 #[test]
+fn the_l2_penalty_keeps_the_weights_nearer_their_start() {
+    let dir = TempDir::new().expect("tmp");
+    let d = dir.path();
+    ok(&strs(&fit_args(d, "free", 40, 2)));
+    let mut args = fit_args(d, "held", 40, 2);
+    args.extend(["--l2".into(), "0.01".into()]);
+    ok(&strs(&args));
+    // Sum of squared distances from the start, over every fitted weight.
+    let distance = |name: &str| {
+        let st = State::load(&d.join(format!("{name}.ckpt"))).expect("checkpoint");
+        st.settings
+            .fitted
+            .iter()
+            .map(|&i| (st.x[i] - f64::from(st.settings.start[i])).powi(2))
+            .sum::<f64>()
+    };
+    let (free, held) = (distance("free"), distance("held"));
+    assert!(free > 0.0, "the free fit moved nothing");
+    assert!(held < 0.5 * free, "with --l2 {held}, without {free}");
+    let held_state = State::load(&d.join("held.ckpt")).expect("checkpoint");
+    assert_eq!(held_state.settings.l2, 0.01);
+}
+
+#[test]
 fn the_same_fit_gives_the_same_weights_on_one_or_two_threads() {
     let dir = TempDir::new().expect("tmp");
     let d = dir.path();

@@ -35,6 +35,11 @@ pub struct Settings {
     pub epochs: u32,
     /// Adam's step size, centipawns.
     pub learning_rate: f64,
+    /// Weight of the penalty `l2 * sum(((x - start) / 100)^2)` that holds
+    /// each weight near its start unless the data pulls it away (absent in
+    /// checkpoints written before it existed: 0).
+    #[serde(default)]
+    pub l2: f64,
     /// The data the fit ran on ([`Samples::fingerprint`]).
     pub data: u64,
 }
@@ -146,9 +151,14 @@ impl State {
         self.epoch += 1;
         let t = self.epoch as i32;
         let lr = self.settings.learning_rate;
+        let l2 = self.settings.l2;
         for &i in &self.settings.fitted {
-            self.m[i] = b1 * self.m[i] + (1.0 - b1) * grad[i];
-            self.v[i] = b2 * self.v[i] + (1.0 - b2) * grad[i] * grad[i];
+            // Adam scales every gradient to a step of about `lr`, so a weight
+            // that few positions use would drift on their noise alone; the
+            // penalty's pull grows with the distance and stops it.
+            let g = grad[i] + 2.0 * l2 * (self.x[i] - f64::from(self.settings.start[i])) / 1e4;
+            self.m[i] = b1 * self.m[i] + (1.0 - b1) * g;
+            self.v[i] = b2 * self.v[i] + (1.0 - b2) * g * g;
             let m_hat = self.m[i] / (1.0 - b1.powi(t));
             let v_hat = self.v[i] / (1.0 - b2.powi(t));
             self.x[i] =
@@ -238,6 +248,7 @@ pub struct Options {
     pub out: std::path::PathBuf,
     pub epochs: u32,
     pub learning_rate: f64,
+    pub l2: f64,
     pub selection: Selection,
     pub checkpoint: Option<std::path::PathBuf>,
     /// Epochs between checkpoints.
@@ -307,6 +318,7 @@ pub fn run(opts: &Options) -> Result<(State, Outcome)> {
             fitted,
             epochs: opts.epochs,
             learning_rate: opts.learning_rate,
+            l2: opts.l2,
             data: data.fingerprint(),
         };
         (State::begin(settings, &model, &data), data)
