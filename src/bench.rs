@@ -698,6 +698,7 @@ fn bench_fit(pgn: &Path, max_positions: usize, epochs: u32) -> Result<()> {
         skip_plies: 16,
         lambda: 1.0,
         max_positions,
+        holdout: 0,
     };
     let w = crate::engine::params::Weights::default();
     let model = Model::new()?;

@@ -549,6 +549,10 @@ struct FitArgs {
     /// Use at most this many positions (0: all).
     #[arg(long, default_value_t = 0)]
     max_positions: usize,
+    /// Keep every N-th game apart: its positions are not fitted, and their loss (the validation
+    /// loss) is reported beside the fitted one, to show whether the fit generalises (0: none).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    holdout: u64,
     /// Threads (default: every core); the result does not depend on it.
     #[arg(long)]
     threads: Option<usize>,
@@ -559,7 +563,7 @@ struct FitArgs {
     #[arg(long, default_value_t = 10)]
     checkpoint_every: u32,
     /// Continue the fit in --checkpoint (its settings; give the same --positions).
-    #[arg(long, requires = "checkpoint", conflicts_with_all = ["start", "params", "epochs", "learning_rate", "l2", "skip_plies", "lambda", "max_positions"])]
+    #[arg(long, requires = "checkpoint", conflicts_with_all = ["start", "params", "epochs", "learning_rate", "l2", "skip_plies", "lambda", "max_positions", "holdout"])]
     resume: bool,
     /// Draw the loss per epoch into this PNG.
     #[arg(long, value_name = "loss.png")]
@@ -1222,6 +1226,7 @@ impl FitArgs {
                 skip_plies: self.skip_plies,
                 lambda: self.lambda,
                 max_positions: self.max_positions,
+                holdout: self.holdout,
             },
             checkpoint: self.checkpoint.clone(),
             checkpoint_every: self.checkpoint_every,

@@ -90,6 +90,41 @@ fn the_l2_penalty_keeps_the_weights_nearer_their_start() {
 }
 
 #[test]
+fn held_out_games_are_not_fitted_and_their_loss_is_reported() {
+    let dir = TempDir::new().expect("tmp");
+    let d = dir.path();
+    let all = ok(&strs(&fit_args(d, "all", 20, 2)));
+    let mut args = fit_args(d, "held", 20, 2);
+    args.extend(["--holdout".into(), "4".into()]);
+    let held = ok(&strs(&args));
+    let positions = |out: &std::process::Output| -> usize {
+        let text = String::from_utf8_lossy(&out.stderr).to_string();
+        let first = text.split_whitespace().next().unwrap_or("");
+        first
+            .parse()
+            .unwrap_or_else(|_| panic!("no position count in {text}"))
+    };
+    let text = String::from_utf8_lossy(&held.stderr).to_string();
+    let held_out: usize = text
+        .lines()
+        .find(|l| l.contains(" held-out positions: validation loss "))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no held-out count in {text}"));
+    // A quarter of the games are kept apart: their positions are not fitted.
+    assert!(held_out > 0);
+    assert_eq!(positions(&held) + held_out, positions(&all));
+    let state = State::load(&d.join("held.ckpt")).expect("checkpoint");
+    assert_eq!(state.validation.first().map(|v| v.0), Some(0));
+    assert_eq!(state.validation.last().map(|v| v.0), Some(20));
+    assert!(state.validation.iter().all(|v| v.1 > 0.0 && v.1 < 0.25));
+    assert!(State::load(&d.join("all.ckpt"))
+        .expect("checkpoint")
+        .validation
+        .is_empty());
+}
+
+#[test]
 fn the_same_fit_gives_the_same_weights_on_one_or_two_threads() {
     let dir = TempDir::new().expect("tmp");
     let d = dir.path();

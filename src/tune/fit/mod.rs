@@ -57,6 +57,10 @@ pub struct State {
     v: Vec<f64>,
     /// Loss at the start and after each epoch.
     pub losses: Vec<f64>,
+    /// Loss of the held-out positions at the start and after each
+    /// report (`(epoch, loss)`; empty without a holdout).
+    #[serde(default)]
+    pub validation: Vec<(u32, f64)>,
 }
 
 fn sigmoid(k: f64, e: f64) -> f64 {
@@ -141,6 +145,7 @@ impl State {
             m: vec![0.0; n],
             v: vec![0.0; n],
             losses: vec![start_loss],
+            validation: Vec::new(),
         }
     }
 
@@ -331,6 +336,24 @@ pub fn run(opts: &Options) -> Result<(State, Outcome)> {
         state.k,
         state.losses[0]
     );
+    // The held-out loss under the same K: lower than at the start means the
+    // fit learned something that holds beyond its own games.
+    let validate = |state: &mut State| -> Option<f64> {
+        let v = data.validation.as_deref()?;
+        let l = loss(&model, v, &state.x, state.k, false).0;
+        if state
+            .validation
+            .last()
+            .is_none_or(|&(e, _)| e < state.epoch)
+        {
+            state.validation.push((state.epoch, l));
+        }
+        Some(l)
+    };
+    if let Some(l) = validate(&mut state) {
+        let v = data.validation.as_deref().map_or(0, |v| v.rows.len());
+        eprintln!("{v} held-out positions: validation loss {l:.6}");
+    }
     let mut outcome = Outcome::Done;
     while state.epoch < state.settings.epochs {
         if crate::interrupt::interrupted() {
@@ -344,8 +367,11 @@ pub fn run(opts: &Options) -> Result<(State, Outcome)> {
             state.losses.push(before);
         }
         if opts.report_every > 0 && state.epoch % opts.report_every == 0 {
+            let held = validate(&mut state)
+                .map(|l| format!(", validation {l:.6}"))
+                .unwrap_or_default();
             eprintln!(
-                "epoch {}/{}: loss {before:.6}",
+                "epoch {}/{}: loss {before:.6}{held}",
                 state.epoch, state.settings.epochs
             );
         }
@@ -358,6 +384,9 @@ pub fn run(opts: &Options) -> Result<(State, Outcome)> {
     let end = loss(&model, &data, &state.x, state.k, false).0;
     state.losses.truncate(state.epoch as usize);
     state.losses.push(end);
+    if let Some(l) = validate(&mut state) {
+        eprintln!("validation loss {:.6} -> {l:.6}", state.validation[0].1);
+    }
     if let Some(ckpt) = &opts.checkpoint {
         state.save(ckpt)?;
     }

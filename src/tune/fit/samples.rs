@@ -26,6 +26,10 @@ pub struct Selection {
     pub lambda: f64,
     /// Stop after this many positions (0: all).
     pub max_positions: usize,
+    /// Every this-many-th game is kept apart for validation: its positions
+    /// are not fitted, their loss shows whether the fit generalises (0: none).
+    #[serde(default)]
+    pub holdout: u64,
 }
 
 /// Why positions or games were not used.
@@ -45,9 +49,17 @@ pub struct Samples {
     pub terms: Vec<Term>,
     pub games: u64,
     pub skipped: Skipped,
+    /// The held-out games' positions ([`Selection::holdout`]).
+    pub validation: Option<Box<Samples>>,
 }
 
 impl Samples {
+    fn push(&mut self, mut row: Row, terms: Vec<Term>) {
+        row.start = self.terms.len() as u32;
+        self.terms.extend(terms);
+        self.rows.push(row);
+    }
+
     pub fn terms_of(&self, row: &Row) -> &[Term] {
         &self.terms[row.start as usize..row.start as usize + usize::from(row.len)]
     }
@@ -177,6 +189,7 @@ pub fn read(files: &[impl AsRef<Path>], sel: &Selection, w: &Weights) -> Result<
                 }
                 break;
             }
+            let first_game = samples.games;
             samples.games += batch.len() as u64;
             let traced: Vec<(Vec<Traced>, Skipped)> = batch
                 .par_iter()
@@ -185,17 +198,21 @@ pub fn read(files: &[impl AsRef<Path>], sel: &Selection, w: &Weights) -> Result<
                     (positions(g, sel, w, &mut skipped), skipped)
                 })
                 .collect();
-            for (rows, s) in traced {
+            for (i, (rows, s)) in traced.into_iter().enumerate() {
                 let k = &mut samples.skipped;
                 k.games_without_result += s.games_without_result;
                 k.games_unreadable += s.games_unreadable;
                 k.opening += s.opening;
                 k.in_check += s.in_check;
                 k.capture_pending += s.capture_pending;
-                for (mut row, terms) in rows {
-                    row.start = samples.terms.len() as u32;
-                    samples.terms.extend(terms);
-                    samples.rows.push(row);
+                let held_out = sel.holdout > 0 && (first_game + i as u64 + 1) % sel.holdout == 0;
+                for (row, terms) in rows {
+                    if held_out {
+                        let v = samples.validation.get_or_insert_with(Default::default);
+                        v.push(row, terms);
+                        continue;
+                    }
+                    samples.push(row, terms);
                     if sel.max_positions > 0 && samples.rows.len() >= sel.max_positions {
                         break 'files;
                     }
