@@ -205,7 +205,8 @@ pub fn read(files: &[impl AsRef<Path>], sel: &Selection, w: &Weights) -> Result<
                 k.opening += s.opening;
                 k.in_check += s.in_check;
                 k.capture_pending += s.capture_pending;
-                let held_out = sel.holdout > 0 && (first_game + i as u64 + 1) % sel.holdout == 0;
+                let held_out =
+                    sel.holdout > 0 && (first_game + i as u64 + 1).is_multiple_of(sel.holdout);
                 for (row, terms) in rows {
                     if held_out {
                         let v = samples.validation.get_or_insert_with(Default::default);
