@@ -27,7 +27,8 @@ pub struct Selection {
     /// Stop after this many positions (0: all).
     pub max_positions: usize,
     /// Every this-many-th game is kept apart for validation: its positions
-    /// are not fitted, their loss shows whether the fit generalises (0: none).
+    /// are not fitted, and their loss against the game's result alone shows
+    /// whether the fit generalises (0: none).
     #[serde(default)]
     pub holdout: u64,
 }
@@ -191,10 +192,21 @@ pub fn read(files: &[impl AsRef<Path>], sel: &Selection, w: &Weights) -> Result<
             }
             let first_game = samples.games;
             samples.games += batch.len() as u64;
+            let held_out = |i: usize| {
+                sel.holdout > 0 && (first_game + i as u64 + 1).is_multiple_of(sel.holdout)
+            };
+            // Held-out positions are labelled with the result alone, so that
+            // fits with any --lambda are judged against the same labels.
+            let result_only = Selection {
+                lambda: 1.0,
+                ..*sel
+            };
             let traced: Vec<(Vec<Traced>, Skipped)> = batch
                 .par_iter()
-                .map(|g| {
+                .enumerate()
+                .map(|(i, g)| {
                     let mut skipped = Skipped::default();
+                    let sel = if held_out(i) { &result_only } else { sel };
                     (positions(g, sel, w, &mut skipped), skipped)
                 })
                 .collect();
