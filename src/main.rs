@@ -107,6 +107,10 @@ impl LearnAnalysisArgs {
 enum Command {
     /// Build (or add to) a book from PGN files: .pgn, .pgn.gz, .pgn.zst, or - for stdin.
     Build(BuildArgs),
+    /// Merge books built separately (shards of the games) into one: counts add, a game
+    /// in two books counts once, values are recomputed. The same book as one build of all
+    /// the games.
+    Merge(MergeArgs),
     /// Add games one by one, re-evaluating the affected positions after each.
     Learn(LearnArgs),
     /// Show a position's book moves with counts, values and the book's choice.
@@ -201,6 +205,22 @@ struct BuildArgs {
     /// PGN files to read (.pgn, .pgn.gz, .pgn.zst), or - for standard input.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
+}
+
+/// Arguments of `learnbook merge`.
+#[derive(Args)]
+struct MergeArgs {
+    /// The merged book: created, or (if it exists) the books are added to it. It is
+    /// written beside and renamed into place, so a killed merge leaves the old one unchanged.
+    #[command(flatten)]
+    book: BookArg,
+    /// Count a game found in two books twice, as `build --allow-duplicates` would
+    /// (default: once, matched by the same hash `build` uses).
+    #[arg(long)]
+    allow_duplicates: bool,
+    /// Books to merge, built with the same settings (max-ply and value parameters).
+    #[arg(required = true, value_name = "SHARD.sqlite")]
+    shards: Vec<PathBuf>,
 }
 
 /// Arguments of `learnbook learn`.
@@ -611,6 +631,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Build(args) => args.run(),
         Command::Analyze(args) => args.run(),
+        Command::Merge(args) => args.run(),
         Command::Learn(args) => args.run(),
         Command::Show(args) => args.run(),
         Command::Stats(args) => args.run(),
@@ -728,6 +749,19 @@ impl ShowArgs {
         let b = Book::open(&book.book)?;
         let pos = book::report::position_from(fen.as_deref(), moves.as_deref())?;
         print!("{}", book::report::show(&b, &pos)?);
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+impl MergeArgs {
+    fn run(self) -> Result<ExitCode> {
+        let MergeArgs {
+            book,
+            allow_duplicates,
+            shards,
+        } = self;
+        let summary = book::merge::merge_books(&book.book, &shards, allow_duplicates)?;
+        eprint!("{}", summary.report());
         Ok(ExitCode::SUCCESS)
     }
 }

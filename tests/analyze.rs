@@ -423,7 +423,7 @@ fn a_schema_2_book_is_upgraded_in_place_and_stays_consistent() {
             |r| r.get(0),
         )
         .expect("version");
-    assert_eq!(version, "3");
+    assert_eq!(version, learnbook::book::db::SCHEMA_VERSION.to_string());
     analyze_40(&book);
     ok(&["check", "--book", s(&book)]);
 }

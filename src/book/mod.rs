@@ -5,6 +5,7 @@ pub mod check;
 pub mod db;
 pub mod ingest;
 pub mod keys;
+pub mod merge;
 pub mod minimax;
 pub mod movetext;
 pub mod polyglot;

@@ -7,7 +7,7 @@ use rusqlite::{params, Connection};
 
 use super::book::Book;
 use super::graph::{reevaluate_all, MOVE_UPSERT};
-use super::schema::hash_to_sql;
+use super::schema::{hash_to_sql, moves_to_blob};
 use crate::book::ingest::{Counts, Game};
 use crate::book::keys::{Key, KeyMap, MoveCode};
 use crate::book::minimax::{Graph, NodeInfo};
@@ -46,6 +46,10 @@ pub struct GameRow {
     pub plies: u32,
     pub start: Key,
     pub copies: u32,
+    /// The stored moves ([`moves_to_blob`]).
+    pub moves: Vec<u8>,
+    /// White's expected points in thousandths (the ratings).
+    pub expected: i64,
 }
 
 impl Aggregate {
@@ -93,6 +97,8 @@ impl Aggregate {
                 result: game.result.as_str(),
                 plies: game.total_plies,
                 start: game.start,
+                moves: moves_to_blob(game.plies.iter().map(|p| p.mv.0)),
+                expected,
             },
         );
     }
@@ -151,8 +157,8 @@ impl Book {
             rows.sort_unstable_by_key(|g| (&g.source, g.hash));
             insert_chunked(
                 &tx,
-                "INSERT INTO games(hash, source, white, black, result, plies, start, copies)",
-                8,
+                "INSERT INTO games(hash, source, white, black, result, plies, start, copies, moves, expected)",
+                10,
                 &rows,
                 |st, i, g| {
                     st.raw_bind_parameter(i, hash_to_sql(g.hash))?;
@@ -162,7 +168,9 @@ impl Book {
                     st.raw_bind_parameter(i + 4, g.result)?;
                     st.raw_bind_parameter(i + 5, g.plies)?;
                     st.raw_bind_parameter(i + 6, g.start)?;
-                    st.raw_bind_parameter(i + 7, g.copies)
+                    st.raw_bind_parameter(i + 7, g.copies)?;
+                    st.raw_bind_parameter(i + 8, &g.moves)?;
+                    st.raw_bind_parameter(i + 9, g.expected)
                 },
             )?;
             let mut stmt = tx.prepare("INSERT INTO parents(child, parent) VALUES (?1, ?2)")?;
@@ -379,7 +387,7 @@ fn write_moves<'a>(
 /// Adds game rows, in a stable order; repeated games add to `copies`.
 fn write_games(tx: &Connection, games: &KeyMap<u64, GameRow>) -> Result<()> {
     let mut stmt = tx.prepare(
-        "INSERT INTO games(hash, source, white, black, result, plies, start, copies) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+        "INSERT INTO games(hash, source, white, black, result, plies, start, copies, moves, expected) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
          ON CONFLICT(hash) DO UPDATE SET copies = copies + excluded.copies",
     )?;
     let mut rows: Vec<&GameRow> = games.values().collect();
@@ -393,7 +401,9 @@ fn write_games(tx: &Connection, games: &KeyMap<u64, GameRow>) -> Result<()> {
             g.result,
             g.plies,
             g.start,
-            g.copies
+            g.copies,
+            g.moves,
+            g.expected
         ])?;
     }
     Ok(())

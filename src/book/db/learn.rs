@@ -8,7 +8,7 @@ use rusqlite::{params, Connection, Transaction, TransactionBehavior};
 use super::book::Book;
 use super::cache::{Cached, NodeCache, Sql};
 use super::graph::{link_transposition, MOVE_UPSERT};
-use super::schema::hash_to_sql;
+use super::schema::{hash_to_sql, moves_to_blob};
 use crate::book::ingest::Game;
 use crate::book::keys::{Key, KeySet, MoveCode};
 use crate::book::minimax::{self, NodeInfo, Reevaluation, Tree, ValueParams};
@@ -192,9 +192,19 @@ fn add_game(
 /// Adds the game's row; `false` if the game is already in the book.
 fn insert_game_row(tx: &Transaction<'_>, game: &Game, source: &str) -> Result<bool> {
     let n = tx.prepare_cached(
-        "INSERT OR IGNORE INTO games(hash, source, white, black, result, plies, start) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        "INSERT OR IGNORE INTO games(hash, source, white, black, result, plies, start, moves, expected) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     )?
-    .execute(params![hash_to_sql(game.hash), source, game.white, game.black, game.result.as_str(), game.total_plies, game.start])?;
+    .execute(params![
+        hash_to_sql(game.hash),
+        source,
+        game.white,
+        game.black,
+        game.result.as_str(),
+        game.total_plies,
+        game.start,
+        moves_to_blob(game.plies.iter().map(|p| p.mv.0)),
+        game.expected_milli()
+    ])?;
     Ok(n == 1)
 }
 

@@ -18,6 +18,7 @@
 //! * `bulk`: `build`'s aggregate of many games, written at once;
 //! * `analysis`: search scores (`analyze`);
 //! * `import`: the moves of a Polyglot book;
+//! * `merge`: another book's rows added to this one (`merge`);
 //! * `scan`: whole-table reads for `check` and the export.
 //!
 //! Submodules name the file they import from (`super::book::Book`, not a
@@ -30,6 +31,7 @@ mod cache;
 mod graph;
 pub mod import;
 mod learn;
+pub mod merge;
 pub mod scan;
 pub mod schema;
 

@@ -10,7 +10,7 @@ use super::graph::reevaluate_all;
 use crate::book::keys::Key;
 use crate::book::minimax::ValueParams;
 
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 pub(super) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -63,7 +63,9 @@ CREATE TABLE IF NOT EXISTS games(
     result TEXT NOT NULL,
     plies INTEGER NOT NULL,
     start INTEGER NOT NULL,
-    copies INTEGER NOT NULL DEFAULT 1
+    copies INTEGER NOT NULL DEFAULT 1,
+    moves BLOB,
+    expected INTEGER
 );
 ";
 
@@ -164,6 +166,9 @@ pub(super) fn read_settings(conn: &Connection, path: &Path) -> Result<BookSettin
         .context("bad schema_version")?;
     if version == 2 {
         migrate_v2(conn).with_context(|| format!("cannot upgrade {}", path.display()))?;
+    }
+    if version == 2 || version == 3 {
+        migrate_v3(conn).with_context(|| format!("cannot upgrade {}", path.display()))?;
     } else if version != SCHEMA_VERSION {
         bail!(
             "{} has schema version {version}, this learnbook reads {SCHEMA_VERSION}",
@@ -258,12 +263,54 @@ fn migrate_v2(conn: &Connection) -> Result<()> {
         )?;
     }
     tx.execute(
-        "UPDATE meta SET value = ?1 WHERE key = 'schema_version'",
-        [SCHEMA_VERSION.to_string()],
+        "UPDATE meta SET value = '3' WHERE key = 'schema_version'",
+        [],
     )?;
     // Values now follow the new formula.
     let params = read_params(&tx)?;
     reevaluate_all(&tx, &params)?;
     tx.commit()?;
     Ok(())
+}
+
+/// Schema 3 -> 4: each game's moves and rating expectation (`games.moves`,
+/// `games.expected`), which `merge` needs to count a game found in two books
+/// once. Older games have neither (NULL): such a game, if found again in
+/// another book, cannot be taken out of its counts, and `merge` says so.
+fn migrate_v3(conn: &Connection) -> Result<()> {
+    let tx = conn.unchecked_transaction()?;
+    for (column, kind) in [("moves", "BLOB"), ("expected", "INTEGER")] {
+        let has: bool = tx.query_row(
+            "SELECT count(*) FROM pragma_table_info('games') WHERE name = ?1",
+            [column],
+            |r| r.get(0),
+        )?;
+        if !has {
+            tx.execute_batch(&format!("ALTER TABLE games ADD COLUMN {column} {kind};"))?;
+        }
+    }
+    tx.execute(
+        "UPDATE meta SET value = ?1 WHERE key = 'schema_version'",
+        [SCHEMA_VERSION.to_string()],
+    )?;
+    tx.commit()?;
+    Ok(())
+}
+
+/// A game's stored moves as `games.moves` keeps them: each Polyglot move
+/// code in two bytes, little-endian.
+pub(super) fn moves_to_blob(moves: impl Iterator<Item = u16>) -> Vec<u8> {
+    moves.flat_map(u16::to_le_bytes).collect()
+}
+
+/// Back from [`moves_to_blob`]; `None` if the length is odd.
+pub(super) fn moves_from_blob(blob: &[u8]) -> Option<Vec<u16>> {
+    if blob.len() % 2 != 0 {
+        return None;
+    }
+    Some(
+        blob.chunks_exact(2)
+            .map(|b| u16::from_le_bytes([b[0], b[1]]))
+            .collect(),
+    )
 }

@@ -1,0 +1,244 @@
+//! `merge`: books built separately (shards) added into one.
+//!
+//! Rows go from SQLite to SQLite (`ATTACH`, `INSERT ... SELECT ... ON
+//! CONFLICT`), in key order, so memory stays SQLite's page cache whatever
+//! the books' size; only the final re-evaluation loads the tree. Counts,
+//! rating expectations and games add; a game found in two books counts once
+//! (its path is taken out of the later book's counts, walked through its
+//! stored moves), or every time with `allow_duplicates`, as `build` counts
+//! them. Parent links and values are then recomputed from the whole, the way
+//! a one-pass build makes them, so merging the parts gives the same book.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use anyhow::{anyhow, bail, Context, Result};
+use rusqlite::{params, OptionalExtension, Transaction};
+
+use super::book::Book;
+use super::graph::reevaluate_all;
+use super::schema::{hash_from_sql, moves_from_blob};
+use crate::book::ingest::GameResult;
+use crate::book::keys::Key;
+
+/// What one added book brought.
+#[derive(Clone, Debug, Default)]
+pub struct MergedShard {
+    pub positions: u64,
+    pub moves: u64,
+    pub games: u64,
+    /// Its games already in the book (counted once unless duplicates are allowed).
+    pub duplicates: u64,
+}
+
+/// Counts taken out of the book again: the path of a game counted twice.
+#[derive(Default)]
+struct Correction {
+    /// White wins, draws, black wins, expected points (thousandths).
+    nodes: HashMap<Key, [i64; 4]>,
+    edges: HashMap<(Key, u16), [i64; 3]>,
+}
+
+impl Book {
+    /// Adds the book at `shard` (its settings must equal this book's). Values
+    /// and parent links are left as they were: call [`Book::finish_merge`]
+    /// after the last shard.
+    pub fn merge_book(&mut self, shard: &Path, allow_duplicates: bool) -> Result<MergedShard> {
+        let other = Book::open(shard)?;
+        same_settings(self, &other)?;
+        // Everything in the file itself, so the attached copy sees it all.
+        other.checkpoint()?;
+        drop(other);
+        let name = shard
+            .to_str()
+            .ok_or_else(|| anyhow!("{}: the path is not UTF-8", shard.display()))?;
+        self.conn
+            .execute("ATTACH DATABASE ?1 AS shard", [name])
+            .with_context(|| format!("cannot open {}", shard.display()))?;
+        let merged = self.merge_attached(shard, allow_duplicates);
+        // Detached whatever happened, so the next shard can be attached.
+        let detached = self.conn.execute_batch("DETACH DATABASE shard");
+        let merged = merged.with_context(|| format!("merging {}", shard.display()))?;
+        detached?;
+        Ok(merged)
+    }
+
+    fn merge_attached(&mut self, shard: &Path, allow_duplicates: bool) -> Result<MergedShard> {
+        let tx = self.conn.transaction()?;
+        let mut merged = MergedShard::default();
+        let fix = if allow_duplicates {
+            Correction::default()
+        } else {
+            duplicate_paths(&tx, shard, &mut merged)?
+        };
+        merged.positions = tx.execute(
+            "INSERT INTO main.positions(key, depth, white, draws, black, exact, expected)
+             SELECT key, depth, white, draws, black, exact, expected FROM shard.positions WHERE true
+             ON CONFLICT(key) DO UPDATE SET
+               depth = CASE WHEN depth IS NULL OR excluded.depth < depth THEN excluded.depth ELSE depth END,
+               white = white + excluded.white, draws = draws + excluded.draws, black = black + excluded.black,
+               expected = expected + excluded.expected,
+               exact = coalesce(exact, excluded.exact)",
+            [],
+        )? as u64;
+        merged.moves = tx.execute(
+            "INSERT INTO main.moves(parent, move, uci, child, white, draws, black, weight)
+             SELECT parent, move, uci, child, white, draws, black, weight FROM shard.moves WHERE true
+             ON CONFLICT(parent, move) DO UPDATE SET
+               child = coalesce(child, excluded.child),
+               white = white + excluded.white, draws = draws + excluded.draws, black = black + excluded.black,
+               weight = coalesce(weight, excluded.weight)",
+            [],
+        )? as u64;
+        let copies = if allow_duplicates {
+            "copies + excluded.copies"
+        } else {
+            "copies"
+        };
+        merged.games = tx.execute(
+            &format!(
+                "INSERT INTO main.games(hash, source, white, black, result, plies, start, copies, moves, expected)
+                 SELECT hash, source, white, black, result, plies, start, copies, moves, expected
+                 FROM shard.games WHERE true ORDER BY id
+                 ON CONFLICT(hash) DO UPDATE SET copies = {copies}"
+            ),
+            [],
+        )? as u64;
+        // Search scores: where both books analysed a position, the first stays.
+        tx.execute(
+            "INSERT OR IGNORE INTO main.analysis SELECT * FROM shard.analysis",
+            [],
+        )?;
+        {
+            let mut node = tx.prepare(
+                "UPDATE main.positions SET white = white - ?2, draws = draws - ?3, black = black - ?4,
+                 expected = expected - ?5 WHERE key = ?1",
+            )?;
+            for (key, c) in &fix.nodes {
+                node.execute(params![key, c[0], c[1], c[2], c[3]])?;
+            }
+            let mut edge = tx.prepare(
+                "UPDATE main.moves SET white = white - ?3, draws = draws - ?4, black = black - ?5
+                 WHERE parent = ?1 AND move = ?2",
+            )?;
+            for ((key, mv), c) in &fix.edges {
+                edge.execute(params![key, mv, c[0], c[1], c[2]])?;
+            }
+        }
+        tx.commit()?;
+        Ok(merged)
+    }
+
+    /// After the last [`Book::merge_book`]: parent links recomputed from the
+    /// moves (a position's `parent` is its smallest parent key, and a
+    /// position with two or more parents has them all in `parents`, as
+    /// `build` writes them), then every value and choice.
+    pub fn finish_merge(&mut self) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        tx.execute_batch(
+            "DELETE FROM parents;
+             UPDATE positions SET parent = NULL WHERE parent IS NOT NULL;
+             UPDATE positions SET parent = l.parent
+               FROM (SELECT child, min(parent) AS parent FROM moves WHERE child IS NOT NULL GROUP BY child) AS l
+               WHERE l.child = positions.key;
+             INSERT INTO parents(child, parent)
+               SELECT DISTINCT child, parent FROM moves WHERE child IN
+                 (SELECT child FROM moves WHERE child IS NOT NULL GROUP BY child HAVING count(DISTINCT parent) > 1);",
+        )?;
+        reevaluate_all(&tx, &self.settings.params)?;
+        tx.commit()?;
+        Ok(())
+    }
+}
+
+/// Refuses a shard whose settings differ: its counts would mean something else.
+fn same_settings(book: &Book, shard: &Book) -> Result<()> {
+    let (a, b) = (&book.settings, &shard.settings);
+    let mut diffs = Vec::new();
+    if a.max_ply != b.max_ply {
+        diffs.push(format!("max-ply {} against {}", b.max_ply, a.max_ply));
+    }
+    let (p, q) = (&a.params, &b.params);
+    for (name, x, y) in [
+        ("prior-games", p.prior_games, q.prior_games),
+        ("deviation", p.deviation, q.deviation),
+        ("evidence-penalty", p.evidence_penalty, q.evidence_penalty),
+        ("popularity", p.popularity, q.popularity),
+        ("search-games", p.search_games, q.search_games),
+    ] {
+        if x.to_bits() != y.to_bits() {
+            diffs.push(format!("{name} {y} against {x}"));
+        }
+    }
+    if !diffs.is_empty() {
+        bail!(
+            "{} was built with other settings than {} ({}): books merge only when built alike",
+            shard.path.display(),
+            book.path.display(),
+            diffs.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// The games of the attached shard already in the book, and the counts their
+/// paths add a second time.
+fn duplicate_paths(
+    tx: &Transaction<'_>,
+    shard: &Path,
+    merged: &mut MergedShard,
+) -> Result<Correction> {
+    let mut fix = Correction::default();
+    let mut games = tx.prepare(
+        "SELECT s.hash, s.result, s.moves, s.start, s.expected, s.copies
+         FROM shard.games s JOIN main.games m ON m.hash = s.hash",
+    )?;
+    let mut child_of =
+        tx.prepare("SELECT child FROM shard.moves WHERE parent = ?1 AND move = ?2")?;
+    let mut rows = games.query([])?;
+    while let Some(r) = rows.next()? {
+        merged.duplicates += 1;
+        let hash = hash_from_sql(r.get(0)?);
+        let result: String = r.get(1)?;
+        let moves: Option<Vec<u8>> = r.get(2)?;
+        let start: Key = r.get(3)?;
+        let expected: Option<i64> = r.get(4)?;
+        let copies: i64 = r.get(5)?;
+        let unusable = |why: &str| {
+            anyhow!(
+                "{}: game {hash:016x} is in both books, and {why}; rebuild this book with this learnbook",
+                shard.display()
+            )
+        };
+        let c = GameResult::parse(&result)
+            .ok_or_else(|| unusable(&format!("its result '{result}' is unknown")))?
+            .counts();
+        let (Some(moves), Some(expected)) = (moves, expected) else {
+            return Err(unusable(
+                "its moves were not stored (an older learnbook built it)",
+            ));
+        };
+        let moves = moves_from_blob(&moves).ok_or_else(|| unusable("its moves are damaged"))?;
+        let add = |n: &mut [i64; 4]| {
+            n[0] += copies * i64::from(c.white);
+            n[1] += copies * i64::from(c.draws);
+            n[2] += copies * i64::from(c.black);
+            n[3] += copies * expected;
+        };
+        add(fix.nodes.entry(start).or_default());
+        let mut key = start;
+        for mv in moves {
+            let e = fix.edges.entry((key, mv)).or_default();
+            e[0] += copies * i64::from(c.white);
+            e[1] += copies * i64::from(c.draws);
+            e[2] += copies * i64::from(c.black);
+            let child: Option<Key> = child_of
+                .query_row(params![key, mv], |r| r.get(0))
+                .optional()?
+                .flatten();
+            key = child.ok_or_else(|| unusable("its path is not in the book"))?;
+            add(fix.nodes.entry(key).or_default());
+        }
+    }
+    Ok(fix)
+}

@@ -1,0 +1,116 @@
+//! `merge`: books built separately, from parts of the games, into one book
+//! equal to the book of all the games.
+//!
+//! The result is written beside its destination and renamed into place when
+//! complete: a killed merge leaves no new book, or the old one unchanged
+//! (an existing destination is one of the inputs, not written to).
+
+use std::{
+    path::{Path, PathBuf},
+    time::Instant,
+};
+
+use anyhow::{bail, Context, Result};
+
+use super::db::merge::MergedShard;
+use super::db::Book;
+use crate::atomic_file;
+
+/// What `merge` did.
+#[derive(Clone, Debug, Default)]
+pub struct MergeSummary {
+    /// Each input (the existing destination first, if there was one).
+    pub inputs: Vec<(PathBuf, MergedShard)>,
+    pub seconds: f64,
+    /// Wall time of adding the rows, and of parent links and values.
+    pub phases: Vec<(&'static str, f64)>,
+}
+
+impl MergeSummary {
+    pub fn report(&self) -> String {
+        let mut s = String::new();
+        for (path, m) in &self.inputs {
+            s.push_str(&format!(
+                "{}: {} positions, {} moves, {} games ({} already in the book)\n",
+                path.display(),
+                m.positions,
+                m.moves,
+                m.games,
+                m.duplicates
+            ));
+        }
+        let p: Vec<String> = self
+            .phases
+            .iter()
+            .map(|(name, t)| format!("{name} {t:.2} s"))
+            .collect();
+        s.push_str(&format!(
+            "merged {} books in {:.2} s ({})\n",
+            self.inputs.len(),
+            self.seconds,
+            p.join(", ")
+        ));
+        s
+    }
+}
+
+/// Merges `shards` into the book at `out` (created, or added to). Counts
+/// add; a game in two books counts once unless `allow_duplicates`.
+pub fn merge_books(out: &Path, shards: &[PathBuf], allow_duplicates: bool) -> Result<MergeSummary> {
+    let start = Instant::now();
+    if shards.is_empty() {
+        bail!("no books to merge");
+    }
+    let mut inputs: Vec<PathBuf> = Vec::new();
+    if out.exists() {
+        inputs.push(out.to_path_buf());
+    }
+    for s in shards {
+        if !s.exists() {
+            bail!("no book at {}", s.display());
+        }
+        if same_file(s, out) {
+            bail!(
+                "{} is the output book: it is added to, not merged with itself",
+                s.display()
+            );
+        }
+        if inputs.iter().any(|i| same_file(i, s)) {
+            bail!("{} is given twice", s.display());
+        }
+        inputs.push(s.clone());
+    }
+    let settings = Book::open(&inputs[0])?.settings;
+    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    // Removes what a killed merge left; removed again if this one fails.
+    let pending = atomic_file::Pending::new(out, ".merging");
+    let mut summary = MergeSummary::default();
+    {
+        let mut book = Book::open_or_create(pending.path(), settings)?;
+        book.write_unjournaled()?;
+        for input in &inputs {
+            let merged = book.merge_book(input, allow_duplicates)?;
+            summary.inputs.push((input.clone(), merged));
+        }
+        let added = start.elapsed().as_secs_f64();
+        summary.phases.push(("rows", added));
+        book.finish_merge()
+            .context("computing the merged book's values")?;
+        book.make_durable()?;
+        summary
+            .phases
+            .push(("links and values", start.elapsed().as_secs_f64() - added));
+    }
+    pending.commit()?;
+    summary.seconds = start.elapsed().as_secs_f64();
+    Ok(summary)
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => false,
+    }
+}

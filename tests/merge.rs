@@ -1,0 +1,166 @@
+//! `merge`: books built from parts of the games, merged, equal the book of
+//! all the games (compared table by table with `EXCEPT` both ways); a game in
+//! two parts counts once; books built alike only; a failed merge leaves the
+//! old book as it was and nothing beside it.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{ok, run, s, sample_text};
+use rusqlite::Connection;
+use tempfile::TempDir;
+
+/// The sample's games split into `n` PGN files at game starts; the first
+/// `repeat` games of part 0 are also appended to the last part.
+fn parts(dir: &Path, n: usize, repeat: usize) -> (PathBuf, Vec<PathBuf>) {
+    let text = sample_text();
+    let mut starts: Vec<usize> = (0..text.len())
+        .filter(|&i| text[i..].starts_with(b"[Event ") && (i == 0 || text[i - 1] == b'\n'))
+        .collect();
+    starts.push(text.len());
+    let games = starts.len() - 1;
+    let mut files = Vec::new();
+    let mut all = Vec::new();
+    for p in 0..n {
+        let (a, b) = (starts[p * games / n], starts[(p + 1) * games / n]);
+        let mut bytes = text[a..b].to_vec();
+        if p == n - 1 && repeat > 0 {
+            bytes.extend_from_slice(&text[starts[0]..starts[repeat]]);
+        }
+        all.extend_from_slice(&bytes);
+        let path = dir.join(format!("part{p}.pgn"));
+        std::fs::write(&path, &bytes).expect("write part");
+        files.push(path);
+    }
+    let whole = dir.join("all.pgn");
+    std::fs::write(&whole, &all).expect("write all");
+    (whole, files)
+}
+
+/// Rows of `table` (the given columns) in one book and not in the other,
+/// both ways.
+fn differences(a: &Path, b: &Path, table: &str, columns: &str) -> (i64, i64) {
+    let c = Connection::open(a).expect("open");
+    c.execute("ATTACH DATABASE ?1 AS other", [s(b)])
+        .expect("attach");
+    let count = |x: &str, y: &str| -> i64 {
+        c.query_row(
+            &format!(
+                "SELECT count(*) FROM (SELECT {columns} FROM {x}.{table} EXCEPT SELECT {columns} FROM {y}.{table})"
+            ),
+            [],
+            |r| r.get(0),
+        )
+        .expect("except")
+    };
+    (count("main", "other"), count("other", "main"))
+}
+
+fn count(book: &Path, sql: &str) -> i64 {
+    Connection::open(book)
+        .expect("open")
+        .query_row(sql, [], |r| r.get(0))
+        .expect("count")
+}
+
+/// Asserts that two books hold the same positions (counts, values, choices,
+/// parent links), moves and games.
+fn assert_same_book(a: &Path, b: &Path) {
+    for (table, columns) in [
+        ("positions", "*"),
+        ("moves", "*"),
+        ("parents", "*"),
+        // The source names the input file, which differs between the parts and the whole.
+        (
+            "games",
+            "hash, white, black, result, plies, start, copies, moves, expected",
+        ),
+    ] {
+        assert_eq!(
+            differences(a, b, table, columns),
+            (0, 0),
+            "{table} differ between {} and {}",
+            a.display(),
+            b.display()
+        );
+    }
+    assert!(count(a, "SELECT count(*) FROM positions") > 10_000);
+}
+
+fn build(book: &Path, input: &Path, extra: &[&str]) {
+    let mut args = vec!["build", "--book", s(book)];
+    args.extend_from_slice(extra);
+    args.push(s(input));
+    ok(&args);
+}
+
+#[test]
+fn four_merged_parts_equal_one_build_of_all_games_and_a_repeated_game_counts_once() {
+    let dir = TempDir::new().expect("tmp");
+    let (whole, files) = parts(dir.path(), 4, 7);
+    let one = dir.path().join("one.sqlite");
+    build(&one, &whole, &[]);
+    let mut shards = Vec::new();
+    for (i, f) in files.iter().enumerate() {
+        let shard = dir.path().join(format!("shard{i}.sqlite"));
+        build(&shard, f, &[]);
+        shards.push(shard);
+    }
+    let merged = dir.path().join("merged.sqlite");
+    let mut args = vec!["merge", "--book", s(&merged)];
+    args.extend(shards.iter().map(|p| s(p)));
+    let out = ok(&args);
+    let report = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        report.contains("(7 already in the book)"),
+        "the repeated games are found: {report}"
+    );
+    assert_same_book(&one, &merged);
+    ok(&["check", "--book", s(&merged)]);
+    assert!(
+        !dir.path().join("merged.sqlite.merging").exists(),
+        "no temporary file is left"
+    );
+}
+
+#[test]
+fn merging_with_allow_duplicates_equals_a_build_that_allows_them() {
+    let dir = TempDir::new().expect("tmp");
+    let (whole, files) = parts(dir.path(), 2, 5);
+    let one = dir.path().join("one.sqlite");
+    build(&one, &whole, &["--allow-duplicates"]);
+    let (a, b) = (dir.path().join("a.sqlite"), dir.path().join("b.sqlite"));
+    build(&a, &files[0], &["--allow-duplicates"]);
+    build(&b, &files[1], &["--allow-duplicates"]);
+    // Merged into an existing book: `a` itself is the first input.
+    ok(&["merge", "--allow-duplicates", "--book", s(&a), s(&b)]);
+    assert_same_book(&one, &a);
+    assert_eq!(count(&a, "SELECT max(copies) FROM games"), 2);
+}
+
+#[test]
+fn books_built_with_other_settings_are_refused_and_the_output_is_untouched() {
+    let dir = TempDir::new().expect("tmp");
+    let (_, files) = parts(dir.path(), 2, 0);
+    let (a, b) = (dir.path().join("a.sqlite"), dir.path().join("b.sqlite"));
+    build(&a, &files[0], &[]);
+    build(&b, &files[1], &["--max-ply", "30"]);
+    let before = std::fs::read(&a).expect("read a");
+    let out = run(&["merge", "--book", s(&a), s(&b)]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("max-ply 30 against 40"),
+        "the setting is named: {err}"
+    );
+    assert_eq!(
+        std::fs::read(&a).expect("read a"),
+        before,
+        "the book is unchanged"
+    );
+    assert!(!dir.path().join("a.sqlite.merging").exists());
+    let out = run(&["merge", "--book", s(&a), s(&dir.path().join("none.sqlite"))]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no book at"));
+}
