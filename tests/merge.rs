@@ -164,3 +164,54 @@ fn books_built_with_other_settings_are_refused_and_the_output_is_untouched() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no book at"));
 }
+
+#[test]
+fn a_merge_killed_at_any_point_leaves_the_old_book_and_the_next_run_cleans_up() {
+    use std::process::{Command, Stdio};
+    use std::time::Duration;
+    let dir = TempDir::new().expect("tmp");
+    let (whole, files) = parts(dir.path(), 2, 0);
+    let one = dir.path().join("one.sqlite");
+    build(&one, &whole, &[]);
+    let (a, b) = (dir.path().join("a.sqlite"), dir.path().join("b.sqlite"));
+    build(&a, &files[0], &[]);
+    build(&b, &files[1], &[]);
+    let before = std::fs::read(&a).expect("read a");
+    let leftovers = |dir: &Path| -> Vec<String> {
+        std::fs::read_dir(dir)
+            .expect("dir")
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains(".merging"))
+            .collect()
+    };
+    let mut killed = 0;
+    for wait_ms in [5, 40, 120, 250, 400] {
+        let mut child = Command::new(common::bin())
+            .args(["merge", "--book", s(&a), s(&b)])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn merge");
+        std::thread::sleep(Duration::from_millis(wait_ms));
+        if child.try_wait().expect("wait").is_none() {
+            child.kill().expect("kill");
+            killed += 1;
+        }
+        child.wait().expect("reap");
+        if std::fs::read(&a).expect("read a") != before {
+            // It finished before the kill: the merged book is complete.
+            assert_same_book(&one, &a);
+            return;
+        }
+        ok(&["check", "--book", s(&a)]);
+    }
+    assert!(killed > 0, "at least one merge was killed while running");
+    ok(&["merge", "--book", s(&a), s(&b)]);
+    assert!(
+        leftovers(dir.path()).is_empty(),
+        "{:?}",
+        leftovers(dir.path())
+    );
+    assert_same_book(&one, &a);
+}
