@@ -187,6 +187,10 @@ struct BuildArgs {
     /// (default: a game with the same players, event, site, date, round, moves and result is skipped).
     #[arg(long)]
     allow_duplicates: bool,
+    /// Drop the positions and moves fewer than N games reach, as polyglot make-book's
+    /// -min-game does, for a small book (a new book only; such a book does not merge).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    min_games: u32,
     /// Virtual draws added to every position's statistics (new book only).
     #[arg(long, default_value_t = ValueParams::default().prior_games)]
     prior_games: f64,
@@ -218,6 +222,10 @@ struct MergeArgs {
     /// (default: once, matched by the same hash `build` uses).
     #[arg(long)]
     allow_duplicates: bool,
+    /// Drop the positions and moves fewer than N games of all the books reach, as
+    /// `build --min-games` does (a new book only).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    min_games: u32,
     /// Books to merge, built with the same settings (max-ply and value parameters).
     #[arg(required = true, value_name = "SHARD.sqlite")]
     shards: Vec<PathBuf>,
@@ -660,6 +668,7 @@ impl BuildArgs {
             min_elo,
             threads,
             allow_duplicates,
+            min_games,
             prior_games,
             deviation,
             evidence_penalty,
@@ -682,6 +691,7 @@ impl BuildArgs {
                 popularity,
                 search_games,
             },
+            min_games,
         };
         let summary = build::build_book(
             &book.book,
@@ -758,9 +768,10 @@ impl MergeArgs {
         let MergeArgs {
             book,
             allow_duplicates,
+            min_games,
             shards,
         } = self;
-        let summary = book::merge::merge_books(&book.book, &shards, allow_duplicates)?;
+        let summary = book::merge::merge_books(&book.book, &shards, allow_duplicates, min_games)?;
         eprint!("{}", summary.report());
         Ok(ExitCode::SUCCESS)
     }

@@ -215,3 +215,45 @@ fn a_merge_killed_at_any_point_leaves_the_old_book_and_the_next_run_cleans_up() 
     );
     assert_same_book(&one, &a);
 }
+
+#[test]
+fn min_games_drops_the_same_rows_in_a_build_and_a_merge_and_pruned_books_do_not_merge() {
+    let dir = TempDir::new().expect("tmp");
+    let (whole, files) = parts(dir.path(), 3, 4);
+    let one = dir.path().join("one.sqlite");
+    build(&one, &whole, &["--min-games", "3"]);
+    let rare = count(
+        &one,
+        "SELECT count(*) FROM moves WHERE white + draws + black < 3",
+    );
+    assert_eq!(rare, 0, "no move fewer than 3 games reach is kept");
+    let full = dir.path().join("full.sqlite");
+    build(&full, &whole, &[]);
+    let kept = count(&one, "SELECT count(*) FROM positions");
+    let all = count(&full, "SELECT count(*) FROM positions");
+    assert!(
+        kept * 5 < all,
+        "pruning drops most positions ({kept} of {all} kept)"
+    );
+    ok(&["check", "--book", s(&one)]);
+    let mut shards = Vec::new();
+    for (i, f) in files.iter().enumerate() {
+        let shard = dir.path().join(format!("shard{i}.sqlite"));
+        build(&shard, f, &[]);
+        shards.push(shard);
+    }
+    let merged = dir.path().join("merged.sqlite");
+    let mut args = vec!["merge", "--min-games", "3", "--book", s(&merged)];
+    args.extend(shards.iter().map(|p| s(p)));
+    ok(&args);
+    for (table, columns) in [("positions", "*"), ("moves", "*"), ("parents", "*")] {
+        assert_eq!(
+            differences(&one, &merged, table, columns),
+            (0, 0),
+            "{table}"
+        );
+    }
+    let out = run(&["merge", "--book", s(&dir.path().join("x.sqlite")), s(&one)]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--min-games 3"));
+}

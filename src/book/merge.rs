@@ -13,7 +13,7 @@ use std::{
 use anyhow::{bail, Context, Result};
 
 use super::db::merge::MergedShard;
-use super::db::Book;
+use super::db::{Book, BookSettings};
 use crate::atomic_file;
 
 /// What `merge` did.
@@ -55,8 +55,15 @@ impl MergeSummary {
 }
 
 /// Merges `shards` into the book at `out` (created, or added to). Counts
-/// add; a game in two books counts once unless `allow_duplicates`.
-pub fn merge_books(out: &Path, shards: &[PathBuf], allow_duplicates: bool) -> Result<MergeSummary> {
+/// add; a game in two books counts once unless `allow_duplicates`; the
+/// positions and moves fewer than `min_games` games reach are dropped at the
+/// end (so the result equals `build --min-games` of all the games).
+pub fn merge_books(
+    out: &Path,
+    shards: &[PathBuf],
+    allow_duplicates: bool,
+    min_games: u32,
+) -> Result<MergeSummary> {
     let start = Instant::now();
     if shards.is_empty() {
         bail!("no books to merge");
@@ -80,7 +87,16 @@ pub fn merge_books(out: &Path, shards: &[PathBuf], allow_duplicates: bool) -> Re
         }
         inputs.push(s.clone());
     }
-    let settings = Book::open(&inputs[0])?.settings;
+    let settings = BookSettings {
+        min_games,
+        ..Book::open(&inputs[0])?.settings
+    };
+    if min_games > 1 && out.exists() {
+        bail!(
+            "--min-games makes a new book: {} exists (merge into a new file)",
+            out.display()
+        );
+    }
     if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }

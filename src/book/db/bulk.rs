@@ -113,6 +113,7 @@ impl Book {
             games,
         } = agg;
         let params = self.settings.params;
+        let (nodes, edges) = prune(nodes, edges, self.settings.min_games);
         let edge_rows = sorted_edges(edges);
         let edge_list: Vec<(Key, MoveCode, Key)> = edge_rows
             .iter()
@@ -299,6 +300,20 @@ impl Book {
         self.conn.pragma_update(None, "cache_size", -16_384i64)?;
         Ok(())
     }
+}
+
+/// `--min-games`: drops the positions and moves fewer than `min_games` games
+/// reach (a move to a dropped position has fewer games than it, so goes too).
+fn prune(
+    mut nodes: KeyMap<Key, NodeAgg>,
+    mut edges: KeyMap<(Key, u16), EdgeAgg>,
+    min_games: u32,
+) -> (KeyMap<Key, NodeAgg>, KeyMap<(Key, u16), EdgeAgg>) {
+    if min_games > 1 {
+        nodes.retain(|_, n| n.counts.total() >= min_games);
+        edges.retain(|_, e| e.counts.total() >= min_games);
+    }
+    (nodes, edges)
 }
 
 /// Aggregated moves as rows, in the table's order (keys as SQLite stores

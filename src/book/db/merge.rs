@@ -135,6 +135,22 @@ impl Book {
     /// `build` writes them), then every value and choice.
     pub fn finish_merge(&mut self) -> Result<()> {
         let tx = self.conn.transaction()?;
+        let min_games = self.settings.min_games;
+        if min_games > 1 {
+            // As `build --min-games` prunes its aggregate.
+            tx.execute(
+                "DELETE FROM moves WHERE white + draws + black < ?1",
+                [min_games],
+            )?;
+            tx.execute(
+                "DELETE FROM positions WHERE white + draws + black < ?1",
+                [min_games],
+            )?;
+            tx.execute(
+                "DELETE FROM analysis WHERE key NOT IN (SELECT key FROM positions)",
+                [],
+            )?;
+        }
         tx.execute_batch(
             "DELETE FROM parents;
              UPDATE positions SET parent = NULL WHERE parent IS NOT NULL;
@@ -154,6 +170,14 @@ impl Book {
 /// Refuses a shard whose settings differ: its counts would mean something else.
 fn same_settings(book: &Book, shard: &Book) -> Result<()> {
     let (a, b) = (&book.settings, &shard.settings);
+    if b.min_games > 1 {
+        bail!(
+            "{} was built with --min-games {}: what it dropped cannot be added back; merge the \
+             books built without it (merge --min-games prunes the result)",
+            shard.path.display(),
+            b.min_games
+        );
+    }
     let mut diffs = Vec::new();
     if a.max_ply != b.max_ply {
         diffs.push(format!("max-ply {} against {}", b.max_ply, a.max_ply));

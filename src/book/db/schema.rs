@@ -97,6 +97,9 @@ pub(super) fn hash_from_sql(v: i64) -> u64 {
 pub struct BookSettings {
     pub max_ply: u32,
     pub params: ValueParams,
+    /// Positions and moves fewer games reach were dropped when the book was
+    /// built (`--min-games`, as Polyglot's `-min-game`); 1: nothing dropped.
+    pub min_games: u32,
 }
 
 impl Default for BookSettings {
@@ -104,6 +107,7 @@ impl Default for BookSettings {
         BookSettings {
             max_ply: 40,
             params: ValueParams::default(),
+            min_games: 1,
         }
     }
 }
@@ -179,9 +183,15 @@ pub(super) fn read_settings(conn: &Connection, path: &Path) -> Result<BookSettin
         .ok_or_else(|| anyhow!("meta max_ply missing"))?
         .parse()
         .context("meta max_ply")?;
+    // Books from before --min-games dropped nothing.
+    let min_games: u32 = match read_meta(conn, "min_games")? {
+        Some(v) => v.parse().context("meta min_games")?,
+        None => 1,
+    };
     let settings = BookSettings {
         max_ply,
         params: read_params(conn)?,
+        min_games,
     };
     settings.params.validate()?;
     Ok(settings)
@@ -207,6 +217,7 @@ fn write_meta(conn: &Connection, settings: &BookSettings) -> Result<()> {
         ),
         ("popularity", settings.params.popularity.to_string()),
         ("search_games", settings.params.search_games.to_string()),
+        ("min_games", settings.min_games.to_string()),
     ];
     for (k, v) in rows {
         conn.execute(
