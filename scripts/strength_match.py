@@ -10,7 +10,9 @@ Use --opt Threads=1 for engines that default to several threads (Glaurung
 
 PROTOCOL is uci or xboard. Openings are drawn (seeded) from an opening suite
 PGN; each opening is played twice with colours swapped. Clocks are kept by
-this script (a side that oversteps loses on time). Prints wins/draws/losses
+this script (a side that oversteps loses on time). With --pgn the match is
+resumable: each game is appended (flushed) with its number in the Round tag,
+and a rerun of the same command plays only the games not in the file yet. Prints wins/draws/losses
 from learnbook's side, the score, and the Elo difference with its 95% error
 bars (normal approximation over per-game scores).
 """
@@ -142,7 +144,22 @@ def main():
         return local.pair
 
     results = []
-    pgn_out = open(args.pgn, "w") if args.pgn else None
+    done = {}
+    if args.pgn:
+        try:
+            with open(args.pgn, errors="replace") as f:
+                while (g := chess.pgn.read_game(f)) is not None:
+                    rnd, res = g.headers.get("Round", ""), g.headers.get("Result", "*")
+                    if not rnd.isdigit() or res == "*":
+                        continue
+                    ours_white = g.headers.get("White") == "learnbook"
+                    done[int(rnd) - 1] = 0.5 if res == "1/2-1/2" else float((res == "1-0") == ours_white)
+        except FileNotFoundError:
+            pass
+        if done:
+            print(f"{args.pgn}: {len(done)} games already played, resuming", flush=True)
+    results.extend(done[i] for i in sorted(done) if i < len(jobs))
+    pgn_out = open(args.pgn, "a") if args.pgn else None
 
     def run(job):
         idx, (opening, ours_white) = job
@@ -151,7 +168,8 @@ def main():
 
     started = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(args.concurrency) as pool:
-        for idx, ours_white, (score, res, why, board) in pool.map(run, enumerate(jobs)):
+        todo = [(i, j) for i, j in enumerate(jobs) if i not in done]
+        for idx, ours_white, (score, res, why, board) in pool.map(run, todo):
             results.append(score)
             w = sum(1 for s in results if s == 1.0)
             d = sum(1 for s in results if s == 0.5)
@@ -162,9 +180,10 @@ def main():
                 game = chess.pgn.Game.from_board(board)
                 game.headers["White"] = "learnbook" if ours_white else args.opponent
                 game.headers["Black"] = args.opponent if ours_white else "learnbook"
+                game.headers["Round"] = str(idx + 1)
                 game.headers["Result"] = res
                 game.headers["Termination"] = why
-                print(game, file=pgn_out, end="\n\n")
+                print(game, file=pgn_out, end="\n\n", flush=True)
     for e in all_engines:
         try:
             e.quit()
