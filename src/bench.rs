@@ -106,6 +106,30 @@ pub enum BenchCommand {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
+    /// Realistic games at any scale for `build`/`merge` benchmarks: the first plies follow a
+    /// book (moves drawn by their games) while it knows the position, then random legal moves
+    /// up to --max-ply; results in the proportions of the book's start. Seeded: the same
+    /// command writes the same file, at any thread count.
+    Generate {
+        /// The book to follow (e.g. built from the master games).
+        #[arg(long, value_name = "BOOK.sqlite")]
+        book: PathBuf,
+        /// Games to write.
+        #[arg(long)]
+        games: u64,
+        /// The output PGN (.pgn, .pgn.gz or .pgn.zst); written beside and renamed into place.
+        #[arg(long, value_name = "FILE.pgn")]
+        out: PathBuf,
+        /// Seed of every random choice.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Plies per game.
+        #[arg(long, default_value_t = 40)]
+        max_ply: u32,
+        /// A position the book reached with fewer games is left for random moves.
+        #[arg(long, default_value_t = 20)]
+        min_book_games: u32,
+    },
     /// `fit` throughput on 1 and 2 threads: positions read and traced per second, and
     /// positions per second through the loss and its gradient (one epoch), with the ratios.
     Fit {
@@ -205,6 +229,34 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             max_positions,
             epochs,
         } => bench_fit(&pgn, max_positions, epochs),
+        BenchCommand::Generate {
+            book,
+            games,
+            out,
+            seed,
+            max_ply,
+            min_book_games,
+        } => {
+            let start = Instant::now();
+            let opts = crate::book::generate::Options {
+                book,
+                out,
+                games,
+                seed,
+                max_ply,
+                min_book_games,
+            };
+            let bytes = crate::book::generate::generate(&opts)?;
+            let secs = start.elapsed().as_secs_f64();
+            println!(
+                "{}: {games} games, {:.1} MB of PGN ({:.0} bytes a game) in {secs:.1} s, {:.0} games/s",
+                opts.out.display(),
+                bytes as f64 / 1e6,
+                bytes as f64 / games.max(1) as f64,
+                games as f64 / secs.max(1e-9)
+            );
+            Ok(())
+        }
         BenchCommand::BookQuality(opts) => {
             let report = crate::analyze::quality::run(&opts)?;
             print!("{report}");
