@@ -316,7 +316,7 @@ pub(super) fn moves_to_blob(moves: impl Iterator<Item = u16>) -> Vec<u8> {
 
 /// Back from [`moves_to_blob`]; `None` if the length is odd.
 pub(super) fn moves_from_blob(blob: &[u8]) -> Option<Vec<u16>> {
-    if blob.len() % 2 != 0 {
+    if !blob.len().is_multiple_of(2) {
         return None;
     }
     Some(
