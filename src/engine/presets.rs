@@ -1,5 +1,7 @@
-//! Parameter presets: `default` (hand-set), and `kaissa` and `kotok` mapped
-//! from the published weights in `../shared/data/eval-presets.md`. The
+//! Parameter presets: `default` (the evaluation fitted to self-play games),
+//! `hand` (the hand-set values that were the default before), and `kaissa`
+//! and `kotok` mapped from the published weights in
+//! `../shared/data/eval-presets.md`. The
 //! mapping and every term without a counterpart are written into the TOML
 //! header, so the file says what it is.
 
@@ -11,11 +13,23 @@ use super::params::{is_search_param, Weights};
 pub fn preset(name: &str) -> Result<(Weights, String)> {
     match name {
         "default" => Ok((Weights::default(), String::new())),
+        "hand" => Ok((
+            Weights::from_toml(HAND).context("the hand preset")?,
+            HAND_NOTES.to_string(),
+        )),
         "kaissa" => Ok((kaissa(), KAISSA_NOTES.to_string())),
         "kotok" => Ok((kotok(), KOTOK_NOTES.to_string())),
-        _ => bail!("unknown preset {name:?} (default, kaissa, kotok)"),
+        _ => bail!("unknown preset {name:?} (default, hand, kaissa, kotok)"),
     }
 }
+
+/// The hand-set defaults before the fit, as `learnbook weights` wrote them.
+const HAND: &str = include_str!("hand.toml");
+
+const HAND_NOTES: &str = "\
+# The hand-set parameters, learnbook's defaults until the Texel fit on
+# self-play games (2026-11-24) replaced the evaluation's.
+";
 
 /// Weights named on the command line: a TOML file (`learnbook weights`
 /// writes one) if `spec` is an existing path, else a preset's name.
@@ -179,10 +193,13 @@ mod tests {
         let (d, _) = preset("default").unwrap();
         let (ka, notes) = preset("kaissa").unwrap();
         let (ko, _) = preset("kotok").unwrap();
+        let (hand, _) = preset("hand").unwrap();
+        assert_ne!(hand, d, "the fitted default differs from the hand-set values");
+        assert_eq!(hand.pawn_mg, 85);
         assert!(notes.contains("No counterpart"));
         assert_ne!(d, ka);
         assert_ne!(ka, ko);
-        for w in [&d, &ka, &ko] {
+        for w in [&d, &ka, &ko, &hand] {
             // Every preset survives its own TOML within bounds.
             assert_eq!(&Weights::from_toml(&w.to_toml("t")).unwrap(), w);
         }
