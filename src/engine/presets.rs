@@ -1,7 +1,6 @@
-//! Parameter presets: `default` (the evaluation fitted to self-play games),
-//! `hand` (the hand-set values that were the default before), and `kaissa`
-//! and `kotok` mapped from the published weights in
-//! `../shared/data/eval-presets.md`. The
+//! Parameter presets: `default` (hand-set), `fitted` (the evaluation fitted
+//! to self-play games by `learnbook fit`), and `kaissa` and `kotok` mapped
+//! from the published weights in `../shared/data/eval-presets.md`. The
 //! mapping and every term without a counterpart are written into the TOML
 //! header, so the file says what it is.
 
@@ -13,22 +12,22 @@ use super::params::{is_search_param, Weights};
 pub fn preset(name: &str) -> Result<(Weights, String)> {
     match name {
         "default" => Ok((Weights::default(), String::new())),
-        "hand" => Ok((
-            Weights::from_toml(HAND).context("the hand preset")?,
-            HAND_NOTES.to_string(),
+        "fitted" => Ok((
+            Weights::from_toml(FITTED).context("the fitted preset")?,
+            FITTED_NOTES.to_string(),
         )),
         "kaissa" => Ok((kaissa(), KAISSA_NOTES.to_string())),
         "kotok" => Ok((kotok(), KOTOK_NOTES.to_string())),
-        _ => bail!("unknown preset {name:?} (default, hand, kaissa, kotok)"),
+        _ => bail!("unknown preset {name:?} (default, fitted, kaissa, kotok)"),
     }
 }
 
-/// The hand-set defaults before the fit, as `learnbook weights` wrote them.
-const HAND: &str = include_str!("hand.toml");
+/// The fitted weights, as `learnbook fit` wrote them.
+const FITTED: &str = include_str!("fitted.toml");
 
-const HAND_NOTES: &str = "\
-# The hand-set parameters, learnbook's defaults until the Texel fit on
-# self-play games (2026-11-24) replaced the evaluation's.
+const FITTED_NOTES: &str = "\
+# Fitted by `learnbook fit` (Texel) to 23,000 self-play games from the
+# hand-set defaults (docs/BENCHMARKS.md, 2026-11-24).
 ";
 
 /// Weights named on the command line: a TOML file (`learnbook weights`
@@ -193,13 +192,14 @@ mod tests {
         let (d, _) = preset("default").unwrap();
         let (ka, notes) = preset("kaissa").unwrap();
         let (ko, _) = preset("kotok").unwrap();
-        let (hand, _) = preset("hand").unwrap();
-        assert_ne!(hand, d, "the fitted default differs from the hand-set values");
-        assert_eq!(hand.pawn_mg, 85);
+        let (fitted, _) = preset("fitted").unwrap();
+        assert_ne!(fitted, d);
+        assert_eq!(d.pawn_mg, 85);
+        assert_eq!(fitted.pawn_mg, 70);
         assert!(notes.contains("No counterpart"));
         assert_ne!(d, ka);
         assert_ne!(ka, ko);
-        for w in [&d, &ka, &ko, &hand] {
+        for w in [&d, &ka, &ko, &fitted] {
             // Every preset survives its own TOML within bounds.
             assert_eq!(&Weights::from_toml(&w.to_toml("t")).unwrap(), w);
         }

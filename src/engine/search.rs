@@ -780,10 +780,12 @@ impl Search<'_> {
                     r = r.clamp(0, new_depth - 1);
                 }
                 score = -self.negamax(&child, -alpha - 1, -alpha, new_depth - r, ply + 1, false);
-                if score > alpha && r > 0 {
+                // A stopped search returns 0, which is no reason to search again
+                // (and a node budget is kept exactly).
+                if score > alpha && r > 0 && !self.stopped {
                     score = -self.negamax(&child, -alpha - 1, -alpha, new_depth, ply + 1, false);
                 }
-                if score > alpha && score < beta {
+                if score > alpha && score < beta && !self.stopped {
                     score = -self.negamax(&child, -beta, -alpha, new_depth, ply + 1, false);
                 }
             }
