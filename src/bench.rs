@@ -35,6 +35,9 @@ pub enum BenchCommand {
         /// Transposition table per search, MB.
         #[arg(long, default_value_t = 64)]
         hash: usize,
+        /// The engine's weights: a TOML file or a preset (default, hand, kaissa, kotok).
+        #[arg(long, default_value = "default")]
+        weights: String,
     },
     /// Games per second of the built-in engine at --concurrency 1 and 2, in one run.
     Play {
@@ -192,8 +195,10 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             nodes,
             threads,
             hash,
+            weights,
         } => {
             use crate::engine::search::Limits;
+            let weights = crate::engine::presets::load(&weights).context("--weights")?;
             let limits = match nodes {
                 Some(n) => Limits {
                     nodes: Some(n),
@@ -204,7 +209,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
                     ..Limits::default()
                 },
             };
-            let (_, report) = crate::engine::bench::wac(&file, &limits, threads, hash)?;
+            let (_, report) = crate::engine::bench::wac(&file, &limits, threads, hash, &weights)?;
             print!("{report}");
             Ok(())
         }

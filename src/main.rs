@@ -356,7 +356,8 @@ struct UciArgs {
     /// A learnbook book to play from (UCI options OwnBook, BookFile, BookMode).
     #[arg(long, value_name = "BOOK.sqlite")]
     book: Option<PathBuf>,
-    /// Evaluation weights (TOML, as `learnbook weights` writes).
+    /// Evaluation weights: a TOML file (as `learnbook weights` writes) or a preset
+    /// (default, hand, kaissa, kotok).
     #[arg(long, value_name = "W.toml")]
     weights: Option<PathBuf>,
 }
@@ -449,7 +450,7 @@ struct SelfplayArgs {
     #[arg(long)]
     concurrency: Option<usize>,
     /// The weights of both sides: a TOML file (`learnbook weights`, `tune --out`) or a preset
-    /// (default, fitted, kaissa, kotok).
+    /// (default, hand, kaissa, kotok).
     #[arg(long, value_name = "W.toml", default_value = "default")]
     weights: String,
     /// Orders the openings: the same seed, openings and settings give the same games.
@@ -489,7 +490,7 @@ struct ReportArgs {
 /// Arguments of `learnbook tune`.
 #[derive(Args)]
 struct TuneArgs {
-    /// Start weights: a TOML file (`learnbook weights`) or a preset (default, fitted, kaissa, kotok);
+    /// Start weights: a TOML file (`learnbook weights`) or a preset (default, hand, kaissa, kotok);
     /// with --engine, a TOML file of option values (`Name = value`; default: the engine's own).
     #[arg(long, value_name = "W.toml", required_unless_present_any = ["resume", "engine"])]
     start: Option<String>,
@@ -548,7 +549,7 @@ struct FitArgs {
     /// PGN files of games (.pgn, .gz, .zst): self-play games with `{+0.35/12}` scores, or any database.
     #[arg(long = "positions", required = true, num_args = 1.., value_name = "FILE.pgn")]
     files: Vec<PathBuf>,
-    /// Start weights: a TOML file (`learnbook weights`) or a preset (default, fitted, kaissa, kotok).
+    /// Start weights: a TOML file (`learnbook weights`) or a preset (default, hand, kaissa, kotok).
     #[arg(long, value_name = "W.toml", default_value = "default")]
     start: String,
     /// Which weights to fit: a parameter file as `tune --params` takes (its names; default all).
@@ -619,7 +620,7 @@ struct TuneReportArgs {
 /// Arguments of `learnbook weights`.
 #[derive(Args)]
 struct WeightsArgs {
-    /// default (hand-set), fitted (fitted to self-play games by `learnbook fit`), kaissa or kotok.
+    /// default (fitted to self-play games by `learnbook fit`), hand (the hand-set values before), kaissa or kotok.
     #[arg(long, default_value = "default")]
     preset: String,
 }

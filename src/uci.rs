@@ -99,7 +99,7 @@ fn info_line(i: &Info) -> String {
 /// Runs the UCI loop on `input` until `quit` or end of input.
 pub fn run(input: impl BufRead, config: Config) -> anyhow::Result<()> {
     let weights = match &config.weights {
-        Some(p) => Weights::load(p)?,
+        Some(p) => crate::engine::presets::load(&p.to_string_lossy())?,
         None => Weights::default(),
     };
     let mut e = Engine {
@@ -281,7 +281,8 @@ impl Engine {
                     return;
                 }
                 let path = PathBuf::from(&value);
-                match Weights::load(&path) {
+                // A file, or a preset's name (`hand`, `kaissa`, ...).
+                match crate::engine::presets::load(&value) {
                     Ok(w) => {
                         self.searcher().set_weights(w);
                         self.weights_file = Some(path);

@@ -112,7 +112,7 @@ fn uci_handshake_and_options() {
     }
     assert!(lines
         .iter()
-        .any(|l| l == "option name pawn_mg type spin default 85 min 40 max 200"));
+        .any(|l| l == "option name pawn_mg type spin default 74 min 40 max 200"));
     e.send("isready");
     e.until("readyok");
     e.quit();

@@ -14,7 +14,7 @@ use std::{
 };
 
 use common::{ok, run, s};
-use learnbook::tune::checkpoint::State;
+use learnbook::{engine::params::Weights, tune::checkpoint::State};
 
 const PARAMS: &str =
     "knight_mg = {}\nbishop_mg = {}\nrook_eg = { c_end = 20 }\n\"passed_eg_*\" = {}\n";
@@ -131,7 +131,10 @@ fn tuning_learnbook_uci_through_engine_plays_the_same_games_as_the_in_process_tu
     assert!(inp.settings.engine.is_none());
     // The start is the engine's own values (its defaults: the default weights).
     assert_eq!(ext.settings.params[0].name, "knight_mg");
-    assert_eq!(ext.settings.params[0].start, 320.0);
+    assert_eq!(
+        ext.settings.params[0].start,
+        f64::from(Weights::default().knight_mg)
+    );
     assert_eq!(ext.settings.params[0].max, 600.0, "the engine's own max");
 
     // --out: the tuned options, rounded, and the spec line to play them with.
@@ -366,7 +369,7 @@ fn fake_engine(dir: &Path) -> PathBuf {
              if [ -e \"$(dirname \"$0\")/crash\" ]; then\n\
                while read -r line; do\n\
                  case \"$line\" in\n\
-                   uci) echo 'id name fake'; echo 'option name knight_mg type spin default 320 min 150 max 600'; echo uciok ;;\n\
+                   uci) echo 'id name fake'; echo 'option name knight_mg type spin default {} min 150 max 600'; echo uciok ;;\n\
                    isready) echo readyok ;;\n\
                    go*) exit 3 ;;\n\
                    quit) exit 0 ;;\n\
@@ -375,6 +378,8 @@ fn fake_engine(dir: &Path) -> PathBuf {
                exit 0\n\
              fi\n\
              exec {} uci\n",
+            // The real engine's default, so a mended run resumes as a sound one.
+            Weights::default().knight_mg,
             common::bin()
         ),
     )

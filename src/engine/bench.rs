@@ -106,6 +106,7 @@ pub fn wac(
     limits: &Limits,
     threads: usize,
     hash_mb: usize,
+    weights: &Weights,
 ) -> Result<(Vec<Solve>, String)> {
     let records: Vec<Epd> = epd::read(file)?
         .into_iter()
@@ -120,7 +121,7 @@ pub fn wac(
     std::thread::scope(|scope| {
         for _ in 0..threads.max(1) {
             scope.spawn(|| {
-                let mut searcher = Searcher::new(hash_mb, Weights::default());
+                let mut searcher = Searcher::new(hash_mb, weights.clone());
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(e) = records.get(i) else { break };

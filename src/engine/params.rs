@@ -138,192 +138,192 @@ const RANKS: Option<Labels> = Some(Labels::Ranks);
 #[rustfmt::skip]
 weights! {
     /// Material.
-    pawn_mg: i32 = 85, NONE, [40, 200];
-    pawn_eg: i32 = 105, NONE, [40, 250];
-    knight_mg: i32 = 320, NONE, [150, 600];
-    knight_eg: i32 = 300, NONE, [150, 600];
-    bishop_mg: i32 = 330, NONE, [150, 600];
-    bishop_eg: i32 = 320, NONE, [150, 600];
-    rook_mg: i32 = 470, NONE, [250, 900];
-    rook_eg: i32 = 530, NONE, [250, 900];
-    queen_mg: i32 = 960, NONE, [500, 1800];
-    queen_eg: i32 = 970, NONE, [500, 1800];
+    pawn_mg: i32 = 74, NONE, [40, 200];
+    pawn_eg: i32 = 90, NONE, [40, 250];
+    knight_mg: i32 = 317, NONE, [150, 600];
+    knight_eg: i32 = 303, NONE, [150, 600];
+    bishop_mg: i32 = 328, NONE, [150, 600];
+    bishop_eg: i32 = 325, NONE, [150, 600];
+    rook_mg: i32 = 473, NONE, [250, 900];
+    rook_eg: i32 = 544, NONE, [250, 900];
+    queen_mg: i32 = 963, NONE, [500, 1800];
+    queen_eg: i32 = 974, NONE, [500, 1800];
 
     /// Piece-square tables, ranks 1..8 of files a..d from the owner's side.
     pst_pawn_mg: [i32; 32] = [
           0,   0,   0,   0,
-          0,   5,   0, -10,
-          0,   0,   5,   5,
-          0,   0,  10,  20,
-          5,   5,  15,  25,
-         10,  15,  25,  35,
+         -6,   3,   7,  -9,
+          3,   3,  10,   3,
+         -2,  -5,  11,  23,
+          4,  -1,  10,  18,
+         13,  15,  26,  34,
          40,  40,  40,  40,
           0,   0,   0,   0], SQ, [-100, 150];
     pst_pawn_eg: [i32; 32] = [
           0,   0,   0,   0,
-          0,   0,   0,   0,
-          5,   5,   5,   5,
-         10,  10,  10,  10,
-         20,  20,  20,  20,
-         40,  40,  40,  40,
-         70,  70,  70,  70,
+          8,  -1,   6,   3,
+          8,   4,   3,   7,
+         14,   9,   6,   6,
+         24,  14,  12,  16,
+         41,  39,  39,  36,
+         65,  69,  69,  68,
           0,   0,   0,   0], SQ, [-100, 200];
     pst_knight_mg: [i32; 32] = [
-        -60, -25, -20, -15,
-        -30, -15,   0,   5,
-        -20,   5,  10,  15,
-        -15,   5,  15,  20,
-        -10,  10,  20,  25,
-        -15,  10,  20,  25,
+        -60, -23, -18, -14,
+        -31, -13,  -1,   5,
+        -19,   3,   2,  13,
+        -11,   7,  14,  16,
+         -9,  10,  21,  22,
+        -15,  11,  21,  27,
         -25, -10,   5,  10,
         -60, -30, -20, -15], SQ, [-150, 150];
     pst_knight_eg: [i32; 32] = [
-        -40, -25, -15, -10,
-        -25, -10,  -5,   0,
-        -15,  -5,   5,  10,
-        -10,   0,  10,  15,
-        -10,   0,  10,  15,
-        -15,  -5,   5,  10,
+        -40, -25, -14, -10,
+        -24,  -9,  -4,   2,
+        -15,  -5,  -1,   9,
+        -10,   0,  10,  14,
+         -9,   1,  11,  16,
+        -14,  -4,   6,  11,
         -25, -10,  -5,   0,
         -40, -25, -15, -10], SQ, [-150, 150];
     pst_bishop_mg: [i32; 32] = [
-        -15,  -5, -10,  -5,
-         -5,  10,   5,   5,
-         -5,   5,   5,   5,
-         -5,   5,  10,  10,
-         -5,  10,  10,  10,
-         -5,   5,  10,  10,
-        -10,   0,   0,   0,
+        -12,  -5, -10,  -6,
+         -2,  16,   2,   2,
+         -3,   8,   5,   2,
+         -5,   4,   4,  11,
+         -5,   9,  10,  11,
+         -5,   5,  10,   9,
+        -11,   0,  -1,   0,
         -20, -10, -10, -10], SQ, [-150, 150];
     pst_bishop_eg: [i32; 32] = [
-        -15, -10,  -5,  -5,
-        -10,  -5,   0,   0,
-         -5,   0,   5,   5,
-         -5,   0,   5,  10,
-         -5,   0,   5,  10,
-         -5,   0,   5,   5,
-        -10,  -5,   0,   0,
-        -15, -10,  -5,  -5], SQ, [-150, 150];
+        -13, -10,  -6,  -5,
+        -10,  -6,  -1,  -2,
+         -4,   0,   9,   5,
+         -5,   1,   4,   8,
+         -4,   0,   6,   9,
+         -5,   0,   6,   3,
+        -10,  -5,   1,   1,
+        -14, -10,  -5,  -5], SQ, [-150, 150];
     pst_rook_mg: [i32; 32] = [
-         -5,   0,   5,  10,
-        -10,  -5,   0,   0,
-        -10,  -5,   0,   0,
-        -10,  -5,   0,   0,
-         -5,   0,   0,   5,
-          0,   5,   5,  10,
-         10,  15,  15,  15,
-          5,   5,   5,  10], SQ, [-150, 150];
+         -5,  -1,  10,  11,
+        -10,  -6,  -1,   1,
+        -11,  -6,  -1,  -5,
+        -10,  -5,  -2,  -2,
+         -5,   2,   1,   6,
+          1,   7,   7,  11,
+          9,  15,  15,  15,
+          6,   6,   6,  10], SQ, [-150, 150];
     pst_rook_eg: [i32; 32] = [
-          0,   0,   0,   0,
-          0,   0,   0,   0,
-          0,   0,   0,   0,
-          0,   0,   0,   0,
-          0,   0,   0,   0,
-          0,   0,   0,   0,
-         10,  10,  10,  10,
-          5,   5,   5,   5], SQ, [-150, 150];
+         -1,   0,  -1,  -4,
+         -2,  -2,  -1,  -1,
+          0,   1,   1,  -2,
+          1,   1,   1,  -1,
+          3,   3,   3,   2,
+          3,   2,   3,   1,
+         10,   9,   9,   8,
+          8,   7,   6,   6], SQ, [-150, 150];
     pst_queen_mg: [i32; 32] = [
-        -10,  -5,  -5,   0,
+         -9,  -5,  -5,   2,
+         -9,   0,  11,  10,
+         -4,  -2,   1,   1,
+         -7,   1,   3,   3,
+         -5,   0,   5,   4,
         -10,   0,   5,   5,
-         -5,   0,   5,   5,
-         -5,   0,   5,   5,
-         -5,   0,   5,   5,
-        -10,   0,   5,   5,
-        -10,  -5,   0,   0,
-        -20, -10, -10,  -5], SQ, [-150, 150];
+        -10,  -6,   1,   1,
+        -20,  -9, -10,  -5], SQ, [-150, 150];
     pst_queen_eg: [i32; 32] = [
-        -30, -20, -10,  -5,
-        -20, -10,   0,   5,
-        -10,   0,  10,  15,
+        -30, -20, -10,  -6,
+        -20,  -9,   0,   5,
+        -10,   0,  10,  14,
+         -5,   6,  15,  19,
          -5,   5,  15,  20,
-         -5,   5,  15,  20,
         -10,   0,  10,  15,
-        -20, -10,   0,   5,
-        -30, -20, -10,  -5], SQ, [-150, 150];
+        -20, -10,   0,   6,
+        -30, -19, -10,  -5], SQ, [-150, 150];
     pst_king_mg: [i32; 32] = [
-         15,  30,  10, -10,
-         10,  15, -10, -20,
-        -10, -20, -25, -30,
-        -20, -30, -35, -40,
-        -30, -40, -45, -50,
+         15,  24,   4,  -6,
+         13,  15,  -8, -19,
+         -9, -19, -24, -31,
+        -20, -30, -35, -41,
+        -30, -40, -45, -51,
         -40, -50, -55, -60,
         -40, -50, -55, -60,
         -40, -50, -55, -60], SQ, [-200, 150];
     pst_king_eg: [i32; 32] = [
-        -50, -30, -20, -15,
-        -30, -15,  -5,   0,
-        -20,  -5,  10,  15,
-        -15,   0,  15,  25,
-        -15,   0,  15,  25,
-        -20,  -5,  10,  15,
-        -30, -15,  -5,   0,
-        -50, -30, -20, -15], SQ, [-200, 150];
+        -49, -31, -20, -15,
+        -27, -11,  -4,   1,
+        -18,  -3,  11,  10,
+        -16,  -1,  12,  20,
+        -15,   1,  13,  21,
+        -19,  -3,  11,  14,
+        -30, -14,  -4,   0,
+        -50, -29, -20, -15], SQ, [-200, 150];
 
     /// Pawn structure (penalties are subtracted).
-    isolated_mg: i32 = 12, NONE, [0, 100];
-    isolated_eg: i32 = 15, NONE, [0, 100];
-    doubled_mg: i32 = 10, NONE, [0, 100];
-    doubled_eg: i32 = 20, NONE, [0, 100];
-    backward_mg: i32 = 8, NONE, [0, 100];
+    isolated_mg: i32 = 11, NONE, [0, 100];
+    isolated_eg: i32 = 13, NONE, [0, 100];
+    doubled_mg: i32 = 8, NONE, [0, 100];
+    doubled_eg: i32 = 21, NONE, [0, 100];
+    backward_mg: i32 = 6, NONE, [0, 100];
     backward_eg: i32 = 10, NONE, [0, 100];
-    phalanx_mg: i32 = 6, NONE, [0, 100];
-    phalanx_eg: i32 = 8, NONE, [0, 100];
+    phalanx_mg: i32 = 0, NONE, [0, 100];
+    phalanx_eg: i32 = 3, NONE, [0, 100];
     /// Passed pawn bonus by relative rank.
-    passed_mg: [i32; 8] = [0, 2, 5, 10, 20, 40, 60, 0], RANKS, [0, 300];
-    passed_eg: [i32; 8] = [0, 10, 15, 30, 55, 90, 140, 0], RANKS, [0, 400];
+    passed_mg: [i32; 8] = [0, 0, 0, 6, 23, 42, 60, 0], RANKS, [0, 300];
+    passed_eg: [i32; 8] = [0, 3, 6, 30, 59, 86, 131, 0], RANKS, [0, 400];
     /// Endgame: per square of the own king's distance to a passed pawn's stop square (subtracted).
-    passed_own_king_eg: i32 = 4, NONE, [0, 50];
+    passed_own_king_eg: i32 = 12, NONE, [0, 50];
     /// Endgame: per square of the enemy king's distance to that square (added).
-    passed_their_king_eg: i32 = 8, NONE, [0, 50];
+    passed_their_king_eg: i32 = 17, NONE, [0, 50];
 
     /// Mobility per reachable square (not own-occupied, not attacked by enemy pawns).
-    knight_mobility_mg: i32 = 4, NONE, [0, 30];
-    knight_mobility_eg: i32 = 4, NONE, [0, 30];
+    knight_mobility_mg: i32 = 5, NONE, [0, 30];
+    knight_mobility_eg: i32 = 5, NONE, [0, 30];
     bishop_mobility_mg: i32 = 5, NONE, [0, 30];
-    bishop_mobility_eg: i32 = 5, NONE, [0, 30];
-    rook_mobility_mg: i32 = 3, NONE, [0, 30];
-    rook_mobility_eg: i32 = 5, NONE, [0, 30];
-    queen_mobility_mg: i32 = 1, NONE, [0, 30];
-    queen_mobility_eg: i32 = 3, NONE, [0, 30];
+    bishop_mobility_eg: i32 = 6, NONE, [0, 30];
+    rook_mobility_mg: i32 = 1, NONE, [0, 30];
+    rook_mobility_eg: i32 = 8, NONE, [0, 30];
+    queen_mobility_mg: i32 = 0, NONE, [0, 30];
+    queen_mobility_eg: i32 = 13, NONE, [0, 30];
 
     /// Rooks.
-    rook_open_mg: i32 = 25, NONE, [0, 100];
-    rook_open_eg: i32 = 10, NONE, [0, 100];
-    rook_semi_open_mg: i32 = 12, NONE, [0, 100];
-    rook_semi_open_eg: i32 = 8, NONE, [0, 100];
-    rook_seventh_mg: i32 = 20, NONE, [0, 100];
-    rook_seventh_eg: i32 = 30, NONE, [0, 100];
+    rook_open_mg: i32 = 26, NONE, [0, 100];
+    rook_open_eg: i32 = 3, NONE, [0, 100];
+    rook_semi_open_mg: i32 = 13, NONE, [0, 100];
+    rook_semi_open_eg: i32 = 15, NONE, [0, 100];
+    rook_seventh_mg: i32 = 19, NONE, [0, 100];
+    rook_seventh_eg: i32 = 26, NONE, [0, 100];
 
     bishop_pair_mg: i32 = 30, NONE, [0, 150];
-    bishop_pair_eg: i32 = 50, NONE, [0, 150];
+    bishop_pair_eg: i32 = 53, NONE, [0, 150];
 
     /// King safety (middlegame): own pawns in front of the king.
-    shield_rank2_mg: i32 = 12, NONE, [0, 60];
-    shield_rank3_mg: i32 = 6, NONE, [0, 60];
+    shield_rank2_mg: i32 = 13, NONE, [0, 60];
+    shield_rank3_mg: i32 = 8, NONE, [0, 60];
     /// No own pawn on the king's file (subtracted).
-    king_open_file_mg: i32 = 20, NONE, [0, 100];
+    king_open_file_mg: i32 = 18, NONE, [0, 100];
     /// Attack units per square of the king zone attacked, by piece.
-    king_attack_knight: i32 = 2, NONE, [0, 20];
+    king_attack_knight: i32 = 1, NONE, [0, 20];
     king_attack_bishop: i32 = 2, NONE, [0, 20];
     king_attack_rook: i32 = 3, NONE, [0, 20];
-    king_attack_queen: i32 = 5, NONE, [0, 20];
+    king_attack_queen: i32 = 7, NONE, [0, 20];
     /// With two or more attackers: penalty = units^2 / divisor, at most the cap.
-    king_attack_divisor: i32 = 8, NONE, [1, 64];
+    king_attack_divisor: i32 = 7, NONE, [1, 64];
     king_attack_cap: i32 = 500, NONE, [0, 1000];
-    castled_mg: i32 = 20, NONE, [0, 100];
-    castling_rights_mg: i32 = 10, NONE, [0, 100];
+    castled_mg: i32 = 16, NONE, [0, 100];
+    castling_rights_mg: i32 = 16, NONE, [0, 100];
 
     /// Attacks (by pawns and pieces) on d4 e4 d5 e5, each.
-    center_control_mg: i32 = 4, NONE, [0, 30];
+    center_control_mg: i32 = 2, NONE, [0, 30];
     /// Knights and bishops still on their initial squares (subtracted).
-    undeveloped_minor_mg: i32 = 10, NONE, [0, 60];
+    undeveloped_minor_mg: i32 = 6, NONE, [0, 60];
     /// A d or e pawn on its initial square blocked by a piece (subtracted).
-    blocked_center_pawn_mg: i32 = 20, NONE, [0, 80];
+    blocked_center_pawn_mg: i32 = 21, NONE, [0, 80];
 
     /// The side to move's bonus.
-    tempo: i32 = 10, NONE, [0, 50];
+    tempo: i32 = 0, NONE, [0, 50];
     /// Scale (of 64) of the stronger side's edge when it has no pawns and is up less than a rook.
-    scale_no_pawns: i32 = 12, NONE, [0, 64];
+    scale_no_pawns: i32 = 16, NONE, [0, 64];
 
     /// Search: the aspiration window (centipawns) around the last score, from this depth on.
     search_aspiration_window: i32 = 25, NONE, [5, 200];
@@ -523,14 +523,15 @@ mod tests {
         assert!(search
             .iter()
             .all(|p| p.is_search() && is_search_param(&p.name)));
-        // Names and defaults of the evaluation's parameters, as they were.
+        // Names and defaults of the evaluation's parameters, as they were
+        // (the defaults as fitted on 2026-11-24; the hand-set ones are the preset `hand`).
         let listing: String = eval
             .iter()
             .map(|p| format!("{}={} [{},{}]\n", p.name, p.value, p.min, p.max))
             .collect();
         assert_eq!(
             format!("{:016x}", crate::fnv::fnv1a(listing.as_bytes())),
-            "7eff165b1dcd4a90"
+            "68430f9ad08c967b"
         );
         assert_eq!(eval[0].name, "pawn_mg");
         assert_eq!(eval[10].name, "pst_pawn_mg_a1");

@@ -1,6 +1,7 @@
-//! Parameter presets: `default` (hand-set), `fitted` (the evaluation fitted
-//! to self-play games by `learnbook fit`), and `kaissa` and `kotok` mapped
-//! from the published weights in `../shared/data/eval-presets.md`. The
+//! Parameter presets: `default` (the evaluation fitted to self-play games by
+//! `learnbook fit`), `hand` (the hand-set values that were the default
+//! before), and `kaissa` and `kotok` mapped from the published weights in
+//! `../shared/data/eval-presets.md`. The
 //! mapping and every term without a counterpart are written into the TOML
 //! header, so the file says what it is.
 
@@ -12,22 +13,22 @@ use super::params::{is_search_param, Weights};
 pub fn preset(name: &str) -> Result<(Weights, String)> {
     match name {
         "default" => Ok((Weights::default(), String::new())),
-        "fitted" => Ok((
-            Weights::from_toml(FITTED).context("the fitted preset")?,
-            FITTED_NOTES.to_string(),
+        "hand" => Ok((
+            Weights::from_toml(HAND).context("the hand preset")?,
+            HAND_NOTES.to_string(),
         )),
         "kaissa" => Ok((kaissa(), KAISSA_NOTES.to_string())),
         "kotok" => Ok((kotok(), KOTOK_NOTES.to_string())),
-        _ => bail!("unknown preset {name:?} (default, fitted, kaissa, kotok)"),
+        _ => bail!("unknown preset {name:?} (default, hand, kaissa, kotok)"),
     }
 }
 
-/// The fitted weights, as `learnbook fit` wrote them.
-const FITTED: &str = include_str!("fitted.toml");
+/// The hand-set defaults before the fit, as `learnbook weights` wrote them.
+const HAND: &str = include_str!("hand.toml");
 
-const FITTED_NOTES: &str = "\
-# Fitted by `learnbook fit` (Texel) to 23,000 self-play games from the
-# hand-set defaults (docs/BENCHMARKS.md, 2026-11-24).
+const HAND_NOTES: &str = "\
+# The hand-set parameters: learnbook's defaults until a Texel fit on
+# self-play games replaced the evaluation's (docs/BENCHMARKS.md, 2026-11-24).
 ";
 
 /// Weights named on the command line: a TOML file (`learnbook weights`
@@ -192,14 +193,17 @@ mod tests {
         let (d, _) = preset("default").unwrap();
         let (ka, notes) = preset("kaissa").unwrap();
         let (ko, _) = preset("kotok").unwrap();
-        let (fitted, _) = preset("fitted").unwrap();
-        assert_ne!(fitted, d);
-        assert_eq!(d.pawn_mg, 85);
-        assert_eq!(fitted.pawn_mg, 70);
+        let (hand, _) = preset("hand").unwrap();
+        assert_ne!(
+            hand, d,
+            "the fitted defaults differ from the hand-set values"
+        );
+        assert_eq!(hand.pawn_mg, 85);
+        assert_eq!(hand.search_lmr_moves, d.search_lmr_moves);
         assert!(notes.contains("No counterpart"));
         assert_ne!(d, ka);
         assert_ne!(ka, ko);
-        for w in [&d, &ka, &ko, &fitted] {
+        for w in [&d, &ka, &ko, &hand] {
             // Every preset survives its own TOML within bounds.
             assert_eq!(&Weights::from_toml(&w.to_toml("t")).unwrap(), w);
         }

@@ -79,7 +79,7 @@ pub fn all_params(start: &Weights) -> Vec<TuneParam> {
 /// or bounds outside the parameter's own range are errors.
 pub fn read_param_file(text: &str, start: &Weights) -> Result<Vec<TuneParam>> {
     select_params(text, &all_params(start), false, &|key| {
-        format!("unknown evaluation parameter {key:?} (`learnbook weights` lists them all)")
+        format!("unknown parameter {key:?} (`learnbook weights` lists them all)")
     })
 }
 
