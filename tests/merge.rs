@@ -95,22 +95,37 @@ fn build(book: &Path, input: &Path, extra: &[&str]) {
     ok(&args);
 }
 
+/// Builds each part into its own book in `dir`, then merges them into
+/// `merged` with the extra `merge` arguments.
+fn build_and_merge(
+    dir: &Path,
+    files: &[PathBuf],
+    merged: &Path,
+    extra: &[&str],
+) -> std::process::Output {
+    let shards: Vec<PathBuf> = files
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let shard = dir.join(format!("shard{i}.sqlite"));
+            build(&shard, f, &[]);
+            shard
+        })
+        .collect();
+    let mut args = vec!["merge", "--book", s(merged)];
+    args.extend_from_slice(extra);
+    args.extend(shards.iter().map(|p| s(p)));
+    ok(&args)
+}
+
 #[test]
 fn four_merged_parts_equal_one_build_of_all_games_and_a_repeated_game_counts_once() {
     let dir = TempDir::new().expect("tmp");
     let (whole, files) = parts(dir.path(), 4, 7);
     let one = dir.path().join("one.sqlite");
     build(&one, &whole, &[]);
-    let mut shards = Vec::new();
-    for (i, f) in files.iter().enumerate() {
-        let shard = dir.path().join(format!("shard{i}.sqlite"));
-        build(&shard, f, &[]);
-        shards.push(shard);
-    }
     let merged = dir.path().join("merged.sqlite");
-    let mut args = vec!["merge", "--book", s(&merged)];
-    args.extend(shards.iter().map(|p| s(p)));
-    let out = ok(&args);
+    let out = build_and_merge(dir.path(), &files, &merged, &[]);
     let report = String::from_utf8_lossy(&out.stderr);
     assert!(
         report.contains("(7 already in the book)"),
@@ -236,16 +251,8 @@ fn min_games_drops_the_same_rows_in_a_build_and_a_merge_and_pruned_books_do_not_
         "pruning drops most positions ({kept} of {all} kept)"
     );
     ok(&["check", "--book", s(&one)]);
-    let mut shards = Vec::new();
-    for (i, f) in files.iter().enumerate() {
-        let shard = dir.path().join(format!("shard{i}.sqlite"));
-        build(&shard, f, &[]);
-        shards.push(shard);
-    }
     let merged = dir.path().join("merged.sqlite");
-    let mut args = vec!["merge", "--min-games", "3", "--book", s(&merged)];
-    args.extend(shards.iter().map(|p| s(p)));
-    ok(&args);
+    build_and_merge(dir.path(), &files, &merged, &["--min-games", "3"]);
     for (table, columns) in [("positions", "*"), ("moves", "*"), ("parents", "*")] {
         assert_eq!(
             differences(&one, &merged, table, columns),

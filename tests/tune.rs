@@ -11,28 +11,8 @@ use std::{
     time::{Duration, Instant},
 };
 
-use common::{ok, run, s};
+use common::{ok, run, s, tune_setup};
 use learnbook::{engine::params::Weights, tune::checkpoint::State};
-
-const PARAMS: &str =
-    "knight_mg = {}\nbishop_mg = {}\nrook_eg = { c_end = 20 }\n\"passed_eg_*\" = {}\n";
-
-/// A work directory with a few openings and a parameter file.
-fn setup() -> (tempfile::TempDir, PathBuf, PathBuf) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let openings = dir.path().join("openings.epd");
-    fs::write(
-        &openings,
-        "rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 2\n\
-         rnbqkbnr/pp1ppppp/8/2p5/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 2\n\
-         rnbqkbnr/ppp1pppp/8/3p4/3P4/8/PPP1PPPP/RNBQKBNR w KQkq - 0 2\n\
-         rnbqkb1r/pppppppp/5n2/8/2P5/8/PP1PPPPP/RNBQKBNR w KQkq - 1 2\n",
-    )
-    .expect("write openings");
-    let params = dir.path().join("params.toml");
-    fs::write(&params, PARAMS).expect("write params");
-    (dir, openings, params)
-}
 
 /// `tune` arguments for a small run in `dir`.
 fn args(
@@ -81,7 +61,7 @@ fn load(dir: &Path, name: &str) -> State {
 
 #[test]
 fn a_fixed_seed_gives_the_same_trajectory() {
-    let (dir, openings, params) = setup();
+    let (dir, openings, params) = tune_setup();
     let d = dir.path();
     ok(&strs(&args(d, &openings, &params, 4, 2, "a")));
     ok(&strs(&args(d, &openings, &params, 4, 2, "b")));
@@ -136,7 +116,7 @@ fn wait_for_iteration(ckpt: &Path, n: u64) -> u64 {
 
 #[test]
 fn sigkill_then_resume_loses_and_repeats_no_iteration() {
-    let (dir, openings, params) = setup();
+    let (dir, openings, params) = tune_setup();
     let d = dir.path();
     let total = 24;
     ok(&strs(&args(d, &openings, &params, total, 2, "whole")));
@@ -183,7 +163,7 @@ fn sigkill_then_resume_loses_and_repeats_no_iteration() {
 
 #[test]
 fn sigint_checkpoints_and_exits() {
-    let (dir, openings, params) = setup();
+    let (dir, openings, params) = tune_setup();
     let d = dir.path();
     let child = Command::new(common::bin())
         .args(args(d, &openings, &params, 200, 2, "int"))
@@ -208,7 +188,7 @@ fn sigint_checkpoints_and_exits() {
 
 #[test]
 fn bad_input_gets_a_clear_error_and_changes_nothing() {
-    let (dir, openings, params) = setup();
+    let (dir, openings, params) = tune_setup();
     let d = dir.path();
     let bad_params = d.join("bad-params.toml");
     for (text, says) in [
@@ -272,7 +252,7 @@ fn bad_input_gets_a_clear_error_and_changes_nothing() {
 
 #[test]
 fn report_writes_the_trajectory() {
-    let (dir, openings, params) = setup();
+    let (dir, openings, params) = tune_setup();
     let d = dir.path();
     ok(&strs(&args(d, &openings, &params, 3, 2, "r")));
     let (csv, png) = (d.join("t.csv"), d.join("t.png"));

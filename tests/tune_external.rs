@@ -13,28 +13,8 @@ use std::{
     time::{Duration, Instant},
 };
 
-use common::{ok, run, s};
+use common::{ok, run, s, tune_setup};
 use learnbook::{engine::params::Weights, tune::checkpoint::State};
-
-const PARAMS: &str =
-    "knight_mg = {}\nbishop_mg = {}\nrook_eg = { c_end = 20 }\n\"passed_eg_*\" = {}\n";
-
-/// A work directory with a few openings and a parameter file.
-fn setup() -> (tempfile::TempDir, PathBuf, PathBuf) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let openings = dir.path().join("openings.epd");
-    fs::write(
-        &openings,
-        "rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 2\n\
-         rnbqkbnr/pp1ppppp/8/2p5/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 2\n\
-         rnbqkbnr/ppp1pppp/8/3p4/3P4/8/PPP1PPPP/RNBQKBNR w KQkq - 0 2\n\
-         rnbqkb1r/pppppppp/5n2/8/2P5/8/PP1PPPPP/RNBQKBNR w KQkq - 1 2\n",
-    )
-    .expect("write openings");
-    let params = dir.path().join("params.toml");
-    fs::write(&params, PARAMS).expect("write params");
-    (dir, openings, params)
-}
 
 /// `learnbook uci` as an engine spec; Hash=2 is what the in-process tuner
 /// gives its node-limited engines.
@@ -107,7 +87,7 @@ fn values(path: &Path) -> std::collections::BTreeMap<String, i64> {
 
 #[test]
 fn tuning_learnbook_uci_through_engine_plays_the_same_games_as_the_in_process_tuner() {
-    let (dir, openings, params) = setup();
+    let (dir, openings, params) = tune_setup();
     let d = dir.path();
     let spec = engine();
     let out = ok(&strs(&args(
@@ -195,7 +175,7 @@ fn wait_for_iteration(ckpt: &Path, n: u64) -> u64 {
 
 #[test]
 fn sigkill_then_resume_of_an_engine_run_gives_the_same_history_as_an_uninterrupted_run() {
-    let (dir, openings, params) = setup();
+    let (dir, openings, params) = tune_setup();
     let d = dir.path();
     let spec = engine();
     let total = 12;
@@ -282,7 +262,7 @@ fn sigkill_then_resume_of_an_engine_run_gives_the_same_history_as_an_uninterrupt
 
 #[test]
 fn unknown_and_non_spin_options_are_refused_with_a_clear_message() {
-    let (dir, openings, _) = setup();
+    let (dir, openings, _) = tune_setup();
     let d = dir.path();
     let spec = engine();
     let bad = d.join("bad-params.toml");
@@ -391,7 +371,7 @@ fn fake_engine(dir: &Path) -> PathBuf {
 
 #[test]
 fn a_crashing_engine_gives_a_clear_error_and_a_resumable_checkpoint() {
-    let (dir, openings, _) = setup();
+    let (dir, openings, _) = tune_setup();
     let d = dir.path();
     let params = d.join("one.toml");
     fs::write(&params, "knight_mg = {}\n").unwrap();
@@ -448,7 +428,7 @@ fn a_crashing_engine_gives_a_clear_error_and_a_resumable_checkpoint() {
 
 #[test]
 fn tune_report_compares_two_runs_and_draws_both_trajectories() {
-    let (dir, openings, params) = setup();
+    let (dir, openings, params) = tune_setup();
     let d = dir.path();
     ok(&strs(&args(
         d,
@@ -483,7 +463,7 @@ fn tune_report_compares_two_runs_and_draws_both_trajectories() {
 
 #[test]
 fn sigint_stops_an_engine_run_with_its_finished_iterations_checkpointed() {
-    let (dir, openings, params) = setup();
+    let (dir, openings, params) = tune_setup();
     let d = dir.path();
     let spec = engine();
     let child = Command::new(common::bin())

@@ -138,3 +138,25 @@ pub fn have_python_chess() -> bool {
         .is_ok_and(|o| o.status.success());
     have("python3 with python-chess", ok)
 }
+
+/// SPSA's parameters in the tuner tests.
+pub const TUNE_PARAMS: &str =
+    "knight_mg = {}\nbishop_mg = {}\nrook_eg = { c_end = 20 }\n\"passed_eg_*\" = {}\n";
+
+/// A tuner test's work directory: a few openings and a parameter file
+/// ([`TUNE_PARAMS`]).
+pub fn tune_setup() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let openings = dir.path().join("openings.epd");
+    std::fs::write(
+        &openings,
+        "rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 2\n\
+         rnbqkbnr/pp1ppppp/8/2p5/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 2\n\
+         rnbqkbnr/ppp1pppp/8/3p4/3P4/8/PPP1PPPP/RNBQKBNR w KQkq - 0 2\n\
+         rnbqkb1r/pppppppp/5n2/8/2P5/8/PP1PPPPP/RNBQKBNR w KQkq - 1 2\n",
+    )
+    .expect("write openings");
+    let params = dir.path().join("params.toml");
+    std::fs::write(&params, TUNE_PARAMS).expect("write params");
+    (dir, openings, params)
+}
