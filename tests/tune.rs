@@ -5,7 +5,7 @@ mod common;
 
 use std::{
     fs,
-    path::{Path, PathBuf},
+    path::Path,
     process::{Command, Stdio},
     thread::sleep,
     time::{Duration, Instant},
