@@ -46,16 +46,14 @@ struct Head {
 
 impl Head {
     fn load(book: &Book, min_games: u32) -> Result<Head> {
+        let root = polyglot_key(&Chess::default());
         let mut all: KeyMap<Key, Vec<(MoveCode, u32)>> = KeyMap::default();
+        let mut results = Counts::default();
         book.for_each_move(|m| {
             let n = m.counts.total();
             if n > 0 {
                 all.entry(m.parent).or_default().push((m.mv, n));
             }
-        })?;
-        let root = polyglot_key(&Chess::default());
-        let mut results = Counts::default();
-        book.for_each_move(|m| {
             if m.parent == root {
                 results.add(m.counts);
             }
