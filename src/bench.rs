@@ -402,6 +402,7 @@ fn bench_build(
             max_ply,
             min_elo: None,
             allow_duplicates: true,
+            no_tails: false,
         };
         let f = crate::book::build::validate_only(vec![plain.clone()], &filter)?;
         println!(
@@ -504,6 +505,7 @@ fn bench_learn(book: &Path, games: &Path, skip: usize, n: usize, full_runs: usiz
         max_ply: b.settings.max_ply,
         min_elo: None,
         allow_duplicates: false,
+        no_tails: false,
     };
     let mut stream = GameStream::new(open_input(games)?);
     let mut times = Vec::with_capacity(n);

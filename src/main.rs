@@ -191,6 +191,10 @@ struct BuildArgs {
     /// -min-game does, for a small book (a new book only; such a book does not merge).
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     min_games: u32,
+    /// Store every position as a row: no single-game tails (the rest of a game no other
+    /// game shares, kept as its moves). The book reads the same; the file is larger.
+    #[arg(long)]
+    no_tails: bool,
     /// Virtual draws added to every position's statistics (new book only).
     #[arg(long, default_value_t = ValueParams::default().prior_games)]
     prior_games: f64,
@@ -669,6 +673,7 @@ impl BuildArgs {
             min_elo,
             threads,
             allow_duplicates,
+            no_tails,
             min_games,
             prior_games,
             deviation,
@@ -702,6 +707,7 @@ impl BuildArgs {
                 max_ply,
                 min_elo,
                 allow_duplicates,
+                no_tails,
             },
         )?;
         eprint!("{}", summary.report());

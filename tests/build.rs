@@ -9,7 +9,7 @@ use std::{
     process::{Command, Stdio},
 };
 
-use common::{bin, positions, run, s, sample, sample_text, PositionRow};
+use common::{bin, book_moves, positions, run, s, sample, sample_text, MoveRow, PositionRow};
 use rusqlite::Connection;
 use tempfile::TempDir;
 
@@ -33,26 +33,13 @@ fn halves(dir: &Path) -> (PathBuf, PathBuf, usize) {
     (a, b, starts.len())
 }
 
-/// One move as stored: parent, move, white, draws, black.
-type MoveRow = (i64, i64, i64, i64, i64);
-
 /// Everything a book knows, in key order.
 fn dump(book: &Path) -> (Vec<PositionRow>, Vec<MoveRow>, i64) {
     let c = Connection::open(book).expect("open");
-    let mut st = c
-        .prepare("SELECT parent, move, white, draws, black FROM moves ORDER BY parent, move")
-        .expect("prep");
-    let moves = st
-        .query_map([], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
-        })
-        .expect("query")
-        .map(|r| r.expect("row"))
-        .collect();
     let games = c
         .query_row("SELECT count(*) FROM games", [], |r| r.get(0))
         .expect("games");
-    (positions(book), moves, games)
+    (positions(book), book_moves(book), games)
 }
 
 #[test]

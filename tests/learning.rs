@@ -27,6 +27,7 @@ fn filter() -> Filter {
         max_ply: 40,
         min_elo: None,
         allow_duplicates: false,
+        no_tails: false,
     }
 }
 

@@ -212,7 +212,10 @@ pub fn build(book: &mut Book, inputs: Vec<PathBuf>, filter: &Filter) -> Result<S
     } else {
         Some(book.game_hashes()?)
     };
-    let mut agg = Aggregate::default();
+    let mut agg = Aggregate {
+        tails: !filter.no_tails,
+        ..Aggregate::default()
+    };
     for_each_game(inputs, filter, seen, &mut summary, |game, source| {
         agg.add(game, source);
         Ok(true)
@@ -274,6 +277,7 @@ pub fn learn(
         max_ply: book.settings.max_ply,
         min_elo: None,
         allow_duplicates: false,
+        no_tails: false,
     };
     // Duplicates are detected by the games table inside each transaction,
     // so a learn run that was killed can simply be repeated.

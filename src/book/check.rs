@@ -6,7 +6,9 @@
 //!   exceed its own count, and neither do the games leaving it;
 //! * summed over positions, the games that start at a position (its count
 //!   minus what enters it) equal the games table, per result;
-//! * every value and `best` choice equals a full re-evaluation, bit for bit.
+//! * every value and `best` choice equals a full re-evaluation, bit for bit;
+//! * single-game tails: no tail position is also a row, and every tail
+//!   position is listed under its game.
 
 use std::collections::HashMap;
 
@@ -43,6 +45,9 @@ pub fn check(book: &Book) -> Result<CheckReport> {
     let integrity = book.integrity_check()?;
     if integrity != "ok" {
         report.problem(format!("SQLite integrity_check: {integrity}"));
+    }
+    for p in book.tail_problems()? {
+        report.problem(p);
     }
     let graph = book.load_graph()?;
     report.positions = graph.nodes.len();

@@ -313,6 +313,9 @@ pub struct Filter {
     /// Count a game again when it is already in the book (`build` only; as
     /// `polyglot make-book` does). Copies are recorded in `games.copies`.
     pub allow_duplicates: bool,
+    /// `build`: store every position as a row, without single-game tails
+    /// (`--no-tails`; the book reads the same, the file is larger).
+    pub no_tails: bool,
 }
 
 impl RawGame {
@@ -546,7 +549,7 @@ fn replay(
 
 /// Plays `mv` and returns the new Polyglot key, updated incrementally from
 /// `key` where shakmaty can (a full hash costs a pass over the board).
-fn next_key(pos: &mut Chess, key: Key, mv: shakmaty::Move) -> Key {
+pub(crate) fn next_key(pos: &mut Chess, key: Key, mv: shakmaty::Move) -> Key {
     let next = pos.update_zobrist_hash(Zobrist64(key.0), mv, EnPassantMode::PseudoLegal);
     pos.play_unchecked(mv);
     match next {
@@ -896,6 +899,7 @@ mod tests {
             max_ply: 40,
             min_elo: None,
             allow_duplicates: false,
+            no_tails: false,
         }
     }
 

@@ -93,9 +93,16 @@ impl MoveCode {
 
     /// The legal move in `pos` this code stands for, if any.
     pub fn to_move<P: Position>(self, pos: &P) -> Option<Move> {
-        pos.legal_moves()
-            .into_iter()
-            .find(|m| MoveCode::from_move(m) == self)
+        // shakmaty reads king-takes-own-rook as castling, as Polyglot codes
+        // it, and checks legality without generating every move.
+        let uci = shakmaty::uci::UciMove::Normal {
+            from: self.from_sq(),
+            to: self.to_sq(),
+            promotion: self.promotion(),
+        };
+        uci.to_move(pos)
+            .ok()
+            .filter(|m| MoveCode::from_move(m) == self)
     }
 
     /// Standard UCI text (castling as e1g1). `castle` says whether the move

@@ -430,6 +430,9 @@ pub struct Graph {
     /// Children of node `i`: `edges[offsets[i]..offsets[i + 1]]`.
     pub offsets: Vec<u32>,
     pub edges: Vec<(MoveCode, u32)>,
+    /// Nodes from this index on keep their values in [`Graph::evaluate`]
+    /// (the first positions of single-game tails, valued from their games).
+    pub fixed: usize,
 }
 
 impl Graph {
@@ -458,6 +461,7 @@ impl Graph {
         edges.extend(resolved.into_iter().map(|(_, mv, c)| (mv, c)));
         let best = vec![None; nodes.len()];
         Graph {
+            fixed: nodes.len(),
             nodes,
             best,
             index,
@@ -470,9 +474,9 @@ impl Graph {
         &self.edges[self.offsets[i] as usize..self.offsets[i + 1] as usize]
     }
 
-    /// Full evaluation: every node, by decreasing depth.
+    /// Full evaluation: every node (before [`Graph::fixed`]), by decreasing depth.
     pub fn evaluate(&mut self, p: &ValueParams) {
-        let mut order: Vec<u32> = (0..self.nodes.len() as u32).collect();
+        let mut order: Vec<u32> = (0..self.fixed as u32).collect();
         // Unknown depth sorts last; its value does not depend on children.
         order.sort_unstable_by_key(|&i| {
             std::cmp::Reverse(self.nodes[i as usize].depth.map_or(-1, i64::from))

@@ -158,7 +158,11 @@ pub fn stats(book: &Book) -> Result<String> {
     if t.copies != t.games {
         writeln!(s, "              {} counted, with duplicates", t.copies)?;
     }
-    writeln!(s, "positions     {}", t.positions)?;
+    writeln!(
+        s,
+        "positions     {} ({} of them in single-game tails)",
+        t.positions, t.tail_positions
+    )?;
     writeln!(
         s,
         "moves         {} ({} seen in a single game)",

@@ -209,6 +209,7 @@ fn complete_game(text: &[u8]) -> Option<(RawGame, Tags)> {
         max_ply: 0,
         min_elo: None,
         allow_duplicates: true,
+        no_tails: false,
     };
     match raw.validate(&filter) {
         Ok(_) | Err(SkipReason::NoMoves) if raw.outcome.is_some() => {}

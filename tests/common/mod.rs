@@ -8,8 +8,6 @@ use std::{
     process::{Command, Output},
 };
 
-use rusqlite::Connection;
-
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_learnbook")
 }
@@ -70,26 +68,52 @@ pub fn sample_text() -> Vec<u8> {
 /// One position as stored: key, depth, white, draws, black, value, best.
 pub type PositionRow = (i64, Option<i64>, i64, i64, i64, f64, Option<i64>);
 
-/// Every position's counts, value and choice, in key order.
+/// Every position's counts, value and choice, in key order, as the book
+/// reads it (rows and single-game tails alike).
 pub fn positions(book: &Path) -> Vec<PositionRow> {
-    let c = Connection::open(book).expect("open");
-    let mut st = c
-        .prepare("SELECT key, depth, white, draws, black, value, best FROM positions ORDER BY key")
-        .expect("prep");
-    let rows = st
-        .query_map([], |r| {
-            Ok((
-                r.get(0)?,
-                r.get(1)?,
-                r.get(2)?,
-                r.get(3)?,
-                r.get(4)?,
-                r.get(5)?,
-                r.get(6)?,
-            ))
+    let b = learnbook::book::Book::open(book).expect("open");
+    let g = b.load_graph().expect("graph");
+    let mut rows: Vec<PositionRow> = g
+        .nodes
+        .iter()
+        .zip(&g.best)
+        .map(|(n, best)| {
+            (
+                n.key.to_sql(),
+                n.depth.map(i64::from),
+                i64::from(n.counts.white),
+                i64::from(n.counts.draws),
+                i64::from(n.counts.black),
+                n.value,
+                best.map(|m| i64::from(m.0)),
+            )
         })
-        .expect("query");
-    rows.map(|r| r.expect("row")).collect()
+        .collect();
+    rows.sort_by_key(|r| r.0);
+    rows
+}
+
+/// One move: parent, move, child, white, draws, black.
+pub type MoveRow = (i64, i64, Option<i64>, i64, i64, i64);
+
+/// Every move with its counts, in (parent, move) order, as the book reads
+/// it (rows and single-game tails alike).
+pub fn book_moves(book: &Path) -> Vec<MoveRow> {
+    let b = learnbook::book::Book::open(book).expect("open");
+    let mut out = Vec::new();
+    b.for_each_move(|m| {
+        out.push((
+            m.parent.to_sql(),
+            i64::from(m.mv.0),
+            m.child.map(|c| c.to_sql()),
+            i64::from(m.counts.white),
+            i64::from(m.counts.draws),
+            i64::from(m.counts.black),
+        ))
+    })
+    .expect("moves");
+    out.sort_unstable();
+    out
 }
 
 /// The number that follows `label` in `text`, up to `end` (a report's figure).

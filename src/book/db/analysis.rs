@@ -5,6 +5,7 @@ use rusqlite::{params, OptionalExtension, TransactionBehavior};
 
 use super::book::Book;
 use super::learn::reevaluate_keys;
+use super::tails::materialize_keys;
 use crate::book::keys::{Key, MoveCode};
 use crate::book::minimax::Reevaluation;
 
@@ -74,6 +75,8 @@ impl Book {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        // A search score changes a tail position's value: rows first.
+        materialize_keys(&tx, &params, rows.iter().map(|a| a.key))?;
         {
             let mut stmt = tx.prepare_cached(
                 "INSERT OR REPLACE INTO analysis(key, score, depth, interior, deviation, dev_move, dev_depth, book_moves, engine, budget)

@@ -8,6 +8,7 @@ use rusqlite::{Connection, OptionalExtension};
 use super::cache::NodeCache;
 use super::graph::{load_graph, node_from_row, reevaluate_all, NODE_COLS};
 use super::schema::{create_or_read, hash_from_sql, open_conn, read_settings, BookSettings};
+use super::tails::tail_node;
 use crate::book::ingest::Counts;
 use crate::book::keys::{Key, KeySet, MoveCode};
 use crate::book::minimax::{self, Graph, NodeInfo};
@@ -58,6 +59,8 @@ pub struct BookTotals {
     pub unknown: i64,
     pub single_game_moves: i64,
     pub max_depth: i64,
+    /// Positions kept in single-game tails rather than as rows (in `positions`).
+    pub tail_positions: i64,
 }
 
 impl Book {
@@ -112,9 +115,9 @@ impl Book {
         Ok(set)
     }
 
-    /// Loads every position and move into memory.
+    /// Loads every position and move into memory, tails expanded.
     pub fn load_graph(&self) -> Result<Graph> {
-        load_graph(&self.conn)
+        Ok(load_graph(&self.conn, &self.settings.params)?.0)
     }
 
     /// Full re-evaluation of every node; writes the values that changed.
@@ -126,26 +129,33 @@ impl Book {
         Ok(changed)
     }
 
+    /// A position: its row, or its place in a single-game tail.
     pub fn position(&self, key: Key) -> Result<Option<NodeInfo>> {
-        Ok(self
+        let row = self
             .conn
-            .query_row(
-                &format!("SELECT {NODE_COLS} FROM positions p LEFT JOIN analysis a ON a.key = p.key WHERE p.key = ?1"),
-                [key],
-                |r| node_from_row(r, 0),
-            )
-            .optional()?)
+            .prepare_cached(&format!(
+                "SELECT {NODE_COLS} FROM positions p LEFT JOIN analysis a ON a.key = p.key WHERE p.key = ?1"
+            ))?
+            .query_row([key], |r| node_from_row(r, 0))
+            .optional()?;
+        match row {
+            Some(n) => Ok(Some(n)),
+            None => Ok(tail_node(&self.conn, key, &self.settings.params)?.map(|(t, i)| t.nodes[i])),
+        }
     }
 
     pub fn stored_best(&self, key: Key) -> Result<Option<MoveCode>> {
-        Ok(self
+        let row = self
             .conn
-            .query_row("SELECT best FROM positions WHERE key = ?1", [key], |r| {
-                r.get::<_, Option<u16>>(0)
-            })
-            .optional()?
-            .flatten()
-            .map(MoveCode))
+            .prepare_cached("SELECT best FROM positions WHERE key = ?1")?
+            .query_row([key], |r| r.get::<_, Option<u16>>(0))
+            .optional()?;
+        match row {
+            Some(best) => Ok(best.map(MoveCode)),
+            None => {
+                Ok(tail_node(&self.conn, key, &self.settings.params)?.and_then(|(t, i)| t.best[i]))
+            }
+        }
     }
 
     /// The book moves of a position, with their values.
@@ -159,54 +169,98 @@ impl Book {
         let mut rows = stmt.query([key])?;
         let mut out = Vec::new();
         while let Some(r) = rows.next()? {
-            let child: Option<NodeInfo> = match r.get::<_, Option<i64>>(7)? {
-                Some(_) => Some(node_from_row(r, 7)?),
-                None => None,
+            let child_key: Option<Key> = r.get(2)?;
+            let child: Option<NodeInfo> = match (r.get::<_, Option<i64>>(7)?, child_key) {
+                (Some(_), _) => Some(node_from_row(r, 7)?),
+                // Not a row: the first position of a tail.
+                (None, Some(c)) => {
+                    tail_node(&self.conn, c, &self.settings.params)?.map(|(t, i)| t.nodes[i])
+                }
+                (None, None) => None,
             };
-            let q = match (&parent, &child) {
-                (Some(p), Some(c)) => minimax::edge_value(p.depth, c, &self.settings.params),
-                _ => None,
+            let counts = Counts {
+                white: r.get(3)?,
+                draws: r.get(4)?,
+                black: r.get(5)?,
             };
-            out.push(BookMove {
-                mv: MoveCode(r.get(0)?),
-                uci: r.get(1)?,
-                child: r.get(2)?,
-                counts: Counts {
-                    white: r.get(3)?,
-                    draws: r.get(4)?,
-                    black: r.get(5)?,
-                },
-                weight: r.get(6)?,
-                q,
-                child_games: child.map_or(0, |c| c.counts.total()),
-                child_points: match (&parent, &child) {
-                    (Some(p), Some(c)) => p.white_to_move().map_or(0, |w| c.points_for(w)),
-                    _ => 0,
-                },
-                child_exact: child.is_some_and(|c| c.exact.is_some()),
-                all_lost: match (&parent, &child) {
-                    (Some(p), Some(c)) => minimax::all_lost(p, c),
-                    _ => false,
-                },
-            });
+            out.push(self.book_move(
+                parent.as_ref(),
+                MoveCode(r.get(0)?),
+                r.get(1)?,
+                child_key,
+                counts,
+                r.get(6)?,
+                child.as_ref(),
+            ));
+        }
+        if parent.is_some() && out.is_empty() {
+            // A tail position: its one move leads to the next.
+            if let Some((t, i)) = tail_node(&self.conn, key, &self.settings.params)? {
+                if let Some(child) = t.nodes.get(i + 1) {
+                    let (mv, castle) = t.moves[i];
+                    out.push(self.book_move(
+                        parent.as_ref(),
+                        mv,
+                        mv.uci(castle),
+                        Some(child.key),
+                        child.counts,
+                        None,
+                        Some(child),
+                    ));
+                }
+            }
         }
         Ok(out)
+    }
+
+    /// A [`BookMove`] of `parent` to `child` with the move's own counts.
+    #[allow(clippy::too_many_arguments)]
+    fn book_move(
+        &self,
+        parent: Option<&NodeInfo>,
+        mv: MoveCode,
+        uci: String,
+        child_key: Option<Key>,
+        counts: Counts,
+        weight: Option<u32>,
+        child: Option<&NodeInfo>,
+    ) -> BookMove {
+        let both = parent.zip(child);
+        BookMove {
+            mv,
+            uci,
+            child: child_key,
+            counts,
+            weight,
+            q: both.and_then(|(p, c)| minimax::edge_value(p.depth, c, &self.settings.params)),
+            child_games: child.map_or(0, |c| c.counts.total()),
+            child_points: both.map_or(0, |(p, c)| p.white_to_move().map_or(0, |w| c.points_for(w))),
+            child_exact: child.is_some_and(|c| c.exact.is_some()),
+            all_lost: both.is_some_and(|(p, c)| minimax::all_lost(p, c)),
+        }
     }
 
     /// Counts for `stats`.
     pub fn totals(&self) -> Result<BookTotals> {
         let q = |sql: &str| -> Result<i64> { Ok(self.conn.query_row(sql, [], |r| r.get(0))?) };
+        // A tail of L positions stands for L rows and L - 1 moves of one game.
+        let tail_positions = q("SELECT count(*) FROM tails")?;
+        let tail_moves = tail_positions - q("SELECT count(*) FROM games WHERE tail IS NOT NULL")?;
         Ok(BookTotals {
-            positions: q("SELECT count(*) FROM positions")?,
-            moves: q("SELECT count(*) FROM moves")?,
+            positions: q("SELECT count(*) FROM positions")? + tail_positions,
+            moves: q("SELECT count(*) FROM moves")? + tail_moves,
+            tail_positions,
             games: q("SELECT count(*) FROM games")?,
             copies: q("SELECT coalesce(sum(copies), 0) FROM games")?,
             white_wins: q("SELECT coalesce(sum(copies), 0) FROM games WHERE result = '1-0'")?,
             draws: q("SELECT coalesce(sum(copies), 0) FROM games WHERE result = '1/2-1/2'")?,
             black_wins: q("SELECT coalesce(sum(copies), 0) FROM games WHERE result = '0-1'")?,
             unknown: q("SELECT coalesce(sum(copies), 0) FROM games WHERE result = '*'")?,
-            single_game_moves: q("SELECT count(*) FROM moves WHERE white + draws + black = 1")?,
-            max_depth: q("SELECT coalesce(max(depth), 0) FROM positions")?,
+            single_game_moves: q("SELECT count(*) FROM moves WHERE white + draws + black = 1")?
+                + tail_moves,
+            max_depth: q("SELECT coalesce(max(depth), 0) FROM positions")?.max(q(
+                "SELECT coalesce(max(length(moves) / 2), 0) FROM games WHERE tail IS NOT NULL",
+            )?),
         })
     }
 

@@ -2,14 +2,16 @@
 //! in key order ([`Book::bulk_load`]), or added to a book ([`Book::merge`]).
 
 use anyhow::{anyhow, Result};
-use rayon::slice::ParallelSliceMut;
+use rayon::prelude::*;
 use rusqlite::{params, Connection};
+use shakmaty::Chess;
 
 use super::book::Book;
 use super::graph::{reevaluate_all, MOVE_UPSERT};
 use super::schema::{hash_to_sql, moves_to_blob};
+use super::tails::materialize_keys;
 use crate::book::ingest::{Counts, Game};
-use crate::book::keys::{Key, KeyMap, MoveCode};
+use crate::book::keys::{polyglot_key, Key, KeyMap, MoveCode};
 use crate::book::minimax::{Graph, NodeInfo};
 
 /// In-memory aggregate of many games, for `build`.
@@ -18,6 +20,9 @@ pub struct Aggregate {
     pub nodes: KeyMap<Key, NodeAgg>,
     pub edges: KeyMap<(Key, u16), EdgeAgg>,
     pub games: KeyMap<u64, GameRow>,
+    /// A new book keeps single-game tails as their game's moves
+    /// ([`super::tails`]) rather than as rows.
+    pub tails: bool,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -50,6 +55,9 @@ pub struct GameRow {
     pub moves: Vec<u8>,
     /// White's expected points in thousandths (the ratings).
     pub expected: i64,
+    /// The keys of its stored positions, start first, while it may get a
+    /// tail (a game from the standard start, counted once).
+    pub keys: Option<Vec<Key>>,
 }
 
 impl Aggregate {
@@ -84,8 +92,10 @@ impl Aggregate {
         }
         if let Some(row) = self.games.get_mut(&game.hash) {
             row.copies += 1;
+            row.keys = None;
             return;
         }
+        let standard = game.start_ply == 0 && game.start == polyglot_key(&Chess::default());
         self.games.insert(
             game.hash,
             GameRow {
@@ -99,6 +109,7 @@ impl Aggregate {
                 start: game.start,
                 moves: moves_to_blob(game.plies.iter().map(|p| p.mv.0)),
                 expected,
+                keys: (self.tails && standard).then(|| game.keys().collect()),
             },
         );
     }
@@ -111,14 +122,36 @@ impl Book {
             nodes,
             edges,
             games,
+            tails,
         } = agg;
         let params = self.settings.params;
         let (nodes, edges) = prune(nodes, edges, self.settings.min_games);
-        let edge_rows = sorted_edges(edges);
+        let mut edge_rows = sorted_edges(edges);
+        // Values are computed on the whole tree, tails included.
         let edge_list: Vec<(Key, MoveCode, Key)> = edge_rows
             .iter()
             .map(|&((p, mv), ref e)| (Key::from_sql(p), MoveCode(mv), e.child))
             .collect();
+        let mut games: Vec<GameRow> = games.into_values().collect();
+        games.par_sort_unstable_by(|a, b| (&a.source, a.hash).cmp(&(&b.source, b.hash)));
+        // Game ids are their rank in this order (the table is empty).
+        let tail_of = if tails && self.settings.min_games <= 1 {
+            find_tails(&games, &nodes)
+        } else {
+            Vec::new()
+        };
+        let mut tail_keys: Vec<(i64, i64)> = Vec::new();
+        let mut tail_ply: Vec<Option<u32>> = vec![None; games.len()];
+        for &(i, t) in &tail_of {
+            tail_ply[i] = Some(t as u32);
+            if let Some(keys) = &games[i].keys {
+                tail_keys.extend(keys[t..].iter().map(|k| (k.to_sql(), i as i64 + 1)));
+            }
+        }
+        tail_keys.par_sort_unstable();
+        let in_tail = |k: i64| tail_keys.binary_search_by_key(&k, |&(key, _)| key).is_ok();
+        // The moves within tails are not rows (the move into a tail is).
+        edge_rows.retain(|&((p, _), _)| !in_tail(p));
         let links = parent_links(&edge_rows);
         let mut node_list: Vec<NodeInfo> = nodes
             .into_iter()
@@ -154,24 +187,40 @@ impl Book {
                     st.raw_bind_parameter(i + 6, e.counts.black)
                 },
             )?;
-            let mut rows: Vec<&GameRow> = games.values().collect();
-            rows.sort_unstable_by_key(|g| (&g.source, g.hash));
+            let rows: Vec<(i64, &GameRow, Option<u32>)> = games
+                .iter()
+                .zip(&tail_ply)
+                .enumerate()
+                .map(|(i, (g, t))| (i as i64 + 1, g, *t))
+                .collect();
             insert_chunked(
                 &tx,
-                "INSERT INTO games(hash, source, white, black, result, plies, start, copies, moves, expected)",
-                10,
+                "INSERT INTO games(id, hash, source, white, black, result, plies, start, copies, moves, expected, tail)",
+                12,
                 &rows,
-                |st, i, g| {
-                    st.raw_bind_parameter(i, hash_to_sql(g.hash))?;
-                    st.raw_bind_parameter(i + 1, &g.source)?;
-                    st.raw_bind_parameter(i + 2, &g.white)?;
-                    st.raw_bind_parameter(i + 3, &g.black)?;
-                    st.raw_bind_parameter(i + 4, g.result)?;
-                    st.raw_bind_parameter(i + 5, g.plies)?;
-                    st.raw_bind_parameter(i + 6, g.start)?;
-                    st.raw_bind_parameter(i + 7, g.copies)?;
-                    st.raw_bind_parameter(i + 8, &g.moves)?;
-                    st.raw_bind_parameter(i + 9, g.expected)
+                |st, i, &(id, g, tail)| {
+                    st.raw_bind_parameter(i, id)?;
+                    st.raw_bind_parameter(i + 1, hash_to_sql(g.hash))?;
+                    st.raw_bind_parameter(i + 2, &g.source)?;
+                    st.raw_bind_parameter(i + 3, &g.white)?;
+                    st.raw_bind_parameter(i + 4, &g.black)?;
+                    st.raw_bind_parameter(i + 5, g.result)?;
+                    st.raw_bind_parameter(i + 6, g.plies)?;
+                    st.raw_bind_parameter(i + 7, g.start)?;
+                    st.raw_bind_parameter(i + 8, g.copies)?;
+                    st.raw_bind_parameter(i + 9, &g.moves)?;
+                    st.raw_bind_parameter(i + 10, g.expected)?;
+                    st.raw_bind_parameter(i + 11, tail)
+                },
+            )?;
+            insert_chunked(
+                &tx,
+                "INSERT INTO tails(key, game)",
+                2,
+                &tail_keys,
+                |st, i, &(key, game)| {
+                    st.raw_bind_parameter(i, key)?;
+                    st.raw_bind_parameter(i + 1, game)
                 },
             )?;
             let mut stmt = tx.prepare("INSERT INTO parents(child, parent) VALUES (?1, ?2)")?;
@@ -191,6 +240,7 @@ impl Book {
                 .nodes
                 .iter()
                 .zip(&g.best)
+                .filter(|(n, _)| !in_tail(n.key.to_sql()))
                 .map(|(n, best)| {
                     let key = n.key.to_sql();
                     while link.next_if(|l| l.0 < key).is_some() {}
@@ -230,6 +280,7 @@ impl Book {
             nodes,
             edges,
             games,
+            ..
         } = agg;
         // Rows in key order: the B-trees are walked once, not at random.
         let mut node_rows: Vec<(i64, NodeAgg)> =
@@ -241,6 +292,13 @@ impl Book {
         // spilling them to the WAL again and again.
         self.conn.pragma_update(None, "cache_size", -262_144i64)?;
         let tx = self.conn.transaction()?;
+        // A tail the new games reach becomes rows first (the new games'
+        // own positions are added as rows: tails are made by a new build).
+        materialize_keys(
+            &tx,
+            &self.settings.params,
+            node_rows.iter().map(|&(k, _)| Key::from_sql(k)),
+        )?;
         {
             let mut stmt = tx.prepare(
                 "INSERT INTO positions(key, depth, white, draws, black, exact, parent, expected) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
@@ -397,6 +455,24 @@ fn write_moves<'a>(
         ])?;
     }
     Ok(())
+}
+
+/// For each game that gets a tail: its index in `games` and the ply where
+/// the tail starts. A tail is the longest suffix of a game's positions that
+/// no other game reaches (one occurrence, so one move each, leading to the
+/// next), never its start.
+fn find_tails(games: &[GameRow], nodes: &KeyMap<Key, NodeAgg>) -> Vec<(usize, usize)> {
+    games
+        .par_iter()
+        .enumerate()
+        .filter(|(_, g)| g.copies == 1)
+        .filter_map(|(i, g)| {
+            let keys = g.keys.as_ref()?;
+            let single = |k: &Key| nodes.get(k).is_some_and(|n| n.counts.total() == 1);
+            let shared = keys.iter().rposition(|k| !single(k)).unwrap_or(0);
+            (shared + 1 < keys.len()).then_some((i, shared + 1))
+        })
+        .collect()
 }
 
 /// Adds game rows, in a stable order; repeated games add to `copies`.

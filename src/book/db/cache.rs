@@ -11,8 +11,9 @@ use anyhow::Result;
 use rusqlite::{CachedStatement, Connection, OptionalExtension};
 
 use super::graph::{node_from_row, NODE_COLS, NODE_WIDTH};
+use super::tails::tail_node;
 use crate::book::keys::{Key, KeyMap, MoveCode};
-use crate::book::minimax::NodeInfo;
+use crate::book::minimax::{NodeInfo, ValueParams};
 
 /// Above this many positions the cache starts again (about 150 bytes each).
 const CACHE_LIMIT: usize = 1 << 18;
@@ -36,18 +37,25 @@ pub(super) struct Cached {
     pub(super) children: Option<Vec<(MoveCode, Key)>>,
     /// This position's rows in `parents`; `None` until read.
     pub(super) linked: Option<Vec<Key>>,
+    /// The first position of a single-game tail, not a row: read as a
+    /// child, never changed (a game that reaches it makes it a row first).
+    pub(super) tail: bool,
 }
 
 /// The statements the cache reads through, prepared once per transaction.
 pub(super) struct Sql<'c> {
+    conn: &'c Connection,
+    params: ValueParams,
     node: CachedStatement<'c>,
     children: CachedStatement<'c>,
     parents: CachedStatement<'c>,
 }
 
 impl<'c> Sql<'c> {
-    pub(super) fn new(conn: &'c Connection) -> Result<Sql<'c>> {
+    pub(super) fn new(conn: &'c Connection, params: &ValueParams) -> Result<Sql<'c>> {
         Ok(Sql {
+            conn,
+            params: *params,
             node: conn.prepare_cached(&format!(
                 "SELECT {NODE_COLS}, p.best, p.parent FROM positions p LEFT JOIN analysis a ON a.key = p.key
                  WHERE p.key = ?1"
@@ -82,12 +90,24 @@ impl NodeCache {
         Ok(())
     }
 
-    /// Whether `key` is a stored position (read into the cache if needed).
+    /// Whether `key` is a stored position, a row or in a single-game tail
+    /// (read into the cache if needed).
     pub(super) fn load(&mut self, sql: &mut Sql<'_>, key: Key) -> Result<bool> {
         if self.nodes.contains_key(&key) {
             return Ok(true);
         }
         let row = sql.node.query_row([key], cached_from_row).optional()?;
+        let row = match row {
+            Some(c) => Some(c),
+            None => tail_node(sql.conn, key, &sql.params)?.map(|(t, i)| Cached {
+                info: t.nodes[i],
+                best: t.best[i],
+                first_parent: Some(t.parent_of(i)),
+                children: Some(Vec::new()),
+                linked: Some(Vec::new()),
+                tail: true,
+            }),
+        };
         Ok(match row {
             Some(c) => {
                 self.nodes.insert(key, c);
@@ -95,6 +115,11 @@ impl NodeCache {
             }
             None => false,
         })
+    }
+
+    /// Whether `key` is a row (`false`: in a tail, or not stored).
+    pub(super) fn is_row(&mut self, sql: &mut Sql<'_>, key: Key) -> Result<bool> {
+        Ok(self.load(sql, key)? && self.nodes.get(&key).is_some_and(|n| !n.tail))
     }
 
     /// The moves of a cached position, read if needed.
@@ -146,6 +171,7 @@ fn cached_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Cached> {
         first_parent: r.get(NODE_WIDTH + 1)?,
         children: None,
         linked: None,
+        tail: false,
     })
 }
 

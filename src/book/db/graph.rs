@@ -4,6 +4,7 @@
 use anyhow::{bail, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
+use super::tails::for_each_tail;
 use crate::book::ingest::Counts;
 use crate::book::keys::{Key, MoveCode};
 use crate::book::minimax::{self, Graph, NodeInfo, ValueParams};
@@ -24,9 +25,7 @@ pub(super) const NODE_WIDTH: usize = 11;
 /// them: key, depth, white, draws, black, exact, value, expected, and the
 /// analysis's score, interior and deviation.
 pub(super) fn node_from_row(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<NodeInfo> {
-    let score: Option<i32> = r.get(at + 8)?;
-    let interior: Option<bool> = r.get(at + 9)?;
-    let deviation: Option<i32> = r.get(at + 10)?;
+    let (search, deviation) = search_inputs(r.get(at + 8)?, r.get(at + 9)?, r.get(at + 10)?);
     Ok(NodeInfo {
         key: r.get(at)?,
         depth: r.get::<_, Option<i64>>(at + 1)?.map(|d| d as u32),
@@ -38,17 +37,42 @@ pub(super) fn node_from_row(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Resul
         exact: r.get(at + 5)?,
         value: r.get(at + 6)?,
         expected: r.get(at + 7)?,
-        search: score.map(minimax::score_to_value),
-        deviation: match interior {
-            Some(true) => Some(deviation.map(minimax::score_to_value)),
-            _ => None,
-        },
+        search,
+        deviation,
     })
 }
 
+/// A node's `search` and `deviation` from its `analysis` row's score,
+/// interior and deviation (all `None`: not analysed).
+pub(super) fn search_inputs(
+    score: Option<i32>,
+    interior: Option<bool>,
+    deviation: Option<i32>,
+) -> (Option<f64>, Option<Option<f64>>) {
+    (
+        score.map(minimax::score_to_value),
+        match interior {
+            Some(true) => Some(deviation.map(minimax::score_to_value)),
+            _ => None,
+        },
+    )
+}
+
 /// Loads every position and move through `conn` (inside a transaction, this
-/// sees its uncommitted rows).
-pub(super) fn load_graph(conn: &Connection) -> Result<Graph> {
+/// sees its uncommitted rows), tails expanded. The first `rows` nodes are
+/// rows of `positions`, the rest tail positions.
+pub(super) fn load_graph(conn: &Connection, params: &ValueParams) -> Result<(Graph, usize)> {
+    load(conn, params, false)
+}
+
+/// What the rows' values depend on: the rows, and of each tail its first
+/// position with its value ([`Graph::fixed`]): a tail's own positions
+/// depend on nothing else, so they need not be in memory.
+fn load_for_values(conn: &Connection, params: &ValueParams) -> Result<(Graph, usize)> {
+    load(conn, params, true)
+}
+
+fn load(conn: &Connection, params: &ValueParams, heads_only: bool) -> Result<(Graph, usize)> {
     let mut nodes = Vec::new();
     let mut best_stored = Vec::new();
     {
@@ -70,18 +94,38 @@ pub(super) fn load_graph(conn: &Connection) -> Result<Graph> {
             edges.push((r.get(0)?, MoveCode(r.get(1)?), r.get(2)?));
         }
     }
+    let rows = nodes.len();
+    for_each_tail(conn, params, |t| {
+        if heads_only {
+            nodes.push(t.nodes[0]);
+            best_stored.push(t.best[0]);
+            return Ok(());
+        }
+        // (The move into the tail is a row of its anchor, read above.)
+        for (i, n) in t.nodes.iter().enumerate() {
+            if let Some(child) = t.nodes.get(i + 1) {
+                edges.push((n.key, t.moves[i].0, child.key));
+            }
+        }
+        nodes.extend(t.nodes);
+        best_stored.extend(t.best);
+        Ok(())
+    })?;
     let mut g = Graph::new(nodes, edges);
     g.best = best_stored;
-    Ok(g)
+    if heads_only {
+        g.fixed = rows;
+    }
+    Ok((g, rows))
 }
 
 /// Full re-evaluation through `conn`, to be called inside the transaction
 /// that changed the counts, so that no committed state has stale values.
 /// Returns the number of positions whose value or choice changed.
 pub(super) fn reevaluate_all(conn: &Connection, params: &ValueParams) -> Result<usize> {
-    let mut g = load_graph(conn)?;
-    let before: Vec<(Key, f64, Option<MoveCode>)> = g
-        .nodes
+    let (mut g, rows) = load_for_values(conn, params)?;
+    // Tail positions have no stored value: only rows are written.
+    let before: Vec<(Key, f64, Option<MoveCode>)> = g.nodes[..rows]
         .iter()
         .zip(&g.best)
         .map(|(n, b)| (n.key, n.value, *b))

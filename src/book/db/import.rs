@@ -5,6 +5,7 @@ use rusqlite::params;
 
 use super::book::Book;
 use super::graph::{link_parent, reevaluate_all};
+use super::tails::materialize_keys;
 use crate::book::keys::{Key, MoveCode};
 
 /// One Polyglot entry as a book move.
@@ -29,6 +30,13 @@ impl Book {
         moves: &[ImportedMove],
     ) -> Result<()> {
         let tx = self.conn.transaction()?;
+        // Imported moves land on rows: tails they touch become rows first.
+        let touched = positions.iter().map(|&(k, _)| k).chain(
+            moves
+                .iter()
+                .flat_map(|m| std::iter::once(m.parent).chain(m.child)),
+        );
+        materialize_keys(&tx, &self.settings.params, touched)?;
         {
             let mut pos_stmt = tx.prepare(
                 "INSERT INTO positions(key, depth) VALUES (?1, ?2)

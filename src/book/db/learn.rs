@@ -9,6 +9,7 @@ use super::book::Book;
 use super::cache::{Cached, NodeCache, Sql};
 use super::graph::{link_transposition, MOVE_UPSERT};
 use super::schema::{hash_to_sql, moves_to_blob};
+use super::tails::materialize_keys;
 use crate::book::ingest::Game;
 use crate::book::keys::{Key, KeySet, MoveCode};
 use crate::book::minimax::{self, NodeInfo, Reevaluation, Tree, ValueParams};
@@ -90,7 +91,20 @@ fn add_game(
     if !insert_game_row(&tx, game, source)? {
         return Ok(None);
     }
-    let mut sql = Sql::new(&tx)?;
+    let mut sql = Sql::new(&tx, params)?;
+    // A position of a single-game tail that this game reaches too becomes a
+    // row first (with the tail before it), so what follows sees rows only.
+    let mut unknown = Vec::new();
+    for key in game.keys() {
+        if !cache.is_row(&mut sql, key)? {
+            unknown.push(key);
+        }
+    }
+    if !unknown.is_empty() {
+        for key in materialize_keys(&tx, params, unknown)? {
+            cache.nodes.remove(&key);
+        }
+    }
     let c = game.result.counts();
     let expected = game.expected_milli();
     let mut changed = KeySet::default();
@@ -133,6 +147,7 @@ fn add_game(
                     first_parent: from,
                     children: Some(Vec::new()),
                     linked: Some(Vec::new()),
+                    tail: false,
                 },
             );
         }
@@ -244,7 +259,7 @@ pub(super) fn reevaluate_keys(
     params: &ValueParams,
     keys: &[Key],
 ) -> Result<Reevaluation> {
-    let mut sql = Sql::new(conn)?;
+    let mut sql = Sql::new(conn, params)?;
     reevaluate_path(
         conn,
         &mut sql,
@@ -274,7 +289,7 @@ fn write_positions(
            value = ?6, best = ?7, parent = ?8, expected = ?9 WHERE key = ?10",
     )?;
     for key in keys {
-        let Some(n) = cache.nodes.get(&key) else {
+        let Some(n) = cache.nodes.get(&key).filter(|n| !n.tail) else {
             continue;
         };
         let row = params![

@@ -9,7 +9,7 @@
 //! them. Parent links and values are then recomputed from the whole, the way
 //! a one-pass build makes them, so merging the parts gives the same book.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -18,8 +18,10 @@ use rusqlite::{params, OptionalExtension, Transaction};
 use super::book::Book;
 use super::graph::reevaluate_all;
 use super::schema::{hash_from_sql, moves_from_blob};
+use super::tails::{expand, materialize_keys, read_tail_game_in, write_rows};
 use crate::book::ingest::GameResult;
 use crate::book::keys::Key;
+use crate::book::minimax::ValueParams;
 
 /// What one added book brought.
 #[derive(Clone, Debug, Default)]
@@ -37,6 +39,8 @@ struct Correction {
     /// White wins, draws, black wins, expected points (thousandths).
     nodes: HashMap<Key, [i64; 4]>,
     edges: HashMap<(Key, u16), [i64; 3]>,
+    /// The shard's ids of those games: their tails are not added.
+    games: HashSet<i64>,
 }
 
 impl Book {
@@ -71,6 +75,13 @@ impl Book {
         } else {
             duplicate_paths(&tx, shard, &mut merged)?
         };
+        // A position of a tail here that the shard has as a row is one that
+        // more games reach: a row from now on.
+        let hit: Vec<Key> = tx
+            .prepare("SELECT p.key FROM shard.positions p JOIN main.tails t ON t.key = p.key")?
+            .query_map([], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        materialize_keys(&tx, &self.settings.params, hit)?;
         merged.positions = tx.execute(
             "INSERT INTO main.positions(key, depth, white, draws, black, exact, expected)
              SELECT key, depth, white, draws, black, exact, expected FROM shard.positions WHERE true
@@ -97,13 +108,14 @@ impl Book {
         };
         merged.games = tx.execute(
             &format!(
-                "INSERT INTO main.games(hash, source, white, black, result, plies, start, copies, moves, expected)
-                 SELECT hash, source, white, black, result, plies, start, copies, moves, expected
+                "INSERT INTO main.games(hash, source, white, black, result, plies, start, copies, moves, expected, tail)
+                 SELECT hash, source, white, black, result, plies, start, copies, moves, expected, tail
                  FROM shard.games WHERE true ORDER BY id
                  ON CONFLICT(hash) DO UPDATE SET copies = {copies}"
             ),
             [],
         )? as u64;
+        merge_tails(&tx, &self.settings.params, &fix.games)?;
         // Search scores: where both books analysed a position, the first stays.
         tx.execute(
             "INSERT OR IGNORE INTO main.analysis SELECT * FROM shard.analysis",
@@ -149,6 +161,10 @@ impl Book {
             tx.execute(
                 "DELETE FROM analysis WHERE key NOT IN (SELECT key FROM positions)",
                 [],
+            )?;
+            // Tail positions have one game each.
+            tx.execute_batch(
+                "DELETE FROM tails; UPDATE games SET tail = NULL WHERE tail IS NOT NULL;",
             )?;
         }
         tx.execute_batch(
@@ -214,7 +230,7 @@ fn duplicate_paths(
 ) -> Result<Correction> {
     let mut fix = Correction::default();
     let mut games = tx.prepare(
-        "SELECT s.hash, s.result, s.moves, s.start, s.expected, s.copies
+        "SELECT s.hash, s.result, s.moves, s.start, s.expected, s.copies, s.id, s.tail
          FROM shard.games s JOIN main.games m ON m.hash = s.hash",
     )?;
     let mut child_of =
@@ -228,6 +244,9 @@ fn duplicate_paths(
         let start: Key = r.get(3)?;
         let expected: Option<i64> = r.get(4)?;
         let copies: i64 = r.get(5)?;
+        fix.games.insert(r.get(6)?);
+        // Its positions from this ply on are a tail, not rows of the shard.
+        let tail: Option<u32> = r.get(7)?;
         let unusable = |why: &str| {
             anyhow!(
                 "{}: game {hash:016x} is in both books, and {why}; rebuild this book with this learnbook",
@@ -251,11 +270,14 @@ fn duplicate_paths(
         };
         add(fix.nodes.entry(start).or_default());
         let mut key = start;
-        for mv in moves {
+        for (i, mv) in moves.into_iter().enumerate() {
             let e = fix.edges.entry((key, mv)).or_default();
             e[0] += copies * i64::from(c.white);
             e[1] += copies * i64::from(c.draws);
             e[2] += copies * i64::from(c.black);
+            if tail.is_some_and(|t| i + 1 >= t as usize) {
+                break;
+            }
             let child: Option<Key> = child_of
                 .query_row(params![key, mv], |r| r.get(0))
                 .optional()?
@@ -265,4 +287,63 @@ fn duplicate_paths(
         }
     }
     Ok(fix)
+}
+
+/// The shard's single-game tails, after its rows and games were added: a
+/// tail position that this book already has (as a row, or in a tail of
+/// its own) is reached by two games, so both tails become rows up to there
+/// and the shard's game adds its counts; the rest of every shard tail is
+/// listed under the game's id here. `skip`: the shard's games that were
+/// already here (their tails are this book's).
+fn merge_tails(tx: &Transaction<'_>, params: &ValueParams, skip: &HashSet<i64>) -> Result<()> {
+    let mut hits: Vec<(Key, i64)> = tx
+        .prepare(
+            "SELECT t.key, t.game FROM shard.tails t
+             WHERE EXISTS (SELECT 1 FROM main.positions p WHERE p.key = t.key)
+                OR EXISTS (SELECT 1 FROM main.tails m WHERE m.key = t.key)",
+        )?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    hits.retain(|(_, game)| !skip.contains(game));
+    materialize_keys(tx, params, hits.iter().map(|&(k, _)| k))?;
+    let mut by_game: HashMap<i64, Vec<Key>> = HashMap::new();
+    for (key, game) in hits {
+        by_game.entry(game).or_default().push(key);
+    }
+    let mut ids: Vec<i64> = by_game.keys().copied().collect();
+    ids.sort_unstable();
+    let mut set_tail = tx.prepare(
+        "UPDATE main.games SET tail = ?2 WHERE hash = (SELECT hash FROM shard.games WHERE id = ?1)",
+    )?;
+    for id in ids {
+        // Values do not matter here: `finish_merge` computes them all.
+        let exp = expand(&read_tail_game_in(tx, "shard", id)?, params, |_| {
+            Ok((None, None))
+        })?;
+        let upto = by_game[&id]
+            .iter()
+            .filter_map(|&k| exp.index_of(k))
+            .max()
+            .ok_or_else(|| {
+                anyhow!("the shard's game {id} does not hold its tail (a damaged book)")
+            })?;
+        write_rows(tx, &exp, upto, true)?;
+        set_tail.execute(params![id, exp.rest_after(upto)])?;
+    }
+    let skipped: Vec<i64> = skip.iter().copied().collect();
+    tx.execute(
+        &format!(
+            "INSERT INTO main.tails(key, game)
+             SELECT t.key, m.id FROM shard.tails t
+               JOIN shard.games s ON s.id = t.game JOIN main.games m ON m.hash = s.hash
+             WHERE t.game NOT IN ({}) AND NOT EXISTS (SELECT 1 FROM main.positions p WHERE p.key = t.key)",
+            skipped
+                .iter()
+                .map(i64::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+        [],
+    )?;
+    Ok(())
 }

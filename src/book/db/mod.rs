@@ -19,7 +19,8 @@
 //! * `analysis`: search scores (`analyze`);
 //! * `import`: the moves of a Polyglot book;
 //! * `merge`: another book's rows added to this one (`merge`);
-//! * `scan`: whole-table reads for `check` and the export.
+//! * `scan`: whole-table reads for `check` and the export;
+//! * `tails`: single-game tails, stored as their game's moves, read as rows.
 //!
 //! Submodules name the file they import from (`super::book::Book`, not a
 //! re-export from here), so that no two files import each other.
@@ -34,6 +35,7 @@ mod learn;
 pub mod merge;
 pub mod scan;
 pub mod schema;
+mod tails;
 
 pub use analysis::Analysis;
 pub use book::{Book, BookMove, BookTotals};

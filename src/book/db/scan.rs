@@ -4,8 +4,9 @@
 use anyhow::Result;
 
 use super::book::Book;
+use super::tails::for_each_tail;
 use crate::book::ingest::Counts;
-use crate::book::keys::{Key, KeySet, MoveCode};
+use crate::book::keys::{Key, KeyMap, KeySet, MoveCode};
 
 /// A row of `moves`, with the depth of its parent position.
 #[derive(Clone, Copy, Debug)]
@@ -22,7 +23,8 @@ pub struct StoredMove {
 }
 
 impl Book {
-    /// Calls `f` on every move, in `(parent, move)` order as stored.
+    /// Calls `f` on every move: the rows in `(parent, move)` order, then
+    /// the moves within single-game tails.
     pub fn for_each_move(&self, mut f: impl FnMut(StoredMove)) -> Result<()> {
         let mut stmt = self.conn.prepare(
             "SELECT m.parent, m.move, m.child, m.white, m.draws, m.black, m.weight, pp.depth
@@ -43,7 +45,23 @@ impl Book {
                 parent_depth: r.get::<_, Option<i64>>(7)?.map(|d| d as u32),
             });
         }
-        Ok(())
+        drop(rows);
+        // Then the moves within tails, tail by tail.
+        for_each_tail(&self.conn, &self.settings.params, |t| {
+            for (i, n) in t.nodes.iter().enumerate() {
+                if let Some(child) = t.nodes.get(i + 1) {
+                    f(StoredMove {
+                        parent: n.key,
+                        mv: t.moves[i].0,
+                        child: Some(child.key),
+                        counts: n.counts,
+                        weight: None,
+                        parent_depth: n.depth,
+                    });
+                }
+            }
+            Ok(())
+        })
     }
 
     /// `(child, parent)` of every parent link: `positions.parent` and the
@@ -56,6 +74,58 @@ impl Book {
         let mut out = KeySet::default();
         while let Some(r) = rows.next()? {
             out.insert((r.get(0)?, r.get(1)?));
+        }
+        drop(rows);
+        // A tail position's parent is the position before it.
+        for_each_tail(&self.conn, &self.settings.params, |t| {
+            for i in 0..t.nodes.len() {
+                out.insert((t.nodes[i].key, t.parent_of(i)));
+            }
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// What is wrong with the single-game tails: a tail position that is
+    /// also a row, a listed position its game's tail does not hold, or a
+    /// tail position not listed.
+    pub fn tail_problems(&self) -> Result<Vec<String>> {
+        let mut out = Vec::new();
+        let both: i64 = self.conn.query_row(
+            "SELECT count(*) FROM tails t JOIN positions p ON p.key = t.key",
+            [],
+            |r| r.get(0),
+        )?;
+        if both > 0 {
+            out.push(format!("{both} positions are both rows and in a tail"));
+        }
+        let mut listed: KeyMap<Key, i64> = KeyMap::default();
+        {
+            let mut stmt = self.conn.prepare("SELECT key, game FROM tails")?;
+            let mut rows = stmt.query([])?;
+            while let Some(r) = rows.next()? {
+                listed.insert(r.get(0)?, r.get(1)?);
+            }
+        }
+        let mut held = 0usize;
+        for_each_tail(&self.conn, &self.settings.params, |t| {
+            for n in &t.nodes {
+                match listed.get(&n.key) {
+                    Some(&g) if g == t.game => held += 1,
+                    _ if out.len() < 20 => out.push(format!(
+                        "position {} of game {}'s tail is not listed as its",
+                        n.key, t.game
+                    )),
+                    _ => {}
+                }
+            }
+            Ok(())
+        })?;
+        if held != listed.len() {
+            out.push(format!(
+                "{} positions are listed in tails but no game's tail holds them",
+                listed.len().saturating_sub(held)
+            ));
         }
         Ok(out)
     }

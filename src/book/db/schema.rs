@@ -10,7 +10,7 @@ use super::graph::reevaluate_all;
 use crate::book::keys::Key;
 use crate::book::minimax::ValueParams;
 
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 pub(super) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -65,7 +65,12 @@ CREATE TABLE IF NOT EXISTS games(
     start INTEGER NOT NULL,
     copies INTEGER NOT NULL DEFAULT 1,
     moves BLOB,
-    expected INTEGER
+    expected INTEGER,
+    tail INTEGER
+);
+CREATE TABLE IF NOT EXISTS tails(
+    key INTEGER PRIMARY KEY,
+    game INTEGER NOT NULL
 );
 ";
 
@@ -173,6 +178,9 @@ pub(super) fn read_settings(conn: &Connection, path: &Path) -> Result<BookSettin
     }
     if version == 2 || version == 3 {
         migrate_v3(conn).with_context(|| format!("cannot upgrade {}", path.display()))?;
+    }
+    if (2..=4).contains(&version) {
+        migrate_v4(conn).with_context(|| format!("cannot upgrade {}", path.display()))?;
     } else if version != SCHEMA_VERSION {
         bail!(
             "{} has schema version {version}, this learnbook reads {SCHEMA_VERSION}",
@@ -263,6 +271,15 @@ fn migrate_v2(conn: &Connection) -> Result<()> {
         )?;
     }
     tx.execute_batch(SCHEMA)?;
+    // The re-evaluation below reads the games as the current schema has them.
+    add_game_columns(
+        &tx,
+        &[
+            ("moves", "BLOB"),
+            ("expected", "INTEGER"),
+            ("tail", "INTEGER"),
+        ],
+    )?;
     let defaults = ValueParams::default();
     for (k, v) in [
         ("popularity", defaults.popularity),
@@ -290,21 +307,42 @@ fn migrate_v2(conn: &Connection) -> Result<()> {
 /// another book, cannot be taken out of its counts, and `merge` says so.
 fn migrate_v3(conn: &Connection) -> Result<()> {
     let tx = conn.unchecked_transaction()?;
-    for (column, kind) in [("moves", "BLOB"), ("expected", "INTEGER")] {
-        let has: bool = tx.query_row(
-            "SELECT count(*) FROM pragma_table_info('games') WHERE name = ?1",
-            [column],
-            |r| r.get(0),
-        )?;
-        if !has {
-            tx.execute_batch(&format!("ALTER TABLE games ADD COLUMN {column} {kind};"))?;
-        }
-    }
+    add_game_columns(&tx, &[("moves", "BLOB"), ("expected", "INTEGER")])?;
+    tx.execute(
+        "UPDATE meta SET value = '4' WHERE key = 'schema_version'",
+        [],
+    )?;
+    tx.commit()?;
+    Ok(())
+}
+
+/// Schema 4 -> 5: single-game tails (`games.tail` and the `tails` table).
+/// An older book has none: every position stays a row, which is still a
+/// valid book of schema 5.
+fn migrate_v4(conn: &Connection) -> Result<()> {
+    let tx = conn.unchecked_transaction()?;
+    add_game_columns(&tx, &[("tail", "INTEGER")])?;
+    tx.execute_batch(SCHEMA)?;
     tx.execute(
         "UPDATE meta SET value = ?1 WHERE key = 'schema_version'",
         [SCHEMA_VERSION.to_string()],
     )?;
     tx.commit()?;
+    Ok(())
+}
+
+/// Adds the `games` columns that are missing (later schemas' columns).
+fn add_game_columns(conn: &Connection, columns: &[(&str, &str)]) -> Result<()> {
+    for (column, kind) in columns {
+        let has: bool = conn.query_row(
+            "SELECT count(*) FROM pragma_table_info('games') WHERE name = ?1",
+            [column],
+            |r| r.get(0),
+        )?;
+        if !has {
+            conn.execute_batch(&format!("ALTER TABLE games ADD COLUMN {column} {kind};"))?;
+        }
+    }
     Ok(())
 }
 

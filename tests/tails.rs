@@ -1,0 +1,192 @@
+//! Single-game tails (the rest of a game no other game reaches, kept as its
+//! moves instead of a row per position): a book with them reads exactly as
+//! the book with a row for every position (`build --no-tails`): every
+//! position and move with its counts, value and choice, single reads as
+//! `show` and the move choice make them, the Polyglot export in every
+//! weighting, `check`. It stays so when games are learned into it and when
+//! search scores land on tail positions, which turn tails into rows.
+
+mod common;
+
+use std::path::Path;
+
+use common::{book_moves, ok, positions, s, sample, shared};
+use learnbook::book::Book;
+use rusqlite::Connection;
+use tempfile::TempDir;
+
+fn build(book: &Path, input: &Path, extra: &[&str]) {
+    let mut args = vec!["build", "--book", s(book)];
+    args.extend_from_slice(extra);
+    args.push(s(input));
+    ok(&args);
+}
+
+fn count(book: &Path, sql: &str) -> i64 {
+    Connection::open(book)
+        .expect("open")
+        .query_row(sql, [], |r| r.get(0))
+        .expect("count")
+}
+
+/// Asserts that two books read alike, whatever they store as rows.
+fn assert_same_reading(a: &Path, b: &Path, dir: &Path) {
+    let (pa, pb) = (positions(a), positions(b));
+    assert_eq!(pa.len(), pb.len(), "as many positions");
+    let first = pa.iter().zip(&pb).find(|(x, y)| x != y);
+    assert!(
+        first.is_none(),
+        "positions, counts, values or choices differ, first: {first:?}"
+    );
+    assert!(
+        book_moves(a) == book_moves(b),
+        "moves or their counts differ"
+    );
+    // Single reads, as `show`, `choose` and the analysis make them: every
+    // position of a small book, a spread of a large one.
+    let (ba, bb) = (
+        Book::open(a).expect("open a"),
+        Book::open(b).expect("open b"),
+    );
+    let step = (pa.len() / 4000).max(1);
+    for row in pa.iter().step_by(step) {
+        let key = learnbook::book::keys::Key::from_sql(row.0);
+        assert_eq!(
+            ba.position(key).expect("read"),
+            bb.position(key).expect("read"),
+            "position {key}"
+        );
+        assert_eq!(
+            format!("{:?}", ba.moves(key).expect("read")),
+            format!("{:?}", bb.moves(key).expect("read")),
+            "moves of {key}"
+        );
+        assert_eq!(
+            ba.stored_best(key).expect("read"),
+            bb.stored_best(key).expect("read"),
+            "choice at {key}"
+        );
+    }
+    for weights in ["polyglot", "games", "value"] {
+        let (ea, eb) = (dir.join("a.bin"), dir.join("b.bin"));
+        for (book, out) in [(a, &ea), (b, &eb)] {
+            ok(&[
+                "export",
+                "--book",
+                s(book),
+                "--polyglot",
+                s(out),
+                "--weights",
+                weights,
+            ]);
+        }
+        assert!(
+            std::fs::read(&ea).expect("read") == std::fs::read(&eb).expect("read"),
+            "the {weights} exports differ"
+        );
+    }
+    for book in [a, b] {
+        let out = ok(&["check", "--book", s(book)]);
+        assert!(String::from_utf8_lossy(&out.stdout).contains("book is consistent"));
+    }
+}
+
+fn tails_and_rows_read_alike(input: &Path) -> (u64, u64) {
+    let dir = TempDir::new().expect("tmp");
+    let (tails, rows) = (
+        dir.path().join("tails.sqlite"),
+        dir.path().join("rows.sqlite"),
+    );
+    build(&tails, input, &[]);
+    build(&rows, input, &["--no-tails"]);
+    assert!(count(&tails, "SELECT count(*) FROM tails") > 0);
+    assert_eq!(count(&rows, "SELECT count(*) FROM tails"), 0);
+    assert_same_reading(&tails, &rows, dir.path());
+    let size = |p: &Path| std::fs::metadata(p).expect("size").len();
+    (size(&tails), size(&rows))
+}
+
+#[test]
+fn a_book_with_tails_reads_as_the_book_with_a_row_per_position() {
+    let (tails, rows) = tails_and_rows_read_alike(&sample());
+    assert!(
+        (tails as f64) < 0.6 * rows as f64,
+        "tails make the file smaller: {tails} against {rows} bytes"
+    );
+}
+
+#[test]
+fn on_the_master_games_the_two_representations_read_alike() {
+    if !common::have_shared() {
+        return;
+    }
+    let (tails, rows) = tails_and_rows_read_alike(&shared().join("games/master-games.pgn.gz"));
+    eprintln!("master games: {tails} bytes with tails, {rows} without");
+    assert!((tails as f64) < 0.6 * rows as f64);
+}
+
+#[test]
+fn learned_games_and_search_scores_turn_tails_into_rows_and_the_book_reads_the_same() {
+    let dir = TempDir::new().expect("tmp");
+    let text = common::sample_text();
+    let starts: Vec<usize> = (0..text.len())
+        .filter(|&i| text[i..].starts_with(b"[Event ") && (i == 0 || text[i - 1] == b'\n'))
+        .collect();
+    let mid = starts[starts.len() / 2];
+    let (first, second) = (dir.path().join("a.pgn"), dir.path().join("b.pgn"));
+    std::fs::write(&first, &text[..mid]).expect("write");
+    std::fs::write(&second, &text[mid..]).expect("write");
+    let (tails, rows) = (
+        dir.path().join("tails.sqlite"),
+        dir.path().join("rows.sqlite"),
+    );
+    build(&tails, &first, &[]);
+    build(&rows, &first, &["--no-tails"]);
+    let tail_count = |b: &Path| count(b, "SELECT count(*) FROM tails");
+    let before = tail_count(&tails);
+
+    // Learned game by game: a game that reaches a tail position makes the
+    // tail rows up to there (its own new positions are rows).
+    for book in [&tails, &rows] {
+        ok(&["learn", "--quiet", "--book", s(book), s(&second)]);
+    }
+    let learned = tail_count(&tails);
+    assert!(
+        learned < before,
+        "some learned games follow a single game of the book: {learned} of {before} tail positions left"
+    );
+    assert_same_reading(&tails, &rows, dir.path());
+
+    // Added in bulk to an existing book: the same.
+    let (bulk_tails, bulk_rows) = (dir.path().join("bt.sqlite"), dir.path().join("br.sqlite"));
+    build(&bulk_tails, &first, &[]);
+    build(&bulk_rows, &first, &["--no-tails"]);
+    for book in [&bulk_tails, &bulk_rows] {
+        build(book, &second, &[]);
+    }
+    assert!(tail_count(&bulk_tails) < before);
+    assert_same_reading(&bulk_tails, &bulk_rows, dir.path());
+
+    // Search scores: the analysis scores the children of the positions it
+    // searches, tail positions among them.
+    for book in [&tails, &rows] {
+        ok(&[
+            "analyze",
+            "--book",
+            s(book),
+            "--nodes",
+            "300",
+            "--threads",
+            "1",
+            "--min-games",
+            "4",
+        ]);
+    }
+    let analysed = tail_count(&tails);
+    assert!(
+        analysed < learned,
+        "scored tail positions became rows: {analysed} of {learned} left"
+    );
+    assert!(count(&tails, "SELECT count(*) FROM analysis") > 100);
+    assert_same_reading(&tails, &rows, dir.path());
+}
