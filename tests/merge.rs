@@ -90,7 +90,7 @@ fn assert_same_book(a: &Path, b: &Path) {
     c.execute("ATTACH DATABASE ?1 AS other", [s(b)])
         .expect("attach");
     let tails = |db: &str| {
-        format!("SELECT t.key, g.hash FROM {db}.tails t JOIN {db}.games g ON g.id = t.game")
+        format!("SELECT t.prefix, g.hash FROM {db}.tails t JOIN {db}.games g ON g.id = t.game")
     };
     for (x, y) in [("main", "other"), ("other", "main")] {
         let n: i64 = c

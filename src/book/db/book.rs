@@ -244,7 +244,9 @@ impl Book {
     pub fn totals(&self) -> Result<BookTotals> {
         let q = |sql: &str| -> Result<i64> { Ok(self.conn.query_row(sql, [], |r| r.get(0))?) };
         // A tail of L positions stands for L rows and L - 1 moves of one game.
-        let tail_positions = q("SELECT count(*) FROM tails")?;
+        let tail_positions = q(
+            "SELECT coalesce(sum(length(moves) / 2 - tail + 1), 0) FROM games WHERE tail IS NOT NULL",
+        )?;
         let tail_moves = tail_positions - q("SELECT count(*) FROM games WHERE tail IS NOT NULL")?;
         Ok(BookTotals {
             positions: q("SELECT count(*) FROM positions")? + tail_positions,

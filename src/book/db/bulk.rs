@@ -1,6 +1,8 @@
 //! `build`'s aggregate of many games, written at once: into an empty book
 //! in key order ([`Book::bulk_load`]), or added to a book ([`Book::merge`]).
 
+use std::collections::HashMap;
+
 use anyhow::{anyhow, Result};
 use rayon::prelude::*;
 use rusqlite::{params, Connection};
@@ -8,8 +10,8 @@ use shakmaty::Chess;
 
 use super::book::Book;
 use super::graph::{reevaluate_all, MOVE_UPSERT};
-use super::schema::{hash_to_sql, moves_to_blob};
-use super::tails::materialize_keys;
+use super::schema::{hash_to_sql, moves_to_blob, source_id};
+use super::tails::{materialize_keys, prefix};
 use crate::book::ingest::{Counts, Game};
 use crate::book::keys::{polyglot_key, Key, KeyMap, MoveCode};
 use crate::book::minimax::{Graph, NodeInfo};
@@ -140,16 +142,20 @@ impl Book {
         } else {
             Vec::new()
         };
-        let mut tail_keys: Vec<(i64, i64)> = Vec::new();
+        let mut tail_keys: Vec<i64> = Vec::new();
+        let mut listed: Vec<(i64, i64)> = Vec::new();
         let mut tail_ply: Vec<Option<u32>> = vec![None; games.len()];
         for &(i, t) in &tail_of {
             tail_ply[i] = Some(t as u32);
             if let Some(keys) = &games[i].keys {
-                tail_keys.extend(keys[t..].iter().map(|k| (k.to_sql(), i as i64 + 1)));
+                tail_keys.extend(keys[t..].iter().map(|k| k.to_sql()));
+                listed.extend(keys[t..].iter().map(|&k| (prefix(k), i as i64 + 1)));
             }
         }
         tail_keys.par_sort_unstable();
-        let in_tail = |k: i64| tail_keys.binary_search_by_key(&k, |&(key, _)| key).is_ok();
+        listed.par_sort_unstable();
+        listed.dedup();
+        let in_tail = |k: i64| tail_keys.binary_search(&k).is_ok();
         // The moves within tails are not rows (the move into a tail is).
         edge_rows.retain(|&((p, _), _)| !in_tail(p));
         let links = parent_links(&edge_rows);
@@ -187,21 +193,27 @@ impl Book {
                     st.raw_bind_parameter(i + 6, e.counts.black)
                 },
             )?;
-            let rows: Vec<(i64, &GameRow, Option<u32>)> = games
+            let mut source_ids: HashMap<&str, i64> = HashMap::new();
+            for g in &games {
+                if !source_ids.contains_key(g.source.as_str()) {
+                    source_ids.insert(&g.source, source_id(&tx, &g.source)?);
+                }
+            }
+            let rows: Vec<(i64, &GameRow, Option<u32>, i64)> = games
                 .iter()
                 .zip(&tail_ply)
                 .enumerate()
-                .map(|(i, (g, t))| (i as i64 + 1, g, *t))
+                .map(|(i, (g, t))| (i as i64 + 1, g, *t, source_ids[g.source.as_str()]))
                 .collect();
             insert_chunked(
                 &tx,
                 "INSERT INTO games(id, hash, source, white, black, result, plies, start, copies, moves, expected, tail)",
                 12,
                 &rows,
-                |st, i, &(id, g, tail)| {
+                |st, i, &(id, g, tail, source)| {
                     st.raw_bind_parameter(i, id)?;
                     st.raw_bind_parameter(i + 1, hash_to_sql(g.hash))?;
-                    st.raw_bind_parameter(i + 2, &g.source)?;
+                    st.raw_bind_parameter(i + 2, source)?;
                     st.raw_bind_parameter(i + 3, &g.white)?;
                     st.raw_bind_parameter(i + 4, &g.black)?;
                     st.raw_bind_parameter(i + 5, g.result)?;
@@ -213,13 +225,16 @@ impl Book {
                     st.raw_bind_parameter(i + 11, tail)
                 },
             )?;
-            insert_chunked(
+            // Ascending: the index is only read and shrinks, so its pages
+            // are packed full.
+            insert_chunked_in(
                 &tx,
-                "INSERT INTO tails(key, game)",
+                "INSERT INTO tails(prefix, game)",
                 2,
-                &tail_keys,
-                |st, i, &(key, game)| {
-                    st.raw_bind_parameter(i, key)?;
+                &listed,
+                true,
+                |st, i, &(prefix, game)| {
+                    st.raw_bind_parameter(i, prefix)?;
                     st.raw_bind_parameter(i + 1, game)
                 },
             )?;
@@ -407,6 +422,19 @@ fn insert_chunked<T>(
     rows: &[T],
     bind: impl Fn(&mut rusqlite::Statement<'_>, usize, &T) -> rusqlite::Result<()>,
 ) -> Result<()> {
+    insert_chunked_in(tx, head, cols, rows, false, bind)
+}
+
+/// [`insert_chunked`], `ascending` in the rows' own order (pages packed
+/// full) rather than each chunk reversed.
+fn insert_chunked_in<T>(
+    tx: &Connection,
+    head: &str,
+    cols: usize,
+    rows: &[T],
+    ascending: bool,
+    bind: impl Fn(&mut rusqlite::Statement<'_>, usize, &T) -> rusqlite::Result<()>,
+) -> Result<()> {
     const CHUNK: usize = 64;
     let placeholders = |n: usize| {
         let row = format!("({})", vec!["?"; cols].join(","));
@@ -419,7 +447,8 @@ fn insert_chunked<T>(
         // ~11% of every position page free (in ascending order it packs them
         // full), so rows learned later mostly fit without splitting a page
         // (learn: 1.09 -> 0.89 ms a game). Same speed, 6% larger file.
-        for (r, row) in chunk.iter().rev().enumerate() {
+        for (r, row) in chunk.iter().enumerate() {
+            let r = if ascending { r } else { CHUNK - 1 - r };
             bind(&mut full, r * cols + 1, row)?;
         }
         full.raw_execute()?;
@@ -483,10 +512,19 @@ fn write_games(tx: &Connection, games: &KeyMap<u64, GameRow>) -> Result<()> {
     )?;
     let mut rows: Vec<&GameRow> = games.values().collect();
     rows.sort_unstable_by_key(|g| (&g.source, g.hash));
+    let mut ids: HashMap<&str, i64> = HashMap::new();
     for g in rows {
+        let source = match ids.get(g.source.as_str()) {
+            Some(&id) => id,
+            None => {
+                let id = source_id(tx, &g.source)?;
+                ids.insert(&g.source, id);
+                id
+            }
+        };
         stmt.execute(params![
             hash_to_sql(g.hash),
-            g.source,
+            source,
             g.white,
             g.black,
             g.result,

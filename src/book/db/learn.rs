@@ -8,7 +8,7 @@ use rusqlite::{params, Connection, Transaction, TransactionBehavior};
 use super::book::Book;
 use super::cache::{Cached, NodeCache, Sql};
 use super::graph::{link_transposition, MOVE_UPSERT};
-use super::schema::{hash_to_sql, moves_to_blob};
+use super::schema::{hash_to_sql, moves_to_blob, source_id};
 use super::tails::materialize_keys;
 use crate::book::ingest::Game;
 use crate::book::keys::{Key, KeySet, MoveCode};
@@ -211,7 +211,7 @@ fn insert_game_row(tx: &Transaction<'_>, game: &Game, source: &str) -> Result<bo
     )?
     .execute(params![
         hash_to_sql(game.hash),
-        source,
+        source_id(tx, source)?,
         game.white,
         game.black,
         game.result.as_str(),

@@ -18,7 +18,7 @@ use rusqlite::{params, OptionalExtension, Transaction};
 use super::book::Book;
 use super::graph::reevaluate_all;
 use super::schema::{hash_from_sql, moves_from_blob};
-use super::tails::{expand, materialize_keys, read_tail_game_in, write_rows};
+use super::tails::{expand, materialize_keys, read_tail_game_in, tail_node, write_rows, Expansion};
 use crate::book::ingest::GameResult;
 use crate::book::keys::Key;
 use crate::book::minimax::ValueParams;
@@ -77,8 +77,12 @@ impl Book {
         };
         // A position of a tail here that the shard has as a row is one that
         // more games reach: a row from now on.
+        // (Candidates by the tails' key prefix; materialize_keys replays to tell.)
         let hit: Vec<Key> = tx
-            .prepare("SELECT p.key FROM shard.positions p JOIN main.tails t ON t.key = p.key")?
+            .prepare(
+                "SELECT p.key FROM shard.positions p
+                 WHERE EXISTS (SELECT 1 FROM main.tails t WHERE t.prefix = p.key >> 32)",
+            )?
             .query_map([], |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?;
         materialize_keys(&tx, &self.settings.params, hit)?;
@@ -106,11 +110,16 @@ impl Book {
         } else {
             "copies"
         };
+        tx.execute(
+            "INSERT OR IGNORE INTO main.sources(name) SELECT name FROM shard.sources ORDER BY id",
+            [],
+        )?;
         merged.games = tx.execute(
             &format!(
                 "INSERT INTO main.games(hash, source, white, black, result, plies, start, copies, moves, expected, tail)
-                 SELECT hash, source, white, black, result, plies, start, copies, moves, expected, tail
-                 FROM shard.games WHERE true ORDER BY id
+                 SELECT g.hash, (SELECT m.id FROM main.sources m JOIN shard.sources s ON s.name = m.name WHERE s.id = g.source),
+                   g.white, g.black, g.result, g.plies, g.start, g.copies, g.moves, g.expected, g.tail
+                 FROM shard.games g WHERE true ORDER BY g.id
                  ON CONFLICT(hash) DO UPDATE SET copies = {copies}"
             ),
             [],
@@ -296,54 +305,54 @@ fn duplicate_paths(
 /// listed under the game's id here. `skip`: the shard's games that were
 /// already here (their tails are this book's).
 fn merge_tails(tx: &Transaction<'_>, params: &ValueParams, skip: &HashSet<i64>) -> Result<()> {
-    let mut hits: Vec<(Key, i64)> = tx
+    let no_scores = |_: Key| Ok((None, None));
+    // Candidates by key prefix, then each game replayed to tell.
+    let candidates: Vec<i64> = tx
         .prepare(
-            "SELECT t.key, t.game FROM shard.tails t
-             WHERE EXISTS (SELECT 1 FROM main.positions p WHERE p.key = t.key)
-                OR EXISTS (SELECT 1 FROM main.tails m WHERE m.key = t.key)",
+            "SELECT DISTINCT t.game FROM shard.tails t
+             WHERE EXISTS (SELECT 1 FROM main.positions p
+                           WHERE p.key BETWEEN t.prefix * 4294967296 AND t.prefix * 4294967296 + 4294967295)
+                OR EXISTS (SELECT 1 FROM main.tails m WHERE m.prefix = t.prefix)",
         )?
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .query_map([], |r| r.get(0))?
         .collect::<rusqlite::Result<_>>()?;
-    hits.retain(|(_, game)| !skip.contains(game));
-    materialize_keys(tx, params, hits.iter().map(|&(k, _)| k))?;
-    let mut by_game: HashMap<i64, Vec<Key>> = HashMap::new();
-    for (key, game) in hits {
-        by_game.entry(game).or_default().push(key);
-    }
-    let mut ids: Vec<i64> = by_game.keys().copied().collect();
-    ids.sort_unstable();
-    let mut set_tail = tx.prepare(
-        "UPDATE main.games SET tail = ?2 WHERE hash = (SELECT hash FROM shard.games WHERE id = ?1)",
-    )?;
-    for id in ids {
+    let mut is_row = tx.prepare("SELECT 1 FROM main.positions WHERE key = ?1")?;
+    let mut hits: Vec<(Expansion, usize)> = Vec::new();
+    let mut shared: Vec<Key> = Vec::new();
+    for id in candidates.into_iter().filter(|id| !skip.contains(id)) {
         // Values do not matter here: `finish_merge` computes them all.
-        let exp = expand(&read_tail_game_in(tx, "shard", id)?, params, |_| {
-            Ok((None, None))
-        })?;
-        let upto = by_game[&id]
-            .iter()
-            .filter_map(|&k| exp.index_of(k))
-            .max()
-            .ok_or_else(|| {
-                anyhow!("the shard's game {id} does not hold its tail (a damaged book)")
-            })?;
-        write_rows(tx, &exp, upto, true)?;
-        set_tail.execute(params![id, exp.rest_after(upto)])?;
+        let exp = expand(&read_tail_game_in(tx, "shard", id)?, params, no_scores)?;
+        let mut upto = None;
+        for (i, n) in exp.nodes.iter().enumerate() {
+            if is_row.exists([n.key])? || tail_node(tx, n.key, params)?.is_some() {
+                upto = Some(i);
+                shared.push(n.key);
+            }
+        }
+        if let Some(upto) = upto {
+            hits.push((exp, upto));
+        }
     }
-    let skipped: Vec<i64> = skip.iter().copied().collect();
+    materialize_keys(tx, params, shared)?;
+    let skipped: Vec<String> = skip.iter().map(i64::to_string).collect();
     tx.execute(
         &format!(
-            "INSERT INTO main.tails(key, game)
-             SELECT t.key, m.id FROM shard.tails t
+            "INSERT OR IGNORE INTO main.tails(prefix, game)
+             SELECT t.prefix, m.id FROM shard.tails t
                JOIN shard.games s ON s.id = t.game JOIN main.games m ON m.hash = s.hash
-             WHERE t.game NOT IN ({}) AND NOT EXISTS (SELECT 1 FROM main.positions p WHERE p.key = t.key)",
-            skipped
-                .iter()
-                .map(i64::to_string)
-                .collect::<Vec<_>>()
-                .join(",")
+             WHERE t.game NOT IN ({})",
+            skipped.join(",")
         ),
         [],
     )?;
+    let mut main_id = tx.prepare(
+        "SELECT m.id FROM main.games m JOIN shard.games s ON s.hash = m.hash WHERE s.id = ?1",
+    )?;
+    let mut set_tail = tx.prepare("UPDATE main.games SET tail = ?2 WHERE id = ?1")?;
+    for (exp, upto) in hits {
+        let id: i64 = main_id.query_row([exp.game], |r| r.get(0))?;
+        write_rows(tx, &exp, id, upto, true)?;
+        set_tail.execute(params![id, exp.rest_after(upto)])?;
+    }
     Ok(())
 }

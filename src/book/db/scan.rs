@@ -4,9 +4,9 @@
 use anyhow::Result;
 
 use super::book::Book;
-use super::tails::for_each_tail;
+use super::tails::{for_each_tail, prefix};
 use crate::book::ingest::Counts;
-use crate::book::keys::{Key, KeyMap, KeySet, MoveCode};
+use crate::book::keys::{Key, KeySet, MoveCode};
 
 /// A row of `moves`, with the depth of its parent position.
 #[derive(Clone, Copy, Debug)]
@@ -87,45 +87,49 @@ impl Book {
     }
 
     /// What is wrong with the single-game tails: a tail position that is
-    /// also a row, a listed position its game's tail does not hold, or a
-    /// tail position not listed.
+    /// also a row, a tail position not listed under its game, or a listing
+    /// that no tail position needs.
     pub fn tail_problems(&self) -> Result<Vec<String>> {
         let mut out = Vec::new();
-        let both: i64 = self.conn.query_row(
-            "SELECT count(*) FROM tails t JOIN positions p ON p.key = t.key",
-            [],
-            |r| r.get(0),
-        )?;
-        if both > 0 {
-            out.push(format!("{both} positions are both rows and in a tail"));
-        }
-        let mut listed: KeyMap<Key, i64> = KeyMap::default();
+        let mut rows: KeySet<Key> = KeySet::default();
         {
-            let mut stmt = self.conn.prepare("SELECT key, game FROM tails")?;
-            let mut rows = stmt.query([])?;
-            while let Some(r) = rows.next()? {
-                listed.insert(r.get(0)?, r.get(1)?);
+            let mut stmt = self.conn.prepare("SELECT key FROM positions")?;
+            let mut r = stmt.query([])?;
+            while let Some(row) = r.next()? {
+                rows.insert(row.get(0)?);
             }
         }
-        let mut held = 0usize;
+        let mut listed: KeySet<(i64, i64)> = KeySet::default();
+        {
+            let mut stmt = self.conn.prepare("SELECT prefix, game FROM tails")?;
+            let mut r = stmt.query([])?;
+            while let Some(row) = r.next()? {
+                listed.insert((row.get(0)?, row.get(1)?));
+            }
+        }
+        let mut needed: KeySet<(i64, i64)> = KeySet::default();
         for_each_tail(&self.conn, &self.settings.params, |t| {
             for n in &t.nodes {
-                match listed.get(&n.key) {
-                    Some(&g) if g == t.game => held += 1,
-                    _ if out.len() < 20 => out.push(format!(
-                        "position {} of game {}'s tail is not listed as its",
+                let entry = (prefix(n.key), t.game);
+                if rows.contains(&n.key) && out.len() < 20 {
+                    out.push(format!(
+                        "position {} is a row and in game {}'s tail",
                         n.key, t.game
-                    )),
-                    _ => {}
+                    ));
                 }
+                if !listed.contains(&entry) && out.len() < 20 {
+                    out.push(format!(
+                        "position {} of game {}'s tail is not listed in tails",
+                        n.key, t.game
+                    ));
+                }
+                needed.insert(entry);
             }
             Ok(())
         })?;
-        if held != listed.len() {
-            out.push(format!(
-                "{} positions are listed in tails but no game's tail holds them",
-                listed.len().saturating_sub(held)
-            ));
+        let extra = listed.difference(&needed).count();
+        if extra > 0 {
+            out.push(format!("{extra} rows of tails list no tail position"));
         }
         Ok(out)
     }

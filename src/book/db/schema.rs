@@ -68,10 +68,15 @@ CREATE TABLE IF NOT EXISTS games(
     expected INTEGER,
     tail INTEGER
 );
-CREATE TABLE IF NOT EXISTS tails(
-    key INTEGER PRIMARY KEY,
-    game INTEGER NOT NULL
+CREATE TABLE IF NOT EXISTS sources(
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE
 );
+CREATE TABLE IF NOT EXISTS tails(
+    prefix INTEGER NOT NULL,
+    game INTEGER NOT NULL,
+    PRIMARY KEY(prefix, game)
+) WITHOUT ROWID;
 ";
 
 /// Keys are bound and read as [`Key::to_sql`] stores them.
@@ -323,12 +328,27 @@ fn migrate_v4(conn: &Connection) -> Result<()> {
     let tx = conn.unchecked_transaction()?;
     add_game_columns(&tx, &[("tail", "INTEGER")])?;
     tx.execute_batch(SCHEMA)?;
+    // Input names once each, in `sources`.
+    tx.execute_batch(
+        "INSERT OR IGNORE INTO sources(name) SELECT DISTINCT source FROM games WHERE typeof(source) = 'text';
+         UPDATE games SET source = (SELECT id FROM sources WHERE name = games.source) WHERE typeof(source) = 'text';",
+    )?;
     tx.execute(
         "UPDATE meta SET value = ?1 WHERE key = 'schema_version'",
         [SCHEMA_VERSION.to_string()],
     )?;
     tx.commit()?;
     Ok(())
+}
+
+/// The id of the input `name` in `sources` (added if new): what
+/// `games.source` holds.
+pub(super) fn source_id(conn: &Connection, name: &str) -> Result<i64> {
+    conn.prepare_cached("INSERT OR IGNORE INTO sources(name) VALUES (?1)")?
+        .execute([name])?;
+    Ok(conn
+        .prepare_cached("SELECT id FROM sources WHERE name = ?1")?
+        .query_row([name], |r| r.get(0))?)
 }
 
 /// Adds the `games` columns that are missing (later schemas' columns).

@@ -5,7 +5,9 @@
 //! rest of it is not stored as a position row and a move row per ply: its
 //! moves are already in `games.moves`, `games.tail` says from which ply on
 //! they are a tail, and `tails` maps each tail position to its game (the
-//! one index a tail needs, for reads by key). A tail is the longest suffix
+//! one index a tail needs, for reads by key). It keeps the top 32 bits of
+//! the key ([`prefix`]), 13 bytes a position rather than 20: the games it
+//! names are candidates, and replaying them tells. A tail is the longest suffix
 //! of a game (from the standard start, counted once) whose positions no
 //! other game reaches, never the start itself; the move into it stays a
 //! row of the position before it (its anchor).
@@ -218,12 +220,20 @@ fn all_search(conn: &Connection) -> Result<KeyMap<Key, SearchInputs>> {
     Ok(out)
 }
 
-/// The game whose tail holds `key`, if any.
-pub(super) fn tail_game_of(conn: &Connection, key: Key) -> Result<Option<i64>> {
-    Ok(conn
-        .prepare_cached("SELECT game FROM tails WHERE key = ?1")?
-        .query_row([key], |r| r.get(0))
-        .optional()?)
+/// What `tails` keeps of a key: its top 32 bits, as a signed 32-bit
+/// integer (4 bytes in SQLite). The keys with one prefix are, as SQLite
+/// stores keys, `prefix * 2^32 ..= prefix * 2^32 + 2^32 - 1`.
+pub(super) fn prefix(key: Key) -> i64 {
+    i64::from((key.0 >> 32) as u32 as i32)
+}
+
+/// The games whose tails may hold `key` (those listed under its prefix).
+fn candidates(conn: &Connection, key: Key) -> Result<Vec<i64>> {
+    let games = conn
+        .prepare_cached("SELECT game FROM tails WHERE prefix = ?1")?
+        .query_map([prefix(key)], |r| r.get(0))?
+        .collect::<rusqlite::Result<Vec<i64>>>()?;
+    Ok(games)
 }
 
 fn read_tail_game(conn: &Connection, id: i64) -> Result<TailGame> {
@@ -248,16 +258,13 @@ pub(super) fn tail_node(
     key: Key,
     params: &ValueParams,
 ) -> Result<Option<(Expansion, usize)>> {
-    let Some(id) = tail_game_of(conn, key)? else {
-        return Ok(None);
-    };
-    let exp = expand(&read_tail_game(conn, id)?, params, |k| search_of(conn, k))?;
-    let i = exp.index_of(key).ok_or_else(|| {
-        anyhow!(
-            "position {key} is listed in the tail of game {id} but is not in it (a damaged book)"
-        )
-    })?;
-    Ok(Some((exp, i)))
+    for id in candidates(conn, key)? {
+        let exp = expand(&read_tail_game(conn, id)?, params, |k| search_of(conn, k))?;
+        if let Some(i) = exp.index_of(key) {
+            return Ok(Some((exp, i)));
+        }
+    }
+    Ok(None)
 }
 
 /// Calls `f` on every tail, expanded (on every core, in game order).
@@ -306,7 +313,7 @@ pub(super) fn materialize_keys(
 ) -> Result<Vec<Key>> {
     let mut hits: KeyMap<i64, Vec<Key>> = KeyMap::default();
     for key in keys {
-        if let Some(id) = tail_game_of(conn, key)? {
+        for id in candidates(conn, key)? {
             hits.entry(id).or_default().push(key);
         }
     }
@@ -315,15 +322,10 @@ pub(super) fn materialize_keys(
     let mut made = Vec::new();
     for id in ids {
         let exp = expand(&read_tail_game(conn, id)?, params, |k| search_of(conn, k))?;
-        let upto = hits[&id]
-            .iter()
-            .filter_map(|&k| exp.index_of(k))
-            .max()
-            .ok_or_else(|| {
-                anyhow!(
-                    "game {id}'s tail does not hold the positions listed for it (a damaged book)"
-                )
-            })?;
+        // A candidate by its prefix only: nothing of it becomes rows.
+        let Some(upto) = hits[&id].iter().filter_map(|&k| exp.index_of(k)).max() else {
+            continue;
+        };
         materialize(conn, &exp, upto)?;
         made.extend(exp.nodes[..=upto].iter().map(|n| n.key));
     }
@@ -333,16 +335,23 @@ pub(super) fn materialize_keys(
 /// Writes `exp.nodes[..=upto]` as rows (with the moves between them and the
 /// move out of the last), and shortens the tail to what follows.
 pub(super) fn materialize(conn: &Connection, exp: &Expansion, upto: usize) -> Result<()> {
-    write_rows(conn, exp, upto, false)?;
+    write_rows(conn, exp, exp.game, upto, false)?;
     conn.prepare_cached("UPDATE games SET tail = ?2 WHERE id = ?1")?
         .execute(params![exp.game, exp.rest_after(upto)])?;
     Ok(())
 }
 
 /// Writes `exp.nodes[..=upto]` as rows, the moves between them and the move
-/// out of the last, and takes them out of `tails`. With `add`, a position
-/// or move already stored gets the game's counts added (`merge`).
-pub(super) fn write_rows(conn: &Connection, exp: &Expansion, upto: usize, add: bool) -> Result<()> {
+/// out of the last, and takes them out of `tails` (listed there under
+/// `game`). With `add`, a position or move already stored gets the game's
+/// counts added (`merge`).
+pub(super) fn write_rows(
+    conn: &Connection,
+    exp: &Expansion,
+    game: i64,
+    upto: usize,
+    add: bool,
+) -> Result<()> {
     let mut insert = conn.prepare_cached(if add {
         "INSERT INTO positions(key, depth, white, draws, black, exact, value, best, parent, expected)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
@@ -357,7 +366,12 @@ pub(super) fn write_rows(conn: &Connection, exp: &Expansion, upto: usize, add: b
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
     })?;
     let mut mv_stmt = conn.prepare_cached(MOVE_UPSERT)?;
-    let mut unlist = conn.prepare_cached("DELETE FROM tails WHERE key = ?1")?;
+    let mut unlist = conn.prepare_cached("DELETE FROM tails WHERE prefix = ?1 AND game = ?2")?;
+    // Two positions of one tail may share a prefix: keep what the rest needs.
+    let kept: Vec<i64> = exp.nodes[upto + 1..]
+        .iter()
+        .map(|n| prefix(n.key))
+        .collect();
     for i in 0..=upto {
         let n = &exp.nodes[i];
         insert.execute(params![
@@ -372,7 +386,9 @@ pub(super) fn write_rows(conn: &Connection, exp: &Expansion, upto: usize, add: b
             exp.parent_of(i),
             n.expected
         ])?;
-        unlist.execute([n.key])?;
+        if !kept.contains(&prefix(n.key)) {
+            unlist.execute(params![prefix(n.key), game])?;
+        }
         if let Some(child) = exp.nodes.get(i + 1) {
             let (mv, castle) = exp.moves[i];
             mv_stmt.execute(params![
