@@ -506,6 +506,7 @@ fn run_pgn(case: PgnCase) -> CaseResult {
         max_ply: 40,
         min_elo: None,
         allow_duplicates: false,
+        no_tails: false,
     };
     let mut stream = GameStream::from_bytes(case.bytes);
     let mut games: Vec<RawGame> = Vec::new();
@@ -576,6 +577,7 @@ fn polyglot_seed() -> &'static [u8] {
             max_ply: 10,
             min_elo: None,
             allow_duplicates: false,
+            no_tails: false,
         };
         build(&mut book, vec![common::sample()], &filter).expect("build");
         let opts = ExportOptions {

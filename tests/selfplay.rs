@@ -85,6 +85,7 @@ fn check_games(path: &Path, games: usize, opening_plies: usize) {
         max_ply: 1000,
         min_elo: None,
         allow_duplicates: true,
+        no_tails: false,
     };
     for (i, g) in read.iter().enumerate() {
         g.validate(&filter)

@@ -86,9 +86,11 @@ impl Expansion {
 /// The columns [`tail_game_from_row`] reads, from `games`.
 const GAME_COLS: &str = "id, moves, result, expected, plies, tail";
 
-fn tail_game_from_row(
-    r: &rusqlite::Row<'_>,
-) -> rusqlite::Result<(i64, Option<Vec<u8>>, String, Option<i64>, u32, u32)> {
+/// One `games` row as read by [`GAME_COLS`]: id, moves, result, expected,
+/// plies, tail.
+type GameRow = (i64, Option<Vec<u8>>, String, Option<i64>, u32, u32);
+
+fn tail_game_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<GameRow> {
     Ok((
         r.get(0)?,
         r.get(1)?,
@@ -99,7 +101,7 @@ fn tail_game_from_row(
     ))
 }
 
-fn tail_game(row: (i64, Option<Vec<u8>>, String, Option<i64>, u32, u32)) -> Result<TailGame> {
+fn tail_game(row: GameRow) -> Result<TailGame> {
     let (id, moves, result, expected, plies, tail) = row;
     let damaged = |why: &str| anyhow!("game {id} has a tail but {why} (a damaged book)");
     let moves = moves
