@@ -10,18 +10,23 @@ use shakmaty::Chess;
 
 use super::book::Book;
 use super::graph::{reevaluate_all, MOVE_UPSERT};
-use super::schema::{hash_to_sql, moves_to_blob, source_id};
-use super::tails::{materialize_keys, prefix};
+use super::schema::{hash_to_sql, moves_from_blob, moves_to_blob, source_id};
+use super::tails::{materialize_keys, prefix, value_chain};
 use crate::book::ingest::{Counts, Game};
 use crate::book::keys::{polyglot_key, Key, KeyMap, MoveCode};
-use crate::book::minimax::{Graph, NodeInfo};
+use crate::book::minimax::{Graph, NodeInfo, ValueParams};
 
 /// In-memory aggregate of many games, for `build`.
 #[derive(Default)]
 pub struct Aggregate {
     pub nodes: KeyMap<Key, NodeAgg>,
     pub edges: KeyMap<(Key, u16), EdgeAgg>,
-    pub games: KeyMap<u64, GameRow>,
+    /// Games in input order, each once ([`Aggregate::game_index`] finds
+    /// one by hash; a Vec moves no rows when it grows).
+    pub games: Vec<GameRow>,
+    pub game_index: KeyMap<u64, u32>,
+    /// The names [`GameRow::source`] indexes.
+    pub sources: Vec<String>,
     /// A new book keeps single-game tails as their game's moves
     /// ([`super::tails`]) rather than as rows.
     pub tails: bool,
@@ -46,7 +51,8 @@ pub struct EdgeAgg {
 #[derive(Clone, Debug)]
 pub struct GameRow {
     pub hash: u64,
-    pub source: String,
+    /// Index into [`Aggregate::sources`].
+    pub source: u32,
     pub white: String,
     pub black: String,
     pub result: &'static str,
@@ -92,118 +98,96 @@ impl Aggregate {
             });
             e.counts.add(c);
         }
-        if let Some(row) = self.games.get_mut(&game.hash) {
+        if let Some(&i) = self.game_index.get(&game.hash) {
+            let row = &mut self.games[i as usize];
             row.copies += 1;
             row.keys = None;
             return;
         }
+        if self.sources.last().is_none_or(|s| s != source) {
+            self.sources.push(source.to_string());
+        }
         let standard = game.start_ply == 0 && game.start == polyglot_key(&Chess::default());
-        self.games.insert(
-            game.hash,
-            GameRow {
-                copies: 1,
-                hash: game.hash,
-                source: source.to_string(),
-                white: game.white.clone(),
-                black: game.black.clone(),
-                result: game.result.as_str(),
-                plies: game.total_plies,
-                start: game.start,
-                moves: moves_to_blob(game.plies.iter().map(|p| p.mv.0)),
-                expected,
-                keys: (self.tails && standard).then(|| game.keys().collect()),
-            },
-        );
+        self.game_index.insert(game.hash, self.games.len() as u32);
+        self.games.push(GameRow {
+            copies: 1,
+            hash: game.hash,
+            source: self.sources.len() as u32 - 1,
+            white: game.white.clone(),
+            black: game.black.clone(),
+            result: game.result.as_str(),
+            plies: game.total_plies,
+            start: game.start,
+            moves: moves_to_blob(game.plies.iter().map(|p| p.mv.0)),
+            expected,
+            keys: (self.tails && standard).then(|| game.keys().collect()),
+        });
+    }
+
+    /// The games in the order that gives their ids: by source name, then
+    /// hash (the same for any split of the input into runs or shards).
+    fn games_in_id_order(&mut self) -> Vec<GameRow> {
+        let mut games = std::mem::take(&mut self.games);
+        let sources = &self.sources;
+        games.par_sort_unstable_by(|a, b| {
+            (&sources[a.source as usize], a.hash).cmp(&(&sources[b.source as usize], b.hash))
+        });
+        games
     }
 }
 
 impl Book {
     /// Writes aggregated games into an empty book in key order, with values.
     pub fn bulk_load(&mut self, agg: Aggregate) -> Result<()> {
+        let mut agg = agg;
+        let games = agg.games_in_id_order();
         let Aggregate {
             nodes,
             edges,
-            games,
+            sources,
             tails,
+            ..
         } = agg;
         let params = self.settings.params;
         let (nodes, edges) = prune(nodes, edges, self.settings.min_games);
-        let mut edge_rows = sorted_edges(edges);
-        // Values are computed on the whole tree, tails included.
-        let edge_list: Vec<(Key, MoveCode, Key)> = edge_rows
-            .iter()
-            .map(|&((p, mv), ref e)| (Key::from_sql(p), MoveCode(mv), e.child))
-            .collect();
-        let mut games: Vec<GameRow> = games.into_values().collect();
-        games.par_sort_unstable_by(|a, b| (&a.source, a.hash).cmp(&(&b.source, b.hash)));
         // Game ids are their rank in this order (the table is empty).
         let tail_of = if tails && self.settings.min_games <= 1 {
             find_tails(&games, &nodes)
         } else {
             Vec::new()
         };
-        let mut tail_keys: Vec<i64> = Vec::new();
-        let mut listed: Vec<(i64, i64)> = Vec::new();
         let mut tail_ply: Vec<Option<u32>> = vec![None; games.len()];
+        let mut listed: Vec<(i64, i64)> = Vec::new();
         for &(i, t) in &tail_of {
             tail_ply[i] = Some(t as u32);
             if let Some(keys) = &games[i].keys {
-                tail_keys.extend(keys[t..].iter().map(|k| k.to_sql()));
                 listed.extend(keys[t..].iter().map(|&k| (prefix(k), i as i64 + 1)));
             }
         }
-        tail_keys.par_sort_unstable();
         listed.par_sort_unstable();
         listed.dedup();
-        let in_tail = |k: i64| tail_keys.binary_search(&k).is_ok();
-        // The moves within tails are not rows (the move into a tail is).
-        edge_rows.retain(|&((p, _), _)| !in_tail(p));
-        let links = parent_links(&edge_rows);
-        let mut node_list: Vec<NodeInfo> = nodes
-            .into_iter()
-            .map(|(key, n)| NodeInfo {
-                expected: n.expected,
-                exact: n.exact,
-                ..NodeInfo::from_counts(key, Some(n.depth), n.counts)
-            })
-            .collect();
-        node_list.par_sort_unstable_by_key(|n| n.key.to_sql());
 
         let tx = self.conn.transaction()?;
-        // Values do not depend on the rows written first, so they are
-        // computed on another core while moves and games are inserted.
-        let g = std::thread::scope(|scope| -> Result<Graph> {
-            let evaluator = scope.spawn(move || {
-                let mut g = Graph::new(node_list, edge_list);
+        // The rows and the graph are prepared on another core while the
+        // games and tails are inserted, and valued there while the moves
+        // are (values do not depend on the rows written first).
+        let (g, rows, links) = std::thread::scope(|scope| -> Result<_> {
+            let (games, tail_of) = (&games, &tail_of);
+            let (send, recv) = std::sync::mpsc::channel();
+            let worker = scope.spawn(move || {
+                let p = prepare_rows(nodes, edges, games, tail_of, &params);
+                let mut g = Graph::new(p.node_list, p.edge_list);
+                let _ = send.send((p.edge_rows, p.links));
+                g.fixed = p.rows;
                 g.evaluate(&params);
-                g
+                (g, p.rows)
             });
-            insert_chunked(
-                &tx,
-                "INSERT INTO moves(parent, move, uci, child, white, draws, black)",
-                7,
-                &edge_rows,
-                |st, i, &((parent, mv), ref e)| {
-                    st.raw_bind_parameter(i, parent)?;
-                    st.raw_bind_parameter(i + 1, mv)?;
-                    st.raw_bind_parameter(i + 2, MoveCode(mv).uci(e.castle))?;
-                    st.raw_bind_parameter(i + 3, e.child)?;
-                    st.raw_bind_parameter(i + 4, e.counts.white)?;
-                    st.raw_bind_parameter(i + 5, e.counts.draws)?;
-                    st.raw_bind_parameter(i + 6, e.counts.black)
-                },
-            )?;
-            let mut source_ids: HashMap<&str, i64> = HashMap::new();
-            for g in &games {
-                if !source_ids.contains_key(g.source.as_str()) {
-                    source_ids.insert(&g.source, source_id(&tx, &g.source)?);
-                }
-            }
+            let source_ids = source_ids(&tx, &sources)?;
             let rows: Vec<(i64, &GameRow, Option<u32>, i64)> = games
                 .iter()
                 .zip(&tail_ply)
                 .enumerate()
-                .map(|(i, (g, t))| (i as i64 + 1, g, *t, source_ids[g.source.as_str()]))
+                .map(|(i, (g, t))| (i as i64 + 1, g, *t, source_ids[g.source as usize]))
                 .collect();
             insert_chunked(
                 &tx,
@@ -238,15 +222,34 @@ impl Book {
                     st.raw_bind_parameter(i + 1, game)
                 },
             )?;
+            let Ok((edge_rows, links)) = recv.recv() else {
+                return Err(anyhow!("the thread preparing the rows panicked"));
+            };
+            insert_chunked(
+                &tx,
+                "INSERT INTO moves(parent, move, uci, child, white, draws, black)",
+                7,
+                &edge_rows,
+                |st, i, &((parent, mv), ref e)| {
+                    st.raw_bind_parameter(i, parent)?;
+                    st.raw_bind_parameter(i + 1, mv)?;
+                    st.raw_bind_parameter(i + 2, MoveCode(mv).uci(e.castle))?;
+                    st.raw_bind_parameter(i + 3, e.child)?;
+                    st.raw_bind_parameter(i + 4, e.counts.white)?;
+                    st.raw_bind_parameter(i + 5, e.counts.draws)?;
+                    st.raw_bind_parameter(i + 6, e.counts.black)
+                },
+            )?;
             let mut stmt = tx.prepare("INSERT INTO parents(child, parent) VALUES (?1, ?2)")?;
             for group in links.chunk_by(|a, b| a.0 == b.0).filter(|g| g.len() > 1) {
                 for &(child, parent) in group {
                     stmt.execute(params![child, parent])?;
                 }
             }
-            evaluator
+            let (g, rows) = worker
                 .join()
-                .map_err(|_| anyhow!("the evaluation thread panicked"))
+                .map_err(|_| anyhow!("the evaluation thread panicked"))?;
+            Ok((g, rows, links))
         })?;
         {
             // Both lists are sorted by key: the first link of a child is its smallest parent.
@@ -255,7 +258,7 @@ impl Book {
                 .nodes
                 .iter()
                 .zip(&g.best)
-                .filter(|(n, _)| !in_tail(n.key.to_sql()))
+                .take(rows)
                 .map(|(n, best)| {
                     let key = n.key.to_sql();
                     while link.next_if(|l| l.0 < key).is_some() {}
@@ -291,10 +294,12 @@ impl Book {
 
     /// Adds aggregated games to a non-empty book, then re-evaluates fully.
     pub fn merge(&mut self, agg: Aggregate) -> Result<()> {
+        let mut agg = agg;
+        let games = agg.games_in_id_order();
         let Aggregate {
             nodes,
             edges,
-            games,
+            sources,
             ..
         } = agg;
         // Rows in key order: the B-trees are walked once, not at random.
@@ -364,7 +369,7 @@ impl Book {
                     .iter()
                     .map(|&((p, mv), ref e)| (Key::from_sql(p), mv, e)),
             )?;
-            write_games(&tx, &games)?;
+            write_games(&tx, &games, &sources)?;
         }
         // The full re-evaluation loads the whole book: free the rows first.
         drop((node_rows, edge_rows, links, games));
@@ -486,6 +491,82 @@ fn write_moves<'a>(
     Ok(())
 }
 
+/// What [`Book::bulk_load`] writes and values, tails left out.
+struct Prepared {
+    /// Moves in the table's order.
+    edge_rows: Vec<((i64, u16), EdgeAgg)>,
+    edge_list: Vec<(Key, MoveCode, Key)>,
+    links: Vec<(i64, i64)>,
+    /// The rows in key order, then the first position of each tail.
+    node_list: Vec<NodeInfo>,
+    rows: usize,
+}
+
+/// Values each tail from its last position back and leaves its positions
+/// and moves out: only its first position enters the graph, with its value
+/// fixed (as `reevaluate_all` does), so the graph holds the rows and no
+/// more.
+fn prepare_rows(
+    mut nodes: KeyMap<Key, NodeAgg>,
+    mut edges: KeyMap<(Key, u16), EdgeAgg>,
+    games: &[GameRow],
+    tail_of: &[(usize, usize)],
+    params: &ValueParams,
+) -> Prepared {
+    let heads: Vec<NodeInfo> = tail_of
+        .par_iter()
+        .filter_map(|&(i, t)| {
+            let g = &games[i];
+            let keys = g.keys.as_ref()?;
+            let moves = moves_from_blob(&g.moves)?;
+            let mut chain: Vec<NodeInfo> = keys[t..]
+                .iter()
+                .map(|&k| node_info(k, &nodes[&k]))
+                .collect();
+            value_chain(&mut chain, moves[t..].iter().map(|&m| MoveCode(m)), params);
+            Some(chain[0])
+        })
+        .collect();
+    for &(i, t) in tail_of {
+        if let Some(keys) = &games[i].keys {
+            for k in &keys[t..] {
+                nodes.remove(k);
+            }
+        }
+    }
+    // The moves within tails are not rows (the move into a tail is).
+    edges.retain(|(p, _), _| nodes.contains_key(p));
+    let edge_rows = sorted_edges(edges);
+    let edge_list: Vec<(Key, MoveCode, Key)> = edge_rows
+        .iter()
+        .map(|&((p, mv), ref e)| (Key::from_sql(p), MoveCode(mv), e.child))
+        .collect();
+    let links = parent_links(&edge_rows);
+    let mut node_list: Vec<NodeInfo> = nodes
+        .into_iter()
+        .map(|(key, n)| node_info(key, &n))
+        .collect();
+    node_list.par_sort_unstable_by_key(|n| n.key.to_sql());
+    let rows = node_list.len();
+    node_list.extend(heads);
+    Prepared {
+        edge_rows,
+        edge_list,
+        links,
+        node_list,
+        rows,
+    }
+}
+
+/// A node of the graph from its aggregate.
+fn node_info(key: Key, n: &NodeAgg) -> NodeInfo {
+    NodeInfo {
+        expected: n.expected,
+        exact: n.exact,
+        ..NodeInfo::from_counts(key, Some(n.depth), n.counts)
+    }
+}
+
 /// For each game that gets a tail: its index in `games` and the ply where
 /// the tail starts. A tail is the longest suffix of a game's positions that
 /// no other game reaches (one occurrence, so one move each, leading to the
@@ -504,27 +585,32 @@ fn find_tails(games: &[GameRow], nodes: &KeyMap<Key, NodeAgg>) -> Vec<(usize, us
         .collect()
 }
 
-/// Adds game rows, in a stable order; repeated games add to `copies`.
-fn write_games(tx: &Connection, games: &KeyMap<u64, GameRow>) -> Result<()> {
+/// The `sources` id of each name (added where new).
+fn source_ids(tx: &Connection, names: &[String]) -> Result<Vec<i64>> {
+    let mut ids: HashMap<&str, i64> = HashMap::new();
+    let mut out = Vec::with_capacity(names.len());
+    for name in names {
+        let id = match ids.get(name.as_str()) {
+            Some(&id) => id,
+            None => source_id(tx, name)?,
+        };
+        ids.insert(name, id);
+        out.push(id);
+    }
+    Ok(out)
+}
+
+/// Adds game rows (in id order); repeated games add to `copies`.
+fn write_games(tx: &Connection, games: &[GameRow], sources: &[String]) -> Result<()> {
     let mut stmt = tx.prepare(
         "INSERT INTO games(hash, source, white, black, result, plies, start, copies, moves, expected) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
          ON CONFLICT(hash) DO UPDATE SET copies = copies + excluded.copies",
     )?;
-    let mut rows: Vec<&GameRow> = games.values().collect();
-    rows.sort_unstable_by_key(|g| (&g.source, g.hash));
-    let mut ids: HashMap<&str, i64> = HashMap::new();
-    for g in rows {
-        let source = match ids.get(g.source.as_str()) {
-            Some(&id) => id,
-            None => {
-                let id = source_id(tx, &g.source)?;
-                ids.insert(&g.source, id);
-                id
-            }
-        };
+    let ids = source_ids(tx, sources)?;
+    for g in games {
         stmt.execute(params![
             hash_to_sql(g.hash),
-            source,
+            ids[g.source as usize],
             g.white,
             g.black,
             g.result,

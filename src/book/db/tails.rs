@@ -175,15 +175,7 @@ pub(super) fn expand(
         });
     }
     let tail_moves = moves[t..].to_vec();
-    let mut best = vec![None; nodes.len()];
-    for i in (0..nodes.len()).rev() {
-        let (v, b) = match nodes.get(i + 1) {
-            Some(child) => node_value(&nodes[i], [(tail_moves[i].0, child)], params),
-            None => node_value(&nodes[i], std::iter::empty(), params),
-        };
-        nodes[i].value = v;
-        best[i] = b;
-    }
+    let best = value_chain(&mut nodes, tail_moves.iter().map(|m| m.0), params);
     Ok(Expansion {
         game: game.id,
         anchor: keys[t - 1],
@@ -192,6 +184,30 @@ pub(super) fn expand(
         moves: tail_moves,
         first_ply: t as u32,
     })
+}
+
+/// Values a tail's positions from the last back (each has one child, the
+/// next): their values and best moves. `moves[i]` leads from `nodes[i]` to
+/// `nodes[i + 1]`.
+pub(super) fn value_chain(
+    nodes: &mut [NodeInfo],
+    moves: impl DoubleEndedIterator<Item = MoveCode> + ExactSizeIterator,
+    params: &ValueParams,
+) -> Vec<Option<MoveCode>> {
+    let n = nodes.len();
+    let mut best = vec![None; n];
+    if n == 0 {
+        return best;
+    }
+    let (last_value, last_best) = node_value(&nodes[n - 1], std::iter::empty(), params);
+    nodes[n - 1].value = last_value;
+    best[n - 1] = last_best;
+    for (i, mv) in moves.take(n - 1).enumerate().rev() {
+        let (v, b) = node_value(&nodes[i], [(mv, &nodes[i + 1])], params);
+        nodes[i].value = v;
+        best[i] = b;
+    }
+    best
 }
 
 /// The analysis of one position, read from the book.
