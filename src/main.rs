@@ -402,7 +402,8 @@ struct PlayArgs {
     /// The first engine always plays White.
     #[arg(long)]
     noswap: bool,
-    /// Append the games to this PGN file.
+    /// Append the games to this PGN file. Games of this match already in it
+    /// (an earlier run of the same command) are counted, not played again.
     #[arg(long)]
     pgnout: Option<PathBuf>,
     /// elo0=E0,elo1=E1,alpha=A,beta=B: stop when the GSPRT decides.

@@ -319,3 +319,115 @@ fn a_learning_engine_never_repeats_a_lost_game() {
         "{text}"
     );
 }
+
+/// `play` as a test runs it: builtin engines at a node count, the repo's
+/// openings, `games` games into `pgn`, `seed` for the opening order.
+fn play_into(pgn: &Path, games: usize, seed: &str) -> std::process::Output {
+    common::run(&[
+        "play",
+        "--engine",
+        "name=a,cmd=builtin",
+        "--engine",
+        "name=b,cmd=builtin",
+        "--nodes",
+        "300",
+        "--games",
+        &games.to_string(),
+        "--concurrency",
+        "2",
+        "--repeat",
+        "--openings",
+        s(&repo().join("data/openings-sample.epd")),
+        "--random",
+        "--seed",
+        seed,
+        "--pgnout",
+        s(pgn),
+    ])
+}
+
+/// (round, white, result) of every game in `pgn`, by round.
+fn rounds(pgn: &Path) -> Vec<(usize, String, String)> {
+    let text = std::fs::read_to_string(pgn).expect("read the PGN");
+    let tag = |game: &str, name: &str| {
+        game.lines()
+            .find_map(|l| l.strip_prefix(&format!("[{name} \"")))
+            .and_then(|v| v.strip_suffix("\"]"))
+            .unwrap_or_default()
+            .to_string()
+    };
+    let mut out: Vec<(usize, String, String)> = text
+        .split("[Event ")
+        .skip(1)
+        .map(|g| {
+            (
+                tag(g, "Round").parse().expect("round"),
+                tag(g, "White"),
+                tag(g, "Result"),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn a_stopped_match_continues_from_its_pgn_without_playing_a_round_twice() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pgn = dir.path().join("match.pgn");
+    let first = play_into(&pgn, 6, "5");
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let before = rounds(&pgn);
+    assert_eq!(before.len(), 6);
+    // A kill in the middle of writing a game leaves part of it behind.
+    let mut text = std::fs::read(&pgn).expect("read");
+    text.extend_from_slice(
+        b"[Event \"learnbook match\"]\n[Site \"learnbook\"]\n[Round \"7\"]\n\n1. e4 e5 2. N",
+    );
+    std::fs::write(&pgn, &text).expect("write");
+
+    let second = play_into(&pgn, 10, "5");
+    let out = String::from_utf8_lossy(&second.stdout);
+    assert!(
+        second.status.success(),
+        "{}",
+        String::from_utf8_lossy(&second.stderr)
+    );
+    let after = rounds(&pgn);
+    let numbers: Vec<usize> = after.iter().map(|r| r.0).collect();
+    assert_eq!(numbers, (1..=10).collect::<Vec<_>>(), "each round once");
+    assert_eq!(
+        after[..6],
+        before[..],
+        "the first six games are kept as they were"
+    );
+    // The report counts all ten games, six of them read back.
+    let score = |(_, white, result): &(usize, String, String)| match result.as_str() {
+        "1/2-1/2" => 1,
+        r if (r == "1-0") == (white == "a") => 2,
+        _ => 0,
+    };
+    let count = |points| after.iter().filter(|r| score(r) == points).count();
+    let expected = format!(
+        "a vs b: 10 games, +{} ={} -{}",
+        count(2),
+        count(1),
+        count(0)
+    );
+    assert!(out.contains(&expected), "{expected} in {out}");
+    assert!(out.contains("of them 6 read back"), "{out}");
+    if common::have_python_chess() {
+        assert_eq!(python_chess_reads(&pgn).0, 10);
+    }
+
+    // Another opening order is another match: refused, the file untouched.
+    let other = play_into(&pgn, 12, "6");
+    assert!(!other.status.success());
+    let err = String::from_utf8_lossy(&other.stderr);
+    assert!(err.contains("not this match's game"), "{err}");
+    assert_eq!(rounds(&pgn), after);
+}

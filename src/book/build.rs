@@ -227,7 +227,7 @@ pub fn build(book: &mut Book, inputs: Vec<PathBuf>, filter: &Filter) -> Result<S
             "learnbook: {} games counted: {} positions, {} moves; writing the book",
             summary.used,
             agg.nodes.len(),
-            agg.edges.len()
+            agg.move_count()
         );
     }
     if book.is_empty()? {

@@ -111,6 +111,41 @@ pub struct Standing {
     pub llr: Option<f64>,
     pub sprt: Option<SprtState>,
     pub learned: usize,
+    /// Of `played`, games an earlier run of the same match wrote to
+    /// `--pgnout` (read back, not played again).
+    pub resumed: usize,
+    /// Scores of the first game of each pair whose second is not in yet.
+    pending_pairs: std::collections::HashMap<usize, f64>,
+}
+
+impl Standing {
+    /// Counts the result of game `i` (the first player's `score`) and
+    /// updates the SPRT; true when the SPRT has just decided.
+    fn add(&mut self, cfg: &MatchConfig, i: usize, score: f64) -> bool {
+        self.played += 1;
+        self.wdl.add(score);
+        if cfg.repeat {
+            if let Some(other) = self.pending_pairs.remove(&(i / 2)) {
+                self.pairs.add_pair(other, score);
+            } else {
+                self.pending_pairs.insert(i / 2, score);
+            }
+        }
+        let decided = self.sprt.is_some_and(|st| st != SprtState::Continue);
+        let Some(sprt) = cfg.sprt.as_ref().filter(|_| !decided) else {
+            return false;
+        };
+        // Games still running when the test decides are recorded but do not reopen it.
+        let llr = if cfg.repeat && self.pairs.pairs() > 0 {
+            sprt.llr_pentanomial(&self.pairs)
+        } else {
+            sprt.llr_trinomial(&self.wdl)
+        };
+        self.llr = Some(llr);
+        let state = sprt.state(llr);
+        self.sprt = Some(state);
+        state != SprtState::Continue
+    }
 }
 
 /// Reads openings: EPD (one position per line) or PGN (.gz/.zst; the moves of each game).
@@ -198,6 +233,17 @@ pub fn run_match(
         Some((path, _)) => Some(Book::open(path)?),
         None => None,
     };
+    let mut standing = Standing::default();
+    let done = match &cfg.pgn_out {
+        Some(p) => already_played(p, cfg, &order)?,
+        None => Vec::new(),
+    };
+    let mut skip = vec![false; cfg.games];
+    for &(i, score) in &done {
+        skip[i] = true;
+        standing.add(cfg, i, score);
+        standing.resumed += 1;
+    }
     let mut pgn = match &cfg.pgn_out {
         Some(p) => Some(
             OpenOptions::new()
@@ -210,14 +256,12 @@ pub fn run_match(
     };
     let date = today();
     let next = AtomicUsize::new(0);
-    let stop = AtomicBool::new(false);
+    let stop = AtomicBool::new(standing.sprt.is_some_and(|st| st != SprtState::Continue));
     let (tx, rx) = mpsc::channel::<(usize, bool, GameRecord)>();
-    let mut standing = Standing::default();
-    let mut pending_pairs: std::collections::HashMap<usize, f64> = std::collections::HashMap::new();
     std::thread::scope(|scope| -> Result<()> {
         for w in 0..cfg.concurrency.max(1) {
             let tx = tx.clone();
-            let (next, stop, order) = (&next, &stop, &order);
+            let (next, stop, order, skip) = (&next, &stop, &order, &skip);
             scope.spawn(move || {
                 let mut players: [Option<Box<dyn Player>>; 2] = [None, None];
                 loop {
@@ -227,6 +271,9 @@ pub fn run_match(
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     if i >= cfg.games {
                         break;
+                    }
+                    if skip[i] {
+                        continue;
                     }
                     let (o, alternate) = schedule(i, cfg.repeat, order.len());
                     let first_white = cfg.noswap || alternate;
@@ -286,29 +333,8 @@ pub fn run_match(
                 Color::Black
             };
             let score = record.score_of(color);
-            standing.played += 1;
-            standing.wdl.add(score);
-            if cfg.repeat {
-                if let Some(other) = pending_pairs.remove(&(i / 2)) {
-                    standing.pairs.add_pair(other, score);
-                } else {
-                    pending_pairs.insert(i / 2, score);
-                }
-            }
-            let decided = standing.sprt.is_some_and(|st| st != SprtState::Continue);
-            if let (Some(sprt), false) = (&cfg.sprt, decided) {
-                // Games still running when the test decides are recorded but do not reopen it.
-                let llr = if cfg.repeat && standing.pairs.pairs() > 0 {
-                    sprt.llr_pentanomial(&standing.pairs)
-                } else {
-                    sprt.llr_trinomial(&standing.wdl)
-                };
-                standing.llr = Some(llr);
-                let state = sprt.state(llr);
-                standing.sprt = Some(state);
-                if state != SprtState::Continue {
-                    stop.store(true, Ordering::Relaxed);
-                }
+            if standing.add(cfg, i, score) {
+                stop.store(true, Ordering::Relaxed);
             }
             let text = record.pgn(&cfg.event, i as u64 + 1, &date);
             if let Some(f) = pgn.as_mut() {
@@ -339,6 +365,103 @@ pub fn run_match(
     Ok(standing)
 }
 
+/// The games of this match that an earlier run wrote to `path` (the same
+/// command, stopped and started again, continues the match): `(game index,
+/// first player's score)`. Each must be what this run would play there (the
+/// players, their colours, the opening); other matches' games in the file
+/// are left alone, and a game cut off at the end by a kill is removed.
+fn already_played(path: &Path, cfg: &MatchConfig, order: &[usize]) -> Result<Vec<(usize, f64)>> {
+    let mut bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    // Every game is written whole: its result, then a blank line. A last
+    // game that does not end so was cut off.
+    let last = bytes
+        .windows(8)
+        .rposition(|w| w == b"\n[Event ")
+        .map_or(0, |i| i + 1);
+    let tail = String::from_utf8_lossy(&bytes[last..]);
+    let whole = tail.ends_with("\n\n")
+        && ["1-0", "0-1", "1/2-1/2", "*"]
+            .iter()
+            .any(|r| tail.trim_end().ends_with(r));
+    if !whole && !tail.trim().is_empty() {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .and_then(|f| f.set_len(last as u64))
+            .with_context(|| format!("cannot remove a cut-off game from {}", path.display()))?;
+        bytes.truncate(last);
+    }
+    let names = [cfg.players[0].name(), cfg.players[1].name()];
+    let event = format!("Event={}", cfg.event);
+    let mut stream = GameStream::from_bytes(bytes);
+    let mut done: Vec<(usize, f64)> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    loop {
+        let batch = stream.next_batch(1024);
+        if batch.is_empty() {
+            break;
+        }
+        for raw in batch {
+            let ours = raw.identity.contains(&event)
+                && ((raw.white == names[0] && raw.black == names[1])
+                    || (raw.white == names[1] && raw.black == names[0]));
+            let round = raw
+                .identity
+                .iter()
+                .find_map(|t| t.strip_prefix("Round=")?.parse::<usize>().ok());
+            let (true, Some(round)) = (ours, round) else {
+                continue;
+            };
+            if round == 0 || round > cfg.games {
+                continue;
+            }
+            let i = round - 1;
+            let mismatch = |what: String| {
+                anyhow::anyhow!(
+                    "{}: game {} (round {round}) {what}: not this match's game \
+                     (continue with the command that wrote the file, or give another --pgnout)",
+                    path.display(),
+                    raw.number
+                )
+            };
+            let (o, alternate) = schedule(i, cfg.repeat, order.len());
+            let first_white = cfg.noswap || alternate;
+            if (raw.white == names[0]) != first_white {
+                return Err(mismatch(format!("has {} as White", raw.white)));
+            }
+            let opening = &cfg.openings[order[o]];
+            if raw.fen != opening.fen {
+                return Err(mismatch("starts from another position".into()));
+            }
+            let mut pos = opening.start_position().map_err(anyhow::Error::msg)?;
+            for (k, m) in opening.moves.iter().enumerate() {
+                if raw.sans.get(k).and_then(|s| s.san.to_move(&pos).ok()) != Some(*m) {
+                    return Err(mismatch("does not begin with this round's opening".into()));
+                }
+                pos.play_unchecked(*m);
+            }
+            // As GameRecord::score_of counts a game.
+            let score = match raw.result_tag.as_deref() {
+                Some("1/2-1/2") => 0.5,
+                Some(r) if r == if first_white { "1-0" } else { "0-1" } => 1.0,
+                _ => 0.0,
+            };
+            if !seen.insert(i) {
+                return Err(mismatch("is in the file twice".into()));
+            }
+            done.push((i, score));
+        }
+    }
+    if let Some(e) = stream.error {
+        bail!("{}: {e}", path.display());
+    }
+    Ok(done)
+}
+
 /// The end-of-match summary.
 pub fn final_report(cfg: &MatchConfig, st: &Standing) -> String {
     let (a, b) = (cfg.players[0].name(), cfg.players[1].name());
@@ -350,6 +473,12 @@ pub fn final_report(cfg: &MatchConfig, st: &Standing) -> String {
         st.wdl.losses,
         st.wdl.summary()
     );
+    if st.resumed > 0 {
+        s.push_str(&format!(
+            "(of them {} read back from the PGN an earlier run wrote)\n",
+            st.resumed
+        ));
+    }
     if cfg.repeat {
         s.push_str(&format!(
             "pairs (0, 0.5, 1, 1.5, 2 points): {:?}\n",

@@ -20,6 +20,7 @@ use crate::book::minimax::{Graph, NodeInfo, ValueParams};
 #[derive(Default)]
 pub struct Aggregate {
     pub nodes: KeyMap<Key, NodeAgg>,
+    /// The moves of a position other than its first ([`NodeAgg::first`]).
     pub edges: KeyMap<(Key, u16), EdgeAgg>,
     /// Games in input order, each once ([`Aggregate::game_index`] finds
     /// one by hash; a Vec moves no rows when it grows).
@@ -39,6 +40,10 @@ pub struct NodeAgg {
     /// White's expected points in thousandths (see [`NodeInfo::expected`]).
     pub expected: i64,
     pub exact: Option<f64>,
+    /// The first move counted from here (most positions have one, in one
+    /// game): kept with the position, so counting a game's move touches
+    /// memory already in the cache instead of a second table.
+    pub first: Option<(u16, EdgeAgg)>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -79,6 +84,7 @@ impl Aggregate {
                 counts: Counts::default(),
                 expected: 0,
                 exact: None,
+                first: None,
             });
             n.depth = n.depth.min(depth);
             n.counts.add(c);
@@ -91,11 +97,22 @@ impl Aggregate {
             }
         }
         for p in &game.plies {
-            let e = self.edges.entry((p.parent, p.mv.0)).or_insert(EdgeAgg {
+            let new = || EdgeAgg {
                 child: p.child,
                 castle: p.castle,
                 counts: Counts::default(),
-            });
+            };
+            let e = match self.nodes.get_mut(&p.parent) {
+                Some(NodeAgg {
+                    first: first @ None,
+                    ..
+                }) => &mut first.insert((p.mv.0, new())).1,
+                Some(NodeAgg {
+                    first: Some((mv, e)),
+                    ..
+                }) if *mv == p.mv.0 => e,
+                _ => self.edges.entry((p.parent, p.mv.0)).or_insert_with(new),
+            };
             e.counts.add(c);
         }
         if let Some(&i) = self.game_index.get(&game.hash) {
@@ -122,6 +139,11 @@ impl Aggregate {
             expected,
             keys: (self.tails && standard).then(|| game.keys().collect()),
         });
+    }
+
+    /// How many different moves were counted.
+    pub fn move_count(&self) -> usize {
+        self.nodes.values().filter(|n| n.first.is_some()).count() + self.edges.len()
     }
 
     /// The games in the order that gives their ids: by source name, then
@@ -157,15 +179,9 @@ impl Book {
             Vec::new()
         };
         let mut tail_ply: Vec<Option<u32>> = vec![None; games.len()];
-        let mut listed: Vec<(i64, i64)> = Vec::new();
         for &(i, t) in &tail_of {
             tail_ply[i] = Some(t as u32);
-            if let Some(keys) = &games[i].keys {
-                listed.extend(keys[t..].iter().map(|&k| (prefix(k), i as i64 + 1)));
-            }
         }
-        listed.par_sort_unstable();
-        listed.dedup();
 
         let tx = self.conn.transaction()?;
         // The rows and the graph are prepared on another core while the
@@ -173,8 +189,10 @@ impl Book {
         // are (values do not depend on the rows written first).
         let (g, rows, links) = std::thread::scope(|scope| -> Result<_> {
             let (games, tail_of) = (&games, &tail_of);
+            let (send_listed, recv_listed) = std::sync::mpsc::channel();
             let (send, recv) = std::sync::mpsc::channel();
             let worker = scope.spawn(move || {
+                let _ = send_listed.send(tail_index(games, tail_of));
                 let p = prepare_rows(nodes, edges, games, tail_of, &params);
                 let mut g = Graph::new(p.node_list, p.edge_list);
                 let _ = send.send((p.edge_rows, p.links));
@@ -209,6 +227,9 @@ impl Book {
                     st.raw_bind_parameter(i + 11, tail)
                 },
             )?;
+            let Ok(listed) = recv_listed.recv() else {
+                return Err(anyhow!("the thread preparing the rows panicked"));
+            };
             // Ascending: the index is only read and shrinks, so its pages
             // are packed full.
             insert_chunked_in(
@@ -303,10 +324,10 @@ impl Book {
             ..
         } = agg;
         // Rows in key order: the B-trees are walked once, not at random.
+        let edge_rows = sorted_edges(&nodes, edges);
         let mut node_rows: Vec<(i64, NodeAgg)> =
             nodes.into_iter().map(|(k, n)| (k.to_sql(), n)).collect();
         node_rows.par_sort_unstable_by_key(|&(k, _)| k);
-        let edge_rows = sorted_edges(edges);
         let links = parent_links(&edge_rows);
         // A large transaction: keep its pages in memory rather than
         // spilling them to the WAL again and again.
@@ -389,17 +410,26 @@ fn prune(
 ) -> (KeyMap<Key, NodeAgg>, KeyMap<(Key, u16), EdgeAgg>) {
     if min_games > 1 {
         nodes.retain(|_, n| n.counts.total() >= min_games);
+        for n in nodes.values_mut() {
+            if n.first.is_some_and(|(_, e)| e.counts.total() < min_games) {
+                n.first = None;
+            }
+        }
         edges.retain(|_, e| e.counts.total() >= min_games);
     }
     (nodes, edges)
 }
 
-/// Aggregated moves as rows, in the table's order (keys as SQLite stores
-/// them, signed).
-fn sorted_edges(edges: KeyMap<(Key, u16), EdgeAgg>) -> Vec<((i64, u16), EdgeAgg)> {
-    let mut rows: Vec<((i64, u16), EdgeAgg)> = edges
-        .into_iter()
-        .map(|((p, mv), e)| ((p.to_sql(), mv), e))
+/// Aggregated moves as rows (the first of each position in `nodes`, and
+/// the others), in the table's order (keys as SQLite stores them, signed).
+fn sorted_edges(
+    nodes: &KeyMap<Key, NodeAgg>,
+    others: KeyMap<(Key, u16), EdgeAgg>,
+) -> Vec<((i64, u16), EdgeAgg)> {
+    let mut rows: Vec<((i64, u16), EdgeAgg)> = nodes
+        .iter()
+        .filter_map(|(k, n)| n.first.map(|(mv, e)| ((k.to_sql(), mv), e)))
+        .chain(others.into_iter().map(|((p, mv), e)| ((p.to_sql(), mv), e)))
         .collect();
     rows.par_sort_unstable_by_key(|&(k, _)| k);
     rows
@@ -491,6 +521,20 @@ fn write_moves<'a>(
     Ok(())
 }
 
+/// The rows of `tails`: `(prefix, game id)` of every tail position, in
+/// order, without repeats (ids are ranks in `games`).
+fn tail_index(games: &[GameRow], tail_of: &[(usize, usize)]) -> Vec<(i64, i64)> {
+    let mut listed: Vec<(i64, i64)> = Vec::new();
+    for &(i, t) in tail_of {
+        if let Some(keys) = &games[i].keys {
+            listed.extend(keys[t..].iter().map(|&k| (prefix(k), i as i64 + 1)));
+        }
+    }
+    listed.par_sort_unstable();
+    listed.dedup();
+    listed
+}
+
 /// What [`Book::bulk_load`] writes and values, tails left out.
 struct Prepared {
     /// Moves in the table's order.
@@ -536,7 +580,7 @@ fn prepare_rows(
     }
     // The moves within tails are not rows (the move into a tail is).
     edges.retain(|(p, _), _| nodes.contains_key(p));
-    let edge_rows = sorted_edges(edges);
+    let edge_rows = sorted_edges(&nodes, edges);
     let edge_list: Vec<(Key, MoveCode, Key)> = edge_rows
         .iter()
         .map(|&((p, mv), ref e)| (Key::from_sql(p), MoveCode(mv), e.child))
