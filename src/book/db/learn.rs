@@ -94,14 +94,18 @@ fn add_game(
     let mut sql = Sql::new(&tx, params)?;
     // A position of a single-game tail that this game reaches too becomes a
     // row first (with the tail before it), so what follows sees rows only.
-    let mut unknown = Vec::new();
+    // Positions stored nowhere are remembered, not looked up again below.
+    let mut in_tails = Vec::new();
+    let mut absent = KeySet::default();
     for key in game.keys() {
-        if !cache.is_row(&mut sql, key)? {
-            unknown.push(key);
+        if !cache.load(&mut sql, key)? {
+            absent.insert(key);
+        } else if !cache.is_row(&mut sql, key)? {
+            in_tails.push(key);
         }
     }
-    if !unknown.is_empty() {
-        for key in materialize_keys(&tx, params, unknown)? {
+    if !in_tails.is_empty() {
+        for key in materialize_keys(&tx, params, in_tails)? {
             cache.nodes.remove(&key);
         }
     }
@@ -113,7 +117,7 @@ fn add_game(
     let mut from: Option<Key> = None;
     for (ply, key) in game.keys().enumerate() {
         let depth = game.start_ply + ply as u32;
-        if cache.load(&mut sql, key)? {
+        if !absent.contains(&key) && cache.load(&mut sql, key)? {
             let Some(n) = cache.nodes.get_mut(&key) else {
                 continue;
             };
@@ -135,6 +139,8 @@ fn add_game(
                 _ => {}
             }
         } else {
+            // Stored from here on (a position the game repeats is found).
+            absent.remove(&key);
             new.insert(key);
             cache.nodes.insert(
                 key,
