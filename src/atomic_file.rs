@@ -34,6 +34,12 @@ impl Pending {
         pending
     }
 
+    /// A temporary file at `path` itself, never committed: removed when
+    /// dropped (and first, if an earlier run left it).
+    pub fn temporary(path: &Path) -> Pending {
+        Pending::new(path, "")
+    }
+
     /// Where to write.
     pub fn path(&self) -> &Path {
         &self.tmp

@@ -195,6 +195,15 @@ struct BuildArgs {
     /// game shares, kept as its moves). The book reads the same; the file is larger.
     #[arg(long)]
     no_tails: bool,
+    /// Memory the build may hold (e.g. 512M, 2G; default: half of the machine's). Past
+    /// it, the counts are spilled as runs (books in --temp-dir) and merged at the end,
+    /// which gives the same book.
+    #[arg(long, value_name = "SIZE", value_parser = build::parse_size)]
+    memory: Option<u64>,
+    /// Directory for the spilled runs (default: the book's). They are removed when the
+    /// build ends, and a killed build's by the next build of the same book.
+    #[arg(long, value_name = "DIR")]
+    temp_dir: Option<PathBuf>,
     /// Virtual draws added to every position's statistics (new book only).
     #[arg(long, default_value_t = ValueParams::default().prior_games)]
     prior_games: f64,
@@ -675,6 +684,8 @@ impl BuildArgs {
             threads,
             allow_duplicates,
             no_tails,
+            memory,
+            temp_dir,
             min_games,
             prior_games,
             deviation,
@@ -709,6 +720,10 @@ impl BuildArgs {
                 min_elo,
                 allow_duplicates,
                 no_tails,
+            },
+            &build::Spill {
+                memory: memory.unwrap_or_else(build::default_memory),
+                temp_dir,
             },
         )?;
         eprint!("{}", summary.report());

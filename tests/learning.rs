@@ -34,7 +34,14 @@ fn filter() -> Filter {
 /// A fresh book built from the repo's sample of master games.
 fn sample_book(dir: &TempDir) -> Book {
     let path = dir.path().join("book.sqlite");
-    build_book(&path, BookSettings::default(), vec![sample()], filter()).expect("build");
+    build_book(
+        &path,
+        BookSettings::default(),
+        vec![sample()],
+        filter(),
+        &Default::default(),
+    )
+    .expect("build");
     Book::open(&path).expect("open")
 }
 

@@ -7,8 +7,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{ok, run, s, sample_text};
-use rusqlite::Connection;
+use common::{assert_same_book, count, differences, ok, run, s, sample_text};
 use tempfile::TempDir;
 
 /// The sample's games split into `n` PGN files at game starts; the first
@@ -36,85 +35,6 @@ fn parts(dir: &Path, n: usize, repeat: usize) -> (PathBuf, Vec<PathBuf>) {
     let whole = dir.join("all.pgn");
     std::fs::write(&whole, &all).expect("write all");
     (whole, files)
-}
-
-/// Rows of `table` (the given columns) in one book and not in the other,
-/// both ways.
-fn differences(a: &Path, b: &Path, table: &str, columns: &str) -> (i64, i64) {
-    let c = Connection::open(a).expect("open");
-    c.execute("ATTACH DATABASE ?1 AS other", [s(b)])
-        .expect("attach");
-    let count = |x: &str, y: &str| -> i64 {
-        c.query_row(
-            &format!(
-                "SELECT count(*) FROM (SELECT {columns} FROM {x}.{table} EXCEPT SELECT {columns} FROM {y}.{table})"
-            ),
-            [],
-            |r| r.get(0),
-        )
-        .expect("except")
-    };
-    (count("main", "other"), count("other", "main"))
-}
-
-fn count(book: &Path, sql: &str) -> i64 {
-    Connection::open(book)
-        .expect("open")
-        .query_row(sql, [], |r| r.get(0))
-        .expect("count")
-}
-
-/// Asserts that two books hold the same positions (counts, values, choices,
-/// parent links), moves and games.
-fn assert_same_book(a: &Path, b: &Path) {
-    for (table, columns) in [
-        ("positions", "*"),
-        ("moves", "*"),
-        ("parents", "*"),
-        // The source names the input file, which differs between the parts and the whole.
-        (
-            "games",
-            "hash, white, black, result, plies, start, copies, moves, expected, tail",
-        ),
-    ] {
-        assert_eq!(
-            differences(a, b, table, columns),
-            (0, 0),
-            "{table} differ between {} and {}",
-            a.display(),
-            b.display()
-        );
-    }
-    // Tails name their game by id, which differs too: compare by hash.
-    let c = Connection::open(a).expect("open");
-    c.execute("ATTACH DATABASE ?1 AS other", [s(b)])
-        .expect("attach");
-    let tails = |db: &str| {
-        format!("SELECT t.prefix, g.hash FROM {db}.tails t JOIN {db}.games g ON g.id = t.game")
-    };
-    for (x, y) in [("main", "other"), ("other", "main")] {
-        let n: i64 = c
-            .query_row(
-                &format!("SELECT count(*) FROM ({} EXCEPT {})", tails(x), tails(y)),
-                [],
-                |r| r.get(0),
-            )
-            .expect("tails");
-        assert_eq!(
-            n,
-            0,
-            "tails differ between {} and {}",
-            a.display(),
-            b.display()
-        );
-    }
-    assert_eq!(
-        common::positions(a),
-        common::positions(b),
-        "the books read alike"
-    );
-    assert!(count(a, "SELECT count(*) FROM positions") > 1_000);
-    assert!(count(a, "SELECT count(*) FROM tails") > 10_000);
 }
 
 fn build(book: &Path, input: &Path, extra: &[&str]) {

@@ -13,14 +13,16 @@ use std::{
     time::Instant,
 };
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 
 use super::db::{Aggregate, Book, BookSettings};
 use super::ingest::{open_input, Filter, Game, GameStream, RawGame, SkipReason};
 use super::keys::KeySet;
+use super::merge::merge_books;
 use super::minimax::ChoiceChange;
+use super::spill::{Journal, PairSorter, SharedFilter};
 use crate::atomic_file;
 
 const BATCH: usize = 2048;
@@ -40,6 +42,8 @@ pub struct Summary {
     pub seconds: f64,
     /// Wall time of each phase, for the summary.
     pub phases: Vec<(&'static str, f64)>,
+    /// What a build over its memory budget did (see [`super::spill`]).
+    pub spill: Option<String>,
 }
 
 impl Summary {
@@ -73,6 +77,9 @@ impl Summary {
                 .map(|(name, t)| format!("{name} {t:.2} s"))
                 .collect();
             s.push_str(&format!("  phases: {}\n", p.join(", ")));
+        }
+        if let Some(note) = &self.spill {
+            s.push_str(&format!("  {note}\n"));
         }
         for (reason, n) in &self.skipped {
             s.push_str(&format!("  skipped {n:>8}  {reason}\n"));
@@ -204,6 +211,7 @@ type Validated = Vec<(u64, Result<Game, SkipReason>)>;
 
 /// `build`: adds every game of `inputs` to the book. An empty book is
 /// written in one bulk pass; an existing one is merged and re-evaluated.
+/// The whole aggregate is held in memory (see [`build_book`] for a budget).
 pub fn build(book: &mut Book, inputs: Vec<PathBuf>, filter: &Filter) -> Result<Summary> {
     let start = Instant::now();
     let mut summary = Summary::default();
@@ -212,14 +220,34 @@ pub fn build(book: &mut Book, inputs: Vec<PathBuf>, filter: &Filter) -> Result<S
     } else {
         Some(book.game_hashes()?)
     };
-    let mut agg = Aggregate {
-        tails: !filter.no_tails,
-        ..Aggregate::default()
-    };
-    for_each_game(inputs, filter, seen, &mut summary, |game, source| {
+    let agg = count_games(inputs, filter, seen, &mut summary)?;
+    write_aggregate(book, agg, start, &mut summary)?;
+    Ok(summary)
+}
+
+/// Counts the games of `inputs` in memory.
+fn count_games(
+    inputs: Vec<PathBuf>,
+    filter: &Filter,
+    seen: Option<KeySet<u64>>,
+    summary: &mut Summary,
+) -> Result<Aggregate> {
+    let mut agg = Aggregate::new(!filter.no_tails);
+    for_each_game(inputs, filter, seen, summary, |game, source| {
         agg.add(game, source);
         Ok(true)
     })?;
+    Ok(agg)
+}
+
+/// Writes what [`count_games`] counted into `book` (bulk into an empty
+/// book, else added and re-evaluated), with the phases in `summary`.
+fn write_aggregate(
+    book: &mut Book,
+    agg: Aggregate,
+    start: Instant,
+    summary: &mut Summary,
+) -> Result<()> {
     let read = start.elapsed().as_secs_f64();
     summary.phases.push(("read, validate, count", read));
     if summary.used >= LOG_EVERY {
@@ -239,7 +267,7 @@ pub fn build(book: &mut Book, inputs: Vec<PathBuf>, filter: &Filter) -> Result<S
     summary
         .phases
         .push(("values and SQLite", summary.seconds - read));
-    Ok(summary)
+    Ok(())
 }
 
 /// Reads, parses and validates every game (every move played with shakmaty,
@@ -300,40 +328,346 @@ pub fn learn(
     Ok(summary)
 }
 
+/// How much memory `build` may hold, and where it spills what does not fit.
+#[derive(Clone, Debug)]
+pub struct Spill {
+    /// The budget in bytes: the counts, the games and the writing of a run
+    /// (SQLite's page cache and the reading threads come on top, a few tens
+    /// of MB).
+    pub memory: u64,
+    /// Directory of the spilled runs (default: the book's own directory).
+    pub temp_dir: Option<PathBuf>,
+}
+
+impl Default for Spill {
+    fn default() -> Spill {
+        Spill {
+            memory: default_memory(),
+            temp_dir: None,
+        }
+    }
+}
+
+/// The default budget: half of the machine's memory, at least 256 MiB.
+pub fn default_memory() -> u64 {
+    // SAFETY: sysconf reads a system constant and has no preconditions.
+    let (pages, page) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    let total = if pages > 0 && page > 0 {
+        pages as u64 * page as u64
+    } else {
+        4 << 30
+    };
+    (total / 2).max(256 << 20)
+}
+
+/// Reads a size as `--memory` takes it: bytes, or a number with K, M, G or
+/// T (powers of 1024; a trailing B or iB is allowed): `1G`, `256M`, `1.5G`.
+pub fn parse_size(text: &str) -> std::result::Result<u64, String> {
+    let t = text.trim();
+    let upper = t.to_ascii_uppercase();
+    let upper = upper
+        .strip_suffix("IB")
+        .or_else(|| upper.strip_suffix('B'))
+        .unwrap_or(&upper);
+    let (number, unit) = match upper.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => (&upper[..i], Some(c)),
+        _ => (upper, None),
+    };
+    let shift = match unit {
+        None => 0,
+        Some('K') => 10,
+        Some('M') => 20,
+        Some('G') => 30,
+        Some('T') => 40,
+        Some(c) => return Err(format!("unknown unit {c:?} in {t:?} (K, M, G or T)")),
+    };
+    let value: f64 = number
+        .trim()
+        .parse()
+        .map_err(|_| format!("{t:?} is not a size (e.g. 512M, 2G)"))?;
+    if !value.is_finite() || value <= 0.0 {
+        return Err(format!("{t:?}: a size is a positive number"));
+    }
+    let bytes = value * (1u64 << shift) as f64;
+    if bytes >= u64::MAX as f64 {
+        return Err(format!("{t:?} is too large"));
+    }
+    Ok(bytes as u64)
+}
+
+/// The share of the budget the aggregate may fill: writing it (rows sorted,
+/// the graph valued) needs about as much again.
+const AGGREGATE_SHARE: f64 = 0.45;
+/// The share of the budget for the filter of shared positions once the
+/// counts no longer fit (8 bits a position keeps its false positives near
+/// 1%), and for sorting the tails index in memory (the rest goes to sorted
+/// runs on disk).
+const FILTER_SHARE: f64 = 0.25;
+const TAIL_SORT_SHARE: f64 = 0.1;
+
+/// Counts games in memory while they fit; past the budget, in a filter of
+/// shared positions (see [`super::spill`]). Every game is journalled.
+struct Counter {
+    agg: Option<Aggregate>,
+    filter: Option<SharedFilter>,
+    journal: Journal,
+    sources: Vec<String>,
+    tails: bool,
+    limit: u64,
+    filter_bytes: u64,
+    /// Games counted when the budget was reached.
+    spilled_at: Option<u64>,
+    games: u64,
+}
+
+impl Counter {
+    fn add(&mut self, game: &Game, source: &str) -> Result<()> {
+        if self.sources.last().is_none_or(|s| s != source) {
+            self.sources.push(source.to_string());
+        }
+        self.journal.append(game, self.sources.len() as u32 - 1)?;
+        self.games += 1;
+        if let Some(f) = &mut self.filter {
+            for k in game.keys() {
+                f.add(k);
+            }
+            return Ok(());
+        }
+        let Some(agg) = &mut self.agg else {
+            return Ok(());
+        };
+        agg.add(game, source);
+        if agg.approx_bytes() > self.limit && self.tails {
+            // The counts are freed before the filter takes their place,
+            // filled from the journal: the two are never held together.
+            self.agg = None;
+            let mut f = SharedFilter::new(self.filter_bytes);
+            self.journal.replay(|g| {
+                for k in g.keys() {
+                    f.add(k);
+                }
+                Ok(())
+            })?;
+            self.filter = Some(f);
+            self.spilled_at = Some(self.games);
+        }
+        Ok(())
+    }
+}
+
+/// Temporary files of one build, beside the book or in `--temp-dir`, named
+/// after the book: removed when the build ends, and a killed build's by the
+/// next build of the same book.
+struct TempFiles {
+    dir: PathBuf,
+    prefix: String,
+}
+
+impl TempFiles {
+    fn new(book: &std::path::Path, spill: &Spill) -> Result<TempFiles> {
+        let dir = match &spill.temp_dir {
+            Some(d) => d.clone(),
+            None => book
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .map_or_else(|| PathBuf::from("."), |d| d.to_path_buf()),
+        };
+        if !dir.is_dir() {
+            bail!(
+                "the temporary directory {} is not a directory (--temp-dir)",
+                dir.display()
+            );
+        }
+        let name = book
+            .file_name()
+            .ok_or_else(|| anyhow::anyhow!("{}: not a file name", book.display()))?
+            .to_string_lossy();
+        let prefix = format!("{name}.spill-");
+        if let Ok(entries) = std::fs::read_dir(&dir) {
+            for e in entries.flatten() {
+                if e.file_name().to_string_lossy().starts_with(&prefix) {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        }
+        Ok(TempFiles { dir, prefix })
+    }
+
+    fn path(&self, what: &str) -> PathBuf {
+        self.dir.join(format!("{}{what}", self.prefix))
+    }
+}
+
 /// `build` on a path: a new book is written to a temporary file without a
 /// journal (fast) and renamed into place when complete, so a killed build
 /// leaves no book rather than a broken one; an existing book is added to in
-/// one transaction.
+/// one transaction. Counts past `spill.memory` are kept on disk (see
+/// [`super::spill`]): the same book, in bounded memory; an existing book is
+/// then merged with the new games' book and replaced by the result, as
+/// `merge` does.
 pub fn build_book(
     path: &std::path::Path,
     settings: BookSettings,
     inputs: Vec<PathBuf>,
     filter: Filter,
+    spill: &Spill,
 ) -> Result<Summary> {
-    if path.exists() {
-        let mut book = Book::open(path)?;
-        let filter = Filter {
-            max_ply: book.settings.max_ply,
-            ..filter
-        };
-        return build(&mut book, inputs, &filter);
-    }
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
+    let start = Instant::now();
+    let mut summary = Summary::default();
+    let existing = path.exists();
+    let mut book;
     // Removes what a killed build left; removed again if this one fails.
-    let pending = atomic_file::Pending::new(path, ".building");
-    let summary = {
-        let mut book = Book::open_or_create(pending.path(), settings)?;
+    let mut pending = None;
+    if existing {
+        book = Book::open(path)?;
+    } else {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+        }
+        let p = atomic_file::Pending::new(path, ".building");
+        book = Book::open_or_create(p.path(), settings)?;
         book.write_unjournaled()?;
-        let filter = Filter {
-            max_ply: settings.max_ply,
-            ..filter
-        };
-        let summary = build(&mut book, inputs, &filter)?;
-        book.make_durable()?;
-        summary
+        pending = Some(p);
+    }
+    let settings = book.settings;
+    let filter = Filter {
+        max_ply: settings.max_ply,
+        ..filter
     };
-    pending.commit()?;
+    let seen = if filter.allow_duplicates {
+        None
+    } else {
+        Some(book.game_hashes()?)
+    };
+    let temp = TempFiles::new(path, spill)?;
+    let journal_file = atomic_file::Pending::temporary(&temp.path("games"));
+    let mut counter = Counter {
+        agg: Some(Aggregate::new(!filter.no_tails)),
+        filter: None,
+        journal: Journal::create(journal_file.path())?,
+        sources: Vec::new(),
+        tails: !filter.no_tails,
+        limit: (spill.memory as f64 * AGGREGATE_SHARE) as u64,
+        filter_bytes: (spill.memory as f64 * FILTER_SHARE) as u64,
+        spilled_at: None,
+        games: 0,
+    };
+    for_each_game(inputs, &filter, seen, &mut summary, |game, source| {
+        counter.add(game, source)?;
+        Ok(true)
+    })?;
+    let Counter {
+        agg,
+        filter: shared,
+        journal,
+        sources,
+        spilled_at,
+        ..
+    } = counter;
+    if let Some(agg) = agg {
+        drop(journal);
+        drop(journal_file);
+        write_aggregate(&mut book, agg, start, &mut summary)?;
+        if let Some(p) = pending {
+            book.make_durable()?;
+            drop(book);
+            p.commit()?;
+        }
+        return Ok(summary);
+    }
+    let Some(shared) = shared else {
+        bail!("internal error: counts neither in memory nor in the filter");
+    };
+    let read = start.elapsed().as_secs_f64();
+    summary.phases.push(("read, validate, count", read));
+    summary.spill = Some(format!(
+        "over the memory budget after {} games: {} games journalled ({} MB), shared positions in a {} MB filter",
+        spilled_at.unwrap_or(0),
+        journal.entries.len(),
+        journal.len() >> 20,
+        shared.bytes() >> 20
+    ));
+    // The exact counts of every position before each game's tail.
+    let (reader, entries) = journal.finish()?;
+    let copied: KeySet<u64> = entries
+        .iter()
+        .filter(|e| e.copies > 1)
+        .map(|e| e.hash)
+        .collect();
+    let standard = crate::book::keys::polyglot_key(&shakmaty::Chess::default());
+    let mut agg = Aggregate::new(!filter.no_tails);
+    reader.for_each(|game| {
+        if settings.min_games > 1 {
+            // Pruned books keep only what two games or more reach.
+            agg.count_positions(&game, |_, k| shared.is_shared(k));
+        } else if game.start_ply == 0 && game.start == standard && !copied.contains(&game.hash) {
+            let upto = game
+                .keys()
+                .collect::<Vec<_>>()
+                .iter()
+                .rposition(|&k| shared.is_shared(k))
+                .unwrap_or(0);
+            agg.count_positions(&game, |i, _| i <= upto);
+        } else {
+            agg.count_positions(&game, |_, _| true);
+        }
+        Ok(())
+    })?;
+    drop(shared);
+    let counted = start.elapsed().as_secs_f64();
+    summary.phases.push(("exact counts", counted - read));
+    // The games in id order (by source name, then hash), each once.
+    let mut order = entries;
+    order.sort_unstable_by(|a, b| {
+        (&sources[a.source as usize], a.hash).cmp(&(&sources[b.source as usize], b.hash))
+    });
+    let mut next = order.iter();
+    let mut buf = Vec::new();
+    let next_game = || -> Result<Option<(Game, u32, u32)>> {
+        let Some(e) = next.next() else {
+            return Ok(None);
+        };
+        Ok(Some((reader.read(e, &mut buf)?, e.source, e.copies)))
+    };
+    let tail_index = PairSorter::new(
+        (spill.memory as f64 * TAIL_SORT_SHARE) as u64,
+        &temp.dir,
+        &format!("{}tails", temp.prefix),
+    );
+    if let Some(p) = pending {
+        book.bulk_load_games(agg, &sources, next_game, tail_index)
+            .context("writing the book")?;
+        book.make_durable()?;
+        drop(book);
+        p.commit()?;
+    } else {
+        // The new games' own book, then merged with the old one.
+        drop(book);
+        let part = atomic_file::Pending::temporary(&temp.path("new.sqlite"));
+        {
+            let mut new = Book::open_or_create(
+                part.path(),
+                BookSettings {
+                    min_games: 1,
+                    ..settings
+                },
+            )?;
+            new.write_unjournaled()?;
+            new.bulk_load_games(agg, &sources, next_game, tail_index)
+                .context("writing the new games' book")?;
+        }
+        merge_books(path, &[part.path().to_path_buf()], true, 1)
+            .context("adding the new games' book")?;
+    }
+    summary.seconds = start.elapsed().as_secs_f64();
+    summary
+        .phases
+        .push(("games, tails, values and SQLite", summary.seconds - counted));
     Ok(summary)
 }

@@ -12,5 +12,6 @@ pub mod movetext;
 pub mod polyglot;
 pub mod report;
 pub mod select;
+pub mod spill;
 
 pub use db::{Book, BookSettings};

@@ -15,6 +15,7 @@ use super::tails::{materialize_keys, prefix, value_chain};
 use crate::book::ingest::{Counts, Game};
 use crate::book::keys::{polyglot_key, Key, KeyMap, MoveCode};
 use crate::book::minimax::{Graph, NodeInfo, ValueParams};
+use crate::book::spill::PairSorter;
 
 /// In-memory aggregate of many games, for `build`.
 #[derive(Default)]
@@ -31,6 +32,9 @@ pub struct Aggregate {
     /// A new book keeps single-game tails as their game's moves
     /// ([`super::tails`]) rather than as rows.
     pub tails: bool,
+    /// Heap bytes the games hold beside their rows (names, moves, keys),
+    /// for [`Aggregate::approx_bytes`].
+    game_heap: u64,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -75,9 +79,22 @@ pub struct GameRow {
 
 impl Aggregate {
     pub fn add(&mut self, game: &Game, source: &str) {
+        self.count_positions(game, |_, _| true);
+        self.add_game_row(game, source);
+    }
+
+    /// Counts the positions of `game` that `keep(index, key)` keeps (index
+    /// 0 is the start) and the moves out of them; no game row (a build over
+    /// its memory budget writes the games apart, see `book::spill`).
+    pub fn count_positions(&mut self, game: &Game, keep: impl Fn(usize, Key) -> bool) {
         let c = game.result.counts();
         let expected = game.expected_milli();
+        let mut last_kept = false;
         for (ply, key) in game.keys().enumerate() {
+            last_kept = keep(ply, key);
+            if !last_kept {
+                continue;
+            }
             let depth = game.start_ply + ply as u32;
             let n = self.nodes.entry(key).or_insert(NodeAgg {
                 depth,
@@ -92,11 +109,14 @@ impl Aggregate {
         }
         if let Some(e) = game.terminal {
             let last = game.plies.last().map_or(game.start, |p| p.child);
-            if let Some(n) = self.nodes.get_mut(&last) {
+            if let Some(n) = self.nodes.get_mut(&last).filter(|_| last_kept) {
                 n.exact = Some(e);
             }
         }
-        for p in &game.plies {
+        for (i, p) in game.plies.iter().enumerate() {
+            if !keep(i, p.parent) {
+                continue;
+            }
             let new = || EdgeAgg {
                 child: p.child,
                 castle: p.castle,
@@ -115,6 +135,10 @@ impl Aggregate {
             };
             e.counts.add(c);
         }
+    }
+
+    fn add_game_row(&mut self, game: &Game, source: &str) {
+        let expected = game.expected_milli();
         if let Some(&i) = self.game_index.get(&game.hash) {
             let row = &mut self.games[i as usize];
             row.copies += 1;
@@ -125,6 +149,12 @@ impl Aggregate {
             self.sources.push(source.to_string());
         }
         let standard = game.start_ply == 0 && game.start == polyglot_key(&Chess::default());
+        let keep_keys = self.tails && standard;
+        // Each allocation with the allocator's own 16 bytes.
+        self.game_heap += (game.white.len() + game.black.len() + 2 * game.plies.len() + 48) as u64;
+        if keep_keys {
+            self.game_heap += (8 * (game.plies.len() + 1) + 16) as u64;
+        }
         self.game_index.insert(game.hash, self.games.len() as u32);
         self.games.push(GameRow {
             copies: 1,
@@ -137,8 +167,44 @@ impl Aggregate {
             start: game.start,
             moves: moves_to_blob(game.plies.iter().map(|p| p.mv.0)),
             expected,
-            keys: (self.tails && standard).then(|| game.keys().collect()),
+            keys: keep_keys.then(|| game.keys().collect()),
         });
+    }
+
+    /// The memory the aggregate holds, in bytes, with the next game: its
+    /// tables at their capacity (three times that for a table about to
+    /// grow, which holds its old and its doubled buckets while it does) and
+    /// the games' own allocations. What `build --memory` compares with its
+    /// budget: a close estimate, not a measurement.
+    pub fn approx_bytes(&self) -> u64 {
+        fn table<K, V, S>(m: &std::collections::HashMap<K, V, S>) -> u64 {
+            // One control byte an entry beside the entry itself; a game
+            // adds at most a few hundred entries.
+            let bytes = (m.capacity() * (std::mem::size_of::<(K, V)>() + 1)) as u64;
+            if m.len() + 512 >= m.capacity() {
+                3 * bytes
+            } else {
+                bytes
+            }
+        }
+        table(&self.nodes)
+            + table(&self.edges)
+            + table(&self.game_index)
+            + (self.games.capacity() * std::mem::size_of::<GameRow>()) as u64
+            + self.game_heap
+    }
+
+    /// Games counted (each once, however many copies).
+    pub fn game_count(&self) -> usize {
+        self.games.len()
+    }
+
+    /// An empty aggregate; `tails`: a new book keeps single-game tails.
+    pub fn new(tails: bool) -> Aggregate {
+        Aggregate {
+            tails,
+            ..Aggregate::default()
+        }
     }
 
     /// How many different moves were counted.
@@ -207,108 +273,137 @@ impl Book {
                 .enumerate()
                 .map(|(i, (g, t))| (i as i64 + 1, g, *t, source_ids[g.source as usize]))
                 .collect();
-            insert_chunked(
-                &tx,
-                "INSERT INTO games(id, hash, source, white, black, result, plies, start, copies, moves, expected, tail)",
-                12,
-                &rows,
-                |st, i, &(id, g, tail, source)| {
-                    st.raw_bind_parameter(i, id)?;
-                    st.raw_bind_parameter(i + 1, hash_to_sql(g.hash))?;
-                    st.raw_bind_parameter(i + 2, source)?;
-                    st.raw_bind_parameter(i + 3, &g.white)?;
-                    st.raw_bind_parameter(i + 4, &g.black)?;
-                    st.raw_bind_parameter(i + 5, g.result)?;
-                    st.raw_bind_parameter(i + 6, g.plies)?;
-                    st.raw_bind_parameter(i + 7, g.start)?;
-                    st.raw_bind_parameter(i + 8, g.copies)?;
-                    st.raw_bind_parameter(i + 9, &g.moves)?;
-                    st.raw_bind_parameter(i + 10, g.expected)?;
-                    st.raw_bind_parameter(i + 11, tail)
-                },
-            )?;
+            insert_game_rows(&tx, &rows)?;
             let Ok(listed) = recv_listed.recv() else {
                 return Err(anyhow!("the thread preparing the rows panicked"));
             };
-            // Ascending: the index is only read and shrinks, so its pages
-            // are packed full.
-            insert_chunked_in(
-                &tx,
-                "INSERT INTO tails(prefix, game)",
-                2,
-                &listed,
-                true,
-                |st, i, &(prefix, game)| {
-                    st.raw_bind_parameter(i, prefix)?;
-                    st.raw_bind_parameter(i + 1, game)
-                },
-            )?;
+            insert_tail_rows(&tx, &listed)?;
             let Ok((edge_rows, links)) = recv.recv() else {
                 return Err(anyhow!("the thread preparing the rows panicked"));
             };
-            insert_chunked(
-                &tx,
-                "INSERT INTO moves(parent, move, uci, child, white, draws, black)",
-                7,
-                &edge_rows,
-                |st, i, &((parent, mv), ref e)| {
-                    st.raw_bind_parameter(i, parent)?;
-                    st.raw_bind_parameter(i + 1, mv)?;
-                    st.raw_bind_parameter(i + 2, MoveCode(mv).uci(e.castle))?;
-                    st.raw_bind_parameter(i + 3, e.child)?;
-                    st.raw_bind_parameter(i + 4, e.counts.white)?;
-                    st.raw_bind_parameter(i + 5, e.counts.draws)?;
-                    st.raw_bind_parameter(i + 6, e.counts.black)
-                },
-            )?;
-            let mut stmt = tx.prepare("INSERT INTO parents(child, parent) VALUES (?1, ?2)")?;
-            for group in links.chunk_by(|a, b| a.0 == b.0).filter(|g| g.len() > 1) {
-                for &(child, parent) in group {
-                    stmt.execute(params![child, parent])?;
-                }
-            }
+            insert_move_rows(&tx, &edge_rows, &links)?;
             let (g, rows) = worker
                 .join()
                 .map_err(|_| anyhow!("the evaluation thread panicked"))?;
             Ok((g, rows, links))
         })?;
-        {
-            // Both lists are sorted by key: the first link of a child is its smallest parent.
-            let mut link = links.iter().peekable();
-            let rows: Vec<(&NodeInfo, Option<u16>, Option<i64>)> = g
-                .nodes
+        insert_position_rows(&tx, &g, rows, &links)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Writes into an empty book the games of a build too large to hold
+    /// them all (see `book::spill`), the same book [`Book::bulk_load`]
+    /// writes with every count. `agg` holds the exact counts of each game's
+    /// positions up to the last one another game may reach, and of the
+    /// moves out of them, and no game rows; `next_game` gives every game
+    /// once, in id order (by source name, then hash), with its source's
+    /// index in `sources` and its number of copies; `tail_index` sorts the
+    /// `tails` rows within its own memory limit.
+    pub fn bulk_load_games(
+        &mut self,
+        agg: Aggregate,
+        sources: &[String],
+        mut next_game: impl FnMut() -> Result<Option<(Game, u32, u32)>>,
+        mut tail_index: PairSorter,
+    ) -> Result<()> {
+        let Aggregate {
+            nodes,
+            edges,
+            tails,
+            ..
+        } = agg;
+        let params = self.settings.params;
+        let (mut nodes, edges) = prune(nodes, edges, self.settings.min_games);
+        let tails = tails && self.settings.min_games <= 1;
+        let standard = polyglot_key(&Chess::default());
+        let tx = self.conn.transaction()?;
+        let source_ids = source_ids(&tx, sources)?;
+        let mut heads = Vec::new();
+        let mut batch: Vec<(GameRow, Option<u32>)> = Vec::with_capacity(4096);
+        let mut written = 0i64;
+        let flush = |batch: &mut Vec<(GameRow, Option<u32>)>, written: &mut i64| {
+            let rows: Vec<(i64, &GameRow, Option<u32>, i64)> = batch
                 .iter()
-                .zip(&g.best)
-                .take(rows)
-                .map(|(n, best)| {
-                    let key = n.key.to_sql();
-                    while link.next_if(|l| l.0 < key).is_some() {}
+                .enumerate()
+                .map(|(i, (g, t))| {
                     (
-                        n,
-                        best.map(|m| m.0),
-                        link.peek().filter(|l| l.0 == key).map(|l| l.1),
+                        *written + i as i64 + 1,
+                        g,
+                        *t,
+                        source_ids[g.source as usize],
                     )
                 })
                 .collect();
-            insert_chunked(
-                &tx,
-                "INSERT INTO positions(key, depth, white, draws, black, exact, value, best, parent, expected)",
-                10,
-                &rows,
-                |st, i, &(n, best, parent)| {
-                    st.raw_bind_parameter(i, n.key)?;
-                    st.raw_bind_parameter(i + 1, n.depth)?;
-                    st.raw_bind_parameter(i + 2, n.counts.white)?;
-                    st.raw_bind_parameter(i + 3, n.counts.draws)?;
-                    st.raw_bind_parameter(i + 4, n.counts.black)?;
-                    st.raw_bind_parameter(i + 5, n.exact)?;
-                    st.raw_bind_parameter(i + 6, n.value)?;
-                    st.raw_bind_parameter(i + 7, best)?;
-                    st.raw_bind_parameter(i + 8, parent)?;
-                    st.raw_bind_parameter(i + 9, n.expected)
+            insert_game_rows(&tx, &rows)?;
+            *written += batch.len() as i64;
+            batch.clear();
+            anyhow::Ok(())
+        };
+        while let Some((game, source, copies)) = next_game()? {
+            let id = written + batch.len() as i64 + 1;
+            let mut tail = None;
+            if tails && copies == 1 && game.start_ply == 0 && game.start == standard {
+                // As `find_tails`: a position not counted is one this game alone reaches.
+                let keys: Vec<Key> = game.keys().collect();
+                let single = |k: &Key| nodes.get(k).is_none_or(|n| n.counts.total() == 1);
+                let t = keys.iter().rposition(|k| !single(k)).unwrap_or(0) + 1;
+                if t < keys.len() {
+                    let one = NodeAgg {
+                        depth: 0,
+                        counts: game.result.counts(),
+                        expected: game.expected_milli(),
+                        exact: None,
+                        first: None,
+                    };
+                    let last = keys.len() - 1;
+                    let mut chain: Vec<NodeInfo> = (t..keys.len())
+                        .map(|i| {
+                            let n = nodes.remove(&keys[i]).unwrap_or(NodeAgg {
+                                depth: i as u32,
+                                exact: if i == last { game.terminal } else { None },
+                                ..one
+                            });
+                            node_info(keys[i], &n)
+                        })
+                        .collect();
+                    value_chain(&mut chain, game.plies[t..].iter().map(|p| p.mv), &params);
+                    heads.push(chain[0]);
+                    for &k in &keys[t..] {
+                        tail_index.push((prefix(k), id))?;
+                    }
+                    tail = Some(t as u32);
+                }
+            }
+            let expected = game.expected_milli();
+            batch.push((
+                GameRow {
+                    hash: game.hash,
+                    source,
+                    white: game.white,
+                    black: game.black,
+                    result: game.result.as_str(),
+                    plies: game.total_plies,
+                    start: game.start,
+                    copies,
+                    moves: moves_to_blob(game.plies.iter().map(|p| p.mv.0)),
+                    expected,
+                    keys: None,
                 },
-            )?;
+                tail,
+            ));
+            if batch.len() == batch.capacity() {
+                flush(&mut batch, &mut written)?;
+            }
         }
+        flush(&mut batch, &mut written)?;
+        tail_index.drain(|rows| insert_tail_rows(&tx, rows))?;
+        let p = prepare_graph(nodes, edges, heads);
+        let mut g = Graph::new(p.node_list, p.edge_list);
+        g.fixed = p.rows;
+        g.evaluate(&params);
+        insert_move_rows(&tx, &p.edge_rows, &p.links)?;
+        insert_position_rows(&tx, &g, p.rows, &p.links)?;
         tx.commit()?;
         Ok(())
     }
@@ -399,6 +494,121 @@ impl Book {
         self.conn.pragma_update(None, "cache_size", -16_384i64)?;
         Ok(())
     }
+}
+
+/// Inserts game rows `(id, game, tail ply, source id)` into a fresh table.
+fn insert_game_rows(tx: &Connection, rows: &[(i64, &GameRow, Option<u32>, i64)]) -> Result<()> {
+    insert_chunked(
+        tx,
+        "INSERT INTO games(id, hash, source, white, black, result, plies, start, copies, moves, expected, tail)",
+        12,
+        rows,
+        |st, i, &(id, g, tail, source)| {
+            st.raw_bind_parameter(i, id)?;
+            st.raw_bind_parameter(i + 1, hash_to_sql(g.hash))?;
+            st.raw_bind_parameter(i + 2, source)?;
+            st.raw_bind_parameter(i + 3, &g.white)?;
+            st.raw_bind_parameter(i + 4, &g.black)?;
+            st.raw_bind_parameter(i + 5, g.result)?;
+            st.raw_bind_parameter(i + 6, g.plies)?;
+            st.raw_bind_parameter(i + 7, g.start)?;
+            st.raw_bind_parameter(i + 8, g.copies)?;
+            st.raw_bind_parameter(i + 9, &g.moves)?;
+            st.raw_bind_parameter(i + 10, g.expected)?;
+            st.raw_bind_parameter(i + 11, tail)
+        },
+    )
+}
+
+/// Inserts `(prefix, game id)` rows of `tails`, sorted.
+fn insert_tail_rows(tx: &Connection, listed: &[(i64, i64)]) -> Result<()> {
+    // Ascending: the index is only read and shrinks, so its pages
+    // are packed full.
+    insert_chunked_in(
+        tx,
+        "INSERT INTO tails(prefix, game)",
+        2,
+        listed,
+        true,
+        |st, i, &(prefix, game)| {
+            st.raw_bind_parameter(i, prefix)?;
+            st.raw_bind_parameter(i + 1, game)
+        },
+    )
+}
+
+/// Inserts the moves and the `parents` of every position with two or more.
+fn insert_move_rows(
+    tx: &Connection,
+    edge_rows: &[((i64, u16), EdgeAgg)],
+    links: &[(i64, i64)],
+) -> Result<()> {
+    insert_chunked(
+        tx,
+        "INSERT INTO moves(parent, move, uci, child, white, draws, black)",
+        7,
+        edge_rows,
+        |st, i, &((parent, mv), ref e)| {
+            st.raw_bind_parameter(i, parent)?;
+            st.raw_bind_parameter(i + 1, mv)?;
+            st.raw_bind_parameter(i + 2, MoveCode(mv).uci(e.castle))?;
+            st.raw_bind_parameter(i + 3, e.child)?;
+            st.raw_bind_parameter(i + 4, e.counts.white)?;
+            st.raw_bind_parameter(i + 5, e.counts.draws)?;
+            st.raw_bind_parameter(i + 6, e.counts.black)
+        },
+    )?;
+    let mut stmt = tx.prepare("INSERT INTO parents(child, parent) VALUES (?1, ?2)")?;
+    for group in links.chunk_by(|a, b| a.0 == b.0).filter(|g| g.len() > 1) {
+        for &(child, parent) in group {
+            stmt.execute(params![child, parent])?;
+        }
+    }
+    Ok(())
+}
+
+/// Inserts the first `rows` nodes of the valued graph as positions.
+fn insert_position_rows(
+    tx: &Connection,
+    g: &Graph,
+    rows: usize,
+    links: &[(i64, i64)],
+) -> Result<()> {
+    // Both lists are sorted by key: the first link of a child is its smallest parent.
+    let mut link = links.iter().peekable();
+    let rows: Vec<(&NodeInfo, Option<u16>, Option<i64>)> = g
+        .nodes
+        .iter()
+        .zip(&g.best)
+        .take(rows)
+        .map(|(n, best)| {
+            let key = n.key.to_sql();
+            while link.next_if(|l| l.0 < key).is_some() {}
+            (
+                n,
+                best.map(|m| m.0),
+                link.peek().filter(|l| l.0 == key).map(|l| l.1),
+            )
+        })
+        .collect();
+    insert_chunked(
+        tx,
+        "INSERT INTO positions(key, depth, white, draws, black, exact, value, best, parent, expected)",
+        10,
+        &rows,
+        |st, i, &(n, best, parent)| {
+            st.raw_bind_parameter(i, n.key)?;
+            st.raw_bind_parameter(i + 1, n.depth)?;
+            st.raw_bind_parameter(i + 2, n.counts.white)?;
+            st.raw_bind_parameter(i + 3, n.counts.draws)?;
+            st.raw_bind_parameter(i + 4, n.counts.black)?;
+            st.raw_bind_parameter(i + 5, n.exact)?;
+            st.raw_bind_parameter(i + 6, n.value)?;
+            st.raw_bind_parameter(i + 7, best)?;
+            st.raw_bind_parameter(i + 8, parent)?;
+            st.raw_bind_parameter(i + 9, n.expected)
+        },
+    )
 }
 
 /// `--min-games`: drops the positions and moves fewer than `min_games` games
@@ -552,7 +762,7 @@ struct Prepared {
 /// more.
 fn prepare_rows(
     mut nodes: KeyMap<Key, NodeAgg>,
-    mut edges: KeyMap<(Key, u16), EdgeAgg>,
+    edges: KeyMap<(Key, u16), EdgeAgg>,
     games: &[GameRow],
     tail_of: &[(usize, usize)],
     params: &ValueParams,
@@ -578,6 +788,16 @@ fn prepare_rows(
             }
         }
     }
+    prepare_graph(nodes, edges, heads)
+}
+
+/// The rows of `nodes` and `edges` (tails already taken out) and the tails'
+/// first positions `heads`, as [`Book::bulk_load`] writes and values them.
+fn prepare_graph(
+    nodes: KeyMap<Key, NodeAgg>,
+    mut edges: KeyMap<(Key, u16), EdgeAgg>,
+    heads: Vec<NodeInfo>,
+) -> Prepared {
     // The moves within tails are not rows (the move into a tail is).
     edges.retain(|(p, _), _| nodes.contains_key(p));
     let edge_rows = sorted_edges(&nodes, edges);

@@ -1,0 +1,547 @@
+//! `build` past its memory budget.
+//!
+//! While the counts fit the budget, `build` keeps them all in memory and
+//! writes the book in one pass. Each game is also appended to a journal, a
+//! temporary file of the validated games (moves and keys). When the counts
+//! outgrow the budget they are dropped, and counting goes on in a
+//! [`SharedFilter`] instead: two Bloom filters that tell a position met
+//! once from one met again, in a fixed amount of memory. A position the
+//! filter does not call shared is reached by one game only, so it lies in
+//! that game's single-game tail or before a position that other games reach.
+//!
+//! The journal is then read twice: once in input order to count exactly
+//! every position of each game up to the last one the filter calls shared
+//! (the rows, and the few positions a false positive adds), once in the
+//! games' id order to find each game's true tail from those exact counts
+//! and write the book ([`crate::book::db::Book::bulk_load_games`]). The
+//! result is the book of the one-pass build, row for row.
+
+use std::{
+    fs::File,
+    io::{BufReader, BufWriter, Read, Write},
+    os::unix::fs::FileExt,
+    path::Path,
+};
+
+use anyhow::{anyhow, bail, Context, Result};
+
+use super::ingest::{Game, GameResult, Ply};
+use super::keys::{Key, MoveCode};
+
+/// A Bloom filter over position keys (Zobrist keys, uniformly random bits:
+/// multiplying by odd constants and keeping the top bits gives the indices).
+struct Bloom {
+    bits: Vec<u64>,
+    /// log2 of the number of bits.
+    log: u32,
+}
+
+const HASHES: [u64; 3] = [
+    0x9E37_79B9_7F4A_7C15,
+    0xC2B2_AE3D_27D4_EB4F,
+    0x1656_67B1_9E37_79F9,
+];
+
+impl Bloom {
+    fn new(bytes: u64) -> Bloom {
+        // A power of two of at least 2^16 bits.
+        let log = (bytes.max(8192) * 8).ilog2();
+        Bloom {
+            bits: vec![0; 1 << (log - 6)],
+            log,
+        }
+    }
+
+    fn index(&self, key: Key, h: u64) -> usize {
+        (key.0.wrapping_mul(h) >> (64 - self.log)) as usize
+    }
+
+    fn contains(&self, key: Key) -> bool {
+        HASHES.iter().all(|&h| {
+            let i = self.index(key, h);
+            self.bits[i >> 6] & (1 << (i & 63)) != 0
+        })
+    }
+
+    fn insert(&mut self, key: Key) {
+        for &h in &HASHES {
+            let i = self.index(key, h);
+            self.bits[i >> 6] |= 1 << (i & 63);
+        }
+    }
+
+    fn bytes(&self) -> u64 {
+        self.bits.len() as u64 * 8
+    }
+}
+
+/// Which positions more than one game (or one game twice) reaches: never a
+/// false "no", sometimes a false "yes" (about 1% of the single positions
+/// when the filters hold 8 bits per position).
+pub struct SharedFilter {
+    seen: Bloom,
+    shared: Bloom,
+}
+
+impl SharedFilter {
+    /// Two filters in `bytes` together.
+    pub fn new(bytes: u64) -> SharedFilter {
+        SharedFilter {
+            seen: Bloom::new(bytes / 2),
+            shared: Bloom::new(bytes / 2),
+        }
+    }
+
+    /// One more occurrence of `key`.
+    pub fn add(&mut self, key: Key) {
+        if self.seen.contains(key) {
+            self.shared.insert(key);
+        } else {
+            self.seen.insert(key);
+        }
+    }
+
+    pub fn is_shared(&self, key: Key) -> bool {
+        self.shared.contains(key)
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.seen.bytes() + self.shared.bytes()
+    }
+}
+
+/// Where a game is in the journal.
+#[derive(Clone, Copy, Debug)]
+pub struct Entry {
+    pub hash: u64,
+    /// Index into the build's source names.
+    pub source: u32,
+    pub offset: u64,
+    pub len: u32,
+    /// Occurrences of the game in the input (after [`Journal::finish`]).
+    pub copies: u32,
+}
+
+/// The validated games of a build, appended to a temporary file.
+pub struct Journal {
+    file: BufWriter<File>,
+    path: std::path::PathBuf,
+    offset: u64,
+    pub entries: Vec<Entry>,
+    buf: Vec<u8>,
+}
+
+/// A journal written to the end, for reading.
+pub struct JournalReader {
+    file: File,
+    path: std::path::PathBuf,
+}
+
+impl Journal {
+    /// A new journal at `path` (the caller removes the file).
+    pub fn create(path: &Path) -> Result<Journal> {
+        let file = File::create(path)
+            .with_context(|| format!("cannot create the temporary file {}", path.display()))?;
+        Ok(Journal {
+            file: BufWriter::with_capacity(1 << 20, file),
+            path: path.to_path_buf(),
+            offset: 0,
+            entries: Vec::new(),
+            buf: Vec::new(),
+        })
+    }
+
+    pub fn append(&mut self, game: &Game, source: u32) -> Result<()> {
+        self.buf.clear();
+        encode(game, &mut self.buf);
+        self.file
+            .write_all(&self.buf)
+            .with_context(|| format!("cannot write to {}", self.path.display()))?;
+        self.entries.push(Entry {
+            hash: game.hash,
+            source,
+            offset: self.offset,
+            len: self.buf.len() as u32,
+            copies: 1,
+        });
+        self.offset += self.buf.len() as u64;
+        Ok(())
+    }
+
+    /// Every game written so far, in order (the journal stays open).
+    pub fn replay(&mut self, f: impl FnMut(Game) -> Result<()>) -> Result<()> {
+        self.file
+            .flush()
+            .with_context(|| format!("cannot write to {}", self.path.display()))?;
+        read_records(&self.path, self.offset, f)
+    }
+
+    /// Bytes written so far.
+    pub fn len(&self) -> u64 {
+        self.offset
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.offset == 0
+    }
+
+    /// Flushes the file; `entries` become one per distinct game (its first
+    /// occurrence, with the number of occurrences in `copies`), in input
+    /// order.
+    pub fn finish(mut self) -> Result<(JournalReader, Vec<Entry>)> {
+        self.file
+            .flush()
+            .with_context(|| format!("cannot write to {}", self.path.display()))?;
+        let written = self
+            .file
+            .into_inner()
+            .map_err(|e| anyhow!("cannot write to {}: {}", self.path.display(), e.error()))?;
+        drop(written);
+        let file = File::open(&self.path)
+            .with_context(|| format!("cannot read {}", self.path.display()))?;
+        let mut entries = std::mem::take(&mut self.entries);
+        // Occurrences of a hash, the first one kept, as `Aggregate::add` counts copies.
+        entries.sort_unstable_by_key(|e| (e.hash, e.offset));
+        entries.dedup_by(|later, first| {
+            let same = later.hash == first.hash;
+            if same {
+                first.copies += 1;
+            }
+            same
+        });
+        entries.sort_unstable_by_key(|e| e.offset);
+        Ok((
+            JournalReader {
+                file,
+                path: self.path,
+            },
+            entries,
+        ))
+    }
+}
+
+impl JournalReader {
+    /// Every game in input order, each occurrence.
+    pub fn for_each(&self, f: impl FnMut(Game) -> Result<()>) -> Result<()> {
+        read_records(&self.path, u64::MAX, f)
+    }
+
+    /// The game at `entry`.
+    pub fn read(&self, entry: &Entry, buf: &mut Vec<u8>) -> Result<Game> {
+        buf.resize(entry.len as usize, 0);
+        self.file
+            .read_exact_at(buf, entry.offset)
+            .with_context(|| format!("reading {}", self.path.display()))?;
+        decode(&buf[4..]).with_context(|| format!("reading {}", self.path.display()))
+    }
+}
+
+/// Reads the records of the journal at `path`, up to byte `end`.
+fn read_records(path: &Path, end: u64, mut f: impl FnMut(Game) -> Result<()>) -> Result<()> {
+    let file = File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut r = BufReader::with_capacity(1 << 20, file);
+    let mut len = [0u8; 4];
+    let mut body = Vec::new();
+    let mut at = 0u64;
+    while at < end {
+        match r.read_exact(&mut len) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
+            Err(e) => return Err(e).context(format!("reading {}", path.display())),
+        }
+        let n = u32::from_le_bytes(len) as usize;
+        body.resize(n.saturating_sub(4), 0);
+        r.read_exact(&mut body)
+            .with_context(|| format!("reading {}", path.display()))?;
+        f(decode(&body).with_context(|| format!("reading {}", path.display()))?)?;
+        at += n as u64;
+    }
+    Ok(())
+}
+
+/// A record: its length (u32, itself included), then the game's fields
+/// and, per stored move, its code, castling flag and the key it leads to.
+fn encode(g: &Game, out: &mut Vec<u8>) {
+    out.extend_from_slice(&[0; 4]);
+    out.extend_from_slice(&g.hash.to_le_bytes());
+    out.push(match g.result {
+        GameResult::WhiteWins => 0,
+        GameResult::Draw => 1,
+        GameResult::BlackWins => 2,
+        GameResult::Unknown => 3,
+    });
+    out.extend_from_slice(&g.start.0.to_le_bytes());
+    out.extend_from_slice(&g.start_ply.to_le_bytes());
+    out.extend_from_slice(&g.total_plies.to_le_bytes());
+    let terminal = g.terminal.map_or(f64::NAN, |t| t);
+    out.push(u8::from(g.terminal.is_some()));
+    out.extend_from_slice(&terminal.to_le_bytes());
+    for elo in [g.white_elo, g.black_elo] {
+        out.push(u8::from(elo.is_some()));
+        out.extend_from_slice(&elo.unwrap_or(0).to_le_bytes());
+    }
+    for name in [&g.white, &g.black] {
+        out.extend_from_slice(&(name.len() as u32).to_le_bytes());
+        out.extend_from_slice(name.as_bytes());
+    }
+    out.extend_from_slice(&(g.plies.len() as u32).to_le_bytes());
+    for p in &g.plies {
+        out.extend_from_slice(&p.mv.0.to_le_bytes());
+        out.push(u8::from(p.castle));
+        out.extend_from_slice(&p.child.0.to_le_bytes());
+    }
+    let len = out.len() as u32;
+    out[..4].copy_from_slice(&len.to_le_bytes());
+}
+
+/// Reads what [`encode`] wrote (after the length).
+fn decode(b: &[u8]) -> Result<Game> {
+    let mut r = Cursor { b, at: 0 };
+    let hash = r.u64()?;
+    let result = match r.u8()? {
+        0 => GameResult::WhiteWins,
+        1 => GameResult::Draw,
+        2 => GameResult::BlackWins,
+        3 => GameResult::Unknown,
+        x => bail!("a damaged journal record (result {x})"),
+    };
+    let start = Key(r.u64()?);
+    let start_ply = r.u32()?;
+    let total_plies = r.u32()?;
+    let has_terminal = r.u8()? != 0;
+    let terminal = f64::from_bits(r.u64()?);
+    let mut elo = [None; 2];
+    for e in &mut elo {
+        let has = r.u8()? != 0;
+        let v = r.u32()?;
+        *e = has.then_some(v);
+    }
+    let white = r.string()?;
+    let black = r.string()?;
+    let n = r.u32()? as usize;
+    let mut plies = Vec::with_capacity(n.min(b.len()));
+    let mut parent = start;
+    for _ in 0..n {
+        let mv = MoveCode(r.u16()?);
+        let castle = r.u8()? != 0;
+        let child = Key(r.u64()?);
+        plies.push(Ply {
+            parent,
+            mv,
+            child,
+            castle,
+        });
+        parent = child;
+    }
+    Ok(Game {
+        white,
+        black,
+        result,
+        hash,
+        start,
+        start_ply,
+        plies,
+        total_plies,
+        terminal: has_terminal.then_some(terminal),
+        white_elo: elo[0],
+        black_elo: elo[1],
+    })
+}
+
+struct Cursor<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl Cursor<'_> {
+    fn take(&mut self, n: usize) -> Result<&[u8]> {
+        let s = self
+            .b
+            .get(self.at..self.at + n)
+            .ok_or_else(|| anyhow!("a damaged journal record (cut short)"))?;
+        self.at += n;
+        Ok(s)
+    }
+    fn u8(&mut self) -> Result<u8> {
+        Ok(self.take(1)?[0])
+    }
+    fn u16(&mut self) -> Result<u16> {
+        let mut a = [0; 2];
+        a.copy_from_slice(self.take(2)?);
+        Ok(u16::from_le_bytes(a))
+    }
+    fn u32(&mut self) -> Result<u32> {
+        let mut a = [0; 4];
+        a.copy_from_slice(self.take(4)?);
+        Ok(u32::from_le_bytes(a))
+    }
+    fn u64(&mut self) -> Result<u64> {
+        let mut a = [0; 8];
+        a.copy_from_slice(self.take(8)?);
+        Ok(u64::from_le_bytes(a))
+    }
+    fn string(&mut self) -> Result<String> {
+        let n = self.u32()? as usize;
+        String::from_utf8(self.take(n)?.to_vec())
+            .map_err(|_| anyhow!("a damaged journal record (a name is not UTF-8)"))
+    }
+}
+
+/// Pairs sorted in memory up to a limit, then in sorted runs on disk merged
+/// at the end (the `tails` index of a build over its budget).
+pub struct PairSorter {
+    buf: Vec<(i64, i64)>,
+    limit: usize,
+    dir: std::path::PathBuf,
+    prefix: String,
+    runs: Vec<crate::atomic_file::Pending>,
+}
+
+impl PairSorter {
+    /// At most `bytes` in memory; runs written to `dir` as `prefix` + n.
+    pub fn new(bytes: u64, dir: &Path, prefix: &str) -> PairSorter {
+        PairSorter {
+            buf: Vec::new(),
+            limit: (bytes / 16).max(1024) as usize,
+            dir: dir.to_path_buf(),
+            prefix: prefix.to_string(),
+            runs: Vec::new(),
+        }
+    }
+
+    pub fn push(&mut self, pair: (i64, i64)) -> Result<()> {
+        self.buf.push(pair);
+        if self.buf.len() >= self.limit {
+            self.spill()?;
+        }
+        Ok(())
+    }
+
+    fn spill(&mut self) -> Result<()> {
+        self.buf.sort_unstable();
+        self.buf.dedup();
+        let path = self
+            .dir
+            .join(format!("{}{}", self.prefix, self.runs.len() + 1));
+        // Never committed: the guard removes the run when the build ends.
+        let guard = crate::atomic_file::Pending::new(&path, "");
+        let file = File::create(&path)
+            .with_context(|| format!("cannot create the temporary file {}", path.display()))?;
+        let mut w = BufWriter::with_capacity(1 << 20, file);
+        for &(a, b) in &self.buf {
+            w.write_all(&a.to_le_bytes())?;
+            w.write_all(&b.to_le_bytes())?;
+        }
+        w.flush()
+            .with_context(|| format!("cannot write to {}", path.display()))?;
+        self.runs.push(guard);
+        self.buf.clear();
+        Ok(())
+    }
+
+    /// Every pair pushed, sorted, each once, handed to `f` in batches.
+    pub fn drain(mut self, mut f: impl FnMut(&[(i64, i64)]) -> Result<()>) -> Result<()> {
+        if self.runs.is_empty() {
+            self.buf.sort_unstable();
+            self.buf.dedup();
+            return f(&self.buf);
+        }
+        if !self.buf.is_empty() {
+            self.spill()?;
+        }
+        self.buf = Vec::new();
+        let mut readers = Vec::new();
+        for run in &self.runs {
+            let file = File::open(run.path())
+                .with_context(|| format!("cannot read {}", run.path().display()))?;
+            readers.push(BufReader::with_capacity(1 << 18, file));
+        }
+        let next = |r: &mut BufReader<File>| -> Result<Option<(i64, i64)>> {
+            let mut a = [0u8; 16];
+            match r.read_exact(&mut a) {
+                Ok(()) => {
+                    let (x, y) = a.split_at(8);
+                    let x: [u8; 8] = x.try_into().map_err(|_| anyhow!("short read"))?;
+                    let y: [u8; 8] = y.try_into().map_err(|_| anyhow!("short read"))?;
+                    Ok(Some((i64::from_le_bytes(x), i64::from_le_bytes(y))))
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(None),
+                Err(e) => Err(e.into()),
+            }
+        };
+        let mut heap = std::collections::BinaryHeap::new();
+        for (i, r) in readers.iter_mut().enumerate() {
+            if let Some(p) = next(r)? {
+                heap.push(std::cmp::Reverse((p, i)));
+            }
+        }
+        let mut out: Vec<(i64, i64)> = Vec::with_capacity(1 << 16);
+        let mut last = None;
+        while let Some(std::cmp::Reverse((p, i))) = heap.pop() {
+            if last != Some(p) {
+                if out.len() == out.capacity() {
+                    f(&out)?;
+                    out.clear();
+                }
+                out.push(p);
+                last = Some(p);
+            }
+            if let Some(q) = next(&mut readers[i])? {
+                heap.push(std::cmp::Reverse((q, i)));
+            }
+        }
+        f(&out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_filter_never_calls_a_shared_position_single() {
+        let mut f = SharedFilter::new(1 << 16);
+        let keys: Vec<Key> = (0..20_000u64)
+            .map(|i| Key(i.wrapping_mul(0x2545_F491_4F6C_DD1D) ^ 0x1234_5678))
+            .collect();
+        for k in &keys {
+            f.add(*k);
+        }
+        for k in keys.iter().step_by(7) {
+            f.add(*k);
+        }
+        for k in keys.iter().step_by(7) {
+            assert!(f.is_shared(*k));
+        }
+        let false_shared = keys
+            .iter()
+            .enumerate()
+            .filter(|(i, k)| i % 7 != 0 && f.is_shared(**k))
+            .count();
+        // 20,000 keys in 2^18 bits each: a few percent at most.
+        assert!(false_shared < 1_000, "{false_shared} false positives");
+    }
+
+    #[test]
+    fn sorted_pairs_come_back_in_order_and_once_across_runs() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut s = PairSorter::new(16 * 1024, dir.path(), "t.run");
+        let mut want = Vec::new();
+        for i in 0..10_000i64 {
+            let p = ((i * 7919) % 3001, i % 5);
+            s.push(p).expect("push");
+            want.push(p);
+        }
+        want.sort_unstable();
+        want.dedup();
+        assert!(s.runs.len() > 1);
+        let mut got = Vec::new();
+        s.drain(|b| {
+            got.extend_from_slice(b);
+            Ok(())
+        })
+        .expect("drain");
+        assert_eq!(got, want);
+        assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 0);
+    }
+}
