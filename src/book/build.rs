@@ -19,10 +19,11 @@ use rayon::prelude::*;
 
 use super::db::{Aggregate, Book, BookSettings};
 use super::ingest::{open_input, Filter, Game, GameStream, RawGame, SkipReason};
+use super::keys::Key;
 use super::keys::KeySet;
 use super::merge::merge_books;
 use super::minimax::ChoiceChange;
-use super::spill::{Journal, PairSorter, SharedFilter};
+use super::spill::{Journal, JournalReader, PairSorter, SharedFilter};
 use crate::atomic_file;
 
 const BATCH: usize = 2048;
@@ -410,6 +411,33 @@ const AGGREGATE_SHARE: f64 = 0.45;
 const FILTER_SHARE: f64 = 0.25;
 const TAIL_SORT_SHARE: f64 = 0.1;
 
+/// Inputs of more PGN than this (decompressed, estimated) make a new book
+/// through the journal from the start.
+const JOURNAL_FROM: u64 = 16 << 20;
+
+/// The decompressed size of the inputs, estimated from their files (`None`
+/// for standard input or a file that cannot be read: the budget decides).
+fn plain_size(inputs: &[PathBuf]) -> Option<u64> {
+    let mut total = 0u64;
+    for p in inputs {
+        if p.as_os_str() == "-" {
+            return None;
+        }
+        let len = std::fs::metadata(p).ok()?.len();
+        let name = p.to_string_lossy();
+        // PGN compresses about 4 times with gzip, 5 with zstd.
+        let factor = if name.ends_with(".gz") {
+            4
+        } else if name.ends_with(".zst") {
+            5
+        } else {
+            1
+        };
+        total = total.saturating_add(len.saturating_mul(factor));
+    }
+    Some(total)
+}
+
 /// Counts games in memory while they fit; past the budget, in a filter of
 /// shared positions (see [`super::spill`]). Every game is journalled.
 struct Counter {
@@ -458,6 +486,46 @@ impl Counter {
         }
         Ok(())
     }
+}
+
+/// The exact counts of every position a game reaches before its tail (where
+/// `shared` says another game may meet it), and of the moves out of them,
+/// from the journal; a pruned book's (`min_games` > 1), of what `shared`
+/// holds alone. Two threads, each counting the keys of one half.
+fn count_before_tails(
+    reader: &JournalReader,
+    copied: &KeySet<u64>,
+    shared: &SharedFilter,
+    min_games: u32,
+    tails: bool,
+) -> Result<Aggregate> {
+    let standard = crate::book::keys::polyglot_key(&shakmaty::Chess::default());
+    let half = |top: u64| -> Result<Aggregate> {
+        let mine = |k: Key| k.0 >> 63 == top;
+        let mut agg = Aggregate::new(tails);
+        reader.for_each(|game| {
+            if min_games > 1 {
+                agg.count_positions(&game, |_, k| mine(k) && shared.is_shared(k));
+            } else if game.start_ply == 0 && game.start == standard && !copied.contains(&game.hash)
+            {
+                let upto = game
+                    .keys()
+                    .enumerate()
+                    .filter(|&(_, k)| shared.is_shared(k))
+                    .last()
+                    .map_or(0, |(i, _)| i);
+                agg.count_positions(&game, |i, k| i <= upto && mine(k));
+            } else {
+                agg.count_positions(&game, |_, k| mine(k));
+            }
+            Ok(())
+        })?;
+        Ok(agg)
+    };
+    let (low, high) = rayon::join(|| half(0), || half(1));
+    let mut agg = low?;
+    agg.extend_disjoint(high?);
+    Ok(agg)
 }
 
 /// Temporary files of one build, beside the book or in `--temp-dir`, named
@@ -547,14 +615,23 @@ pub fn build_book(
     };
     let temp = TempFiles::new(path, spill)?;
     let journal_file = atomic_file::Pending::temporary(&temp.path("games"));
+    let budget_share = (spill.memory as f64 * FILTER_SHARE) as u64;
+    let plain = plain_size(&inputs);
+    // A big new book is counted through the journal from the start: less
+    // memory, and faster (the filter costs less than every count).
+    let from_start = !existing && !filter.no_tails && plain.is_some_and(|b| b > JOURNAL_FROM);
+    // Two filters of 8 bits for each position the inputs may hold.
+    let filter_bytes = plain.map_or(budget_share, |b| {
+        (b / 4).clamp(1 << 20, budget_share.max(1 << 20))
+    });
     let mut counter = Counter {
-        agg: Some(Aggregate::new(!filter.no_tails)),
-        filter: None,
+        agg: (!from_start).then(|| Aggregate::new(!filter.no_tails)),
+        filter: from_start.then(|| SharedFilter::new(filter_bytes)),
         journal: Journal::create(journal_file.path())?,
         sources: Vec::new(),
         tails: !filter.no_tails,
         limit: (spill.memory as f64 * AGGREGATE_SHARE) as u64,
-        filter_bytes: (spill.memory as f64 * FILTER_SHARE) as u64,
+        filter_bytes,
         spilled_at: None,
         games: 0,
     };
@@ -586,9 +663,12 @@ pub fn build_book(
     };
     let read = start.elapsed().as_secs_f64();
     summary.phases.push(("read, validate, count", read));
+    let why = match spilled_at {
+        Some(n) => format!("over the memory budget after {n} games"),
+        None => format!("more than {} MB of PGN", JOURNAL_FROM >> 20),
+    };
     summary.spill = Some(format!(
-        "over the memory budget after {} games: {} games journalled ({} MB), shared positions in a {} MB filter",
-        spilled_at.unwrap_or(0),
+        "{why}: {} games journalled ({} MB), shared positions in a {} MB filter",
         journal.entries.len(),
         journal.len() >> 20,
         shared.bytes() >> 20
@@ -600,25 +680,13 @@ pub fn build_book(
         .filter(|e| e.copies > 1)
         .map(|e| e.hash)
         .collect();
-    let standard = crate::book::keys::polyglot_key(&shakmaty::Chess::default());
-    let mut agg = Aggregate::new(!filter.no_tails);
-    reader.for_each(|game| {
-        if settings.min_games > 1 {
-            // Pruned books keep only what two games or more reach.
-            agg.count_positions(&game, |_, k| shared.is_shared(k));
-        } else if game.start_ply == 0 && game.start == standard && !copied.contains(&game.hash) {
-            let upto = game
-                .keys()
-                .collect::<Vec<_>>()
-                .iter()
-                .rposition(|&k| shared.is_shared(k))
-                .unwrap_or(0);
-            agg.count_positions(&game, |i, _| i <= upto);
-        } else {
-            agg.count_positions(&game, |_, _| true);
-        }
-        Ok(())
-    })?;
+    let agg = count_before_tails(
+        &reader,
+        &copied,
+        &shared,
+        settings.min_games,
+        !filter.no_tails,
+    )?;
     drop(shared);
     let counted = start.elapsed().as_secs_f64();
     summary.phases.push(("exact counts", counted - read));
@@ -627,13 +695,9 @@ pub fn build_book(
     order.sort_unstable_by(|a, b| {
         (&sources[a.source as usize], a.hash).cmp(&(&sources[b.source as usize], b.hash))
     });
-    let mut next = order.iter();
-    let mut buf = Vec::new();
-    let next_game = || -> Result<Option<(Game, u32, u32)>> {
-        let Some(e) = next.next() else {
-            return Ok(None);
-        };
-        Ok(Some((reader.read(e, &mut buf)?, e.source, e.copies)))
+    let game = |i: usize| -> Result<(Game, u32, u32)> {
+        let e = &order[i];
+        Ok((reader.read(e, &mut Vec::new())?, e.source, e.copies))
     };
     let tail_index = PairSorter::new(
         (spill.memory as f64 * TAIL_SORT_SHARE) as u64,
@@ -641,7 +705,7 @@ pub fn build_book(
         &format!("{}tails", temp.prefix),
     );
     if let Some(p) = pending {
-        book.bulk_load_games(agg, &sources, next_game, tail_index)
+        book.bulk_load_games(agg, &sources, order.len(), game, tail_index)
             .context("writing the book")?;
         book.make_durable()?;
         drop(book);
@@ -659,7 +723,7 @@ pub fn build_book(
                 },
             )?;
             new.write_unjournaled()?;
-            new.bulk_load_games(agg, &sources, next_game, tail_index)
+            new.bulk_load_games(agg, &sources, order.len(), game, tail_index)
                 .context("writing the new games' book")?;
         }
         merge_books(path, &[part.path().to_path_buf()], true, 1)

@@ -28,56 +28,51 @@ use anyhow::{anyhow, bail, Context, Result};
 use super::ingest::{Game, GameResult, Ply};
 use super::keys::{Key, MoveCode};
 
-/// A Bloom filter over position keys (Zobrist keys, uniformly random bits:
-/// multiplying by odd constants and keeping the top bits gives the indices).
+/// A blocked Bloom filter over position keys: each key sets three bits of
+/// one 64-bit word, so a look-up costs one cache miss. Zobrist keys are
+/// uniformly random: the word comes from the key's top bits, the three bits
+/// from its low ones.
 struct Bloom {
-    bits: Vec<u64>,
-    /// log2 of the number of bits.
+    words: Vec<u64>,
+    /// log2 of the number of words.
     log: u32,
 }
 
-const HASHES: [u64; 3] = [
-    0x9E37_79B9_7F4A_7C15,
-    0xC2B2_AE3D_27D4_EB4F,
-    0x1656_67B1_9E37_79F9,
-];
-
 impl Bloom {
     fn new(bytes: u64) -> Bloom {
-        // A power of two of at least 2^16 bits.
-        let log = (bytes.max(8192) * 8).ilog2();
+        // A power of two of at least 1,024 words.
+        let log = (bytes / 8).max(1024).ilog2();
         Bloom {
-            bits: vec![0; 1 << (log - 6)],
+            words: vec![0; 1 << log],
             log,
         }
     }
 
-    fn index(&self, key: Key, h: u64) -> usize {
-        (key.0.wrapping_mul(h) >> (64 - self.log)) as usize
+    fn slot(&self, key: Key) -> (usize, u64) {
+        let k = key.0;
+        let word = (k >> (64 - self.log)) as usize;
+        let mask = (1u64 << (k & 63)) | (1u64 << ((k >> 6) & 63)) | (1u64 << ((k >> 12) & 63));
+        (word, mask)
     }
 
     fn contains(&self, key: Key) -> bool {
-        HASHES.iter().all(|&h| {
-            let i = self.index(key, h);
-            self.bits[i >> 6] & (1 << (i & 63)) != 0
-        })
+        let (w, m) = self.slot(key);
+        self.words[w] & m == m
     }
 
     fn insert(&mut self, key: Key) {
-        for &h in &HASHES {
-            let i = self.index(key, h);
-            self.bits[i >> 6] |= 1 << (i & 63);
-        }
+        let (w, m) = self.slot(key);
+        self.words[w] |= m;
     }
 
     fn bytes(&self) -> u64 {
-        self.bits.len() as u64 * 8
+        self.words.len() as u64 * 8
     }
 }
 
 /// Which positions more than one game (or one game twice) reaches: never a
-/// false "no", sometimes a false "yes" (about 1% of the single positions
-/// when the filters hold 8 bits per position).
+/// false "no", sometimes a false "yes" (a few percent of the single
+/// positions when the filters hold 8 bits per position).
 pub struct SharedFilter {
     seen: Bloom,
     shared: Bloom,

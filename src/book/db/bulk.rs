@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, bail, Result};
 use rayon::prelude::*;
 use rusqlite::{params, Connection};
 use shakmaty::Chess;
@@ -194,6 +194,13 @@ impl Aggregate {
             + self.game_heap
     }
 
+    /// Adds the counts of `other`, whose positions this one has not counted
+    /// (the two halves of a parallel count).
+    pub fn extend_disjoint(&mut self, other: Aggregate) {
+        self.nodes.extend(other.nodes);
+        self.edges.extend(other.edges);
+    }
+
     /// Games counted (each once, however many copies).
     pub fn game_count(&self) -> usize {
         self.games.len()
@@ -296,17 +303,23 @@ impl Book {
     /// them all (see `book::spill`), the same book [`Book::bulk_load`]
     /// writes with every count. `agg` holds the exact counts of each game's
     /// positions up to the last one another game may reach, and of the
-    /// moves out of them, and no game rows; `next_game` gives every game
-    /// once, in id order (by source name, then hash), with its source's
-    /// index in `sources` and its number of copies; `tail_index` sorts the
-    /// `tails` rows within its own memory limit.
+    /// moves out of them, and no game rows; `game(i)` is the game with id
+    /// `i + 1` of `games` (ids by source name, then hash), with its
+    /// source's index in `sources` and its number of copies; `tail_index`
+    /// sorts the `tails` rows within its own memory limit.
+    ///
+    /// Games are read and their tails valued on every core, a batch ahead
+    /// of this thread's inserts; the graph is valued while the tails index
+    /// is written.
     pub fn bulk_load_games(
         &mut self,
         agg: Aggregate,
         sources: &[String],
-        mut next_game: impl FnMut() -> Result<Option<(Game, u32, u32)>>,
+        games: usize,
+        game: impl Fn(usize) -> Result<(Game, u32, u32)> + Sync,
         mut tail_index: PairSorter,
     ) -> Result<()> {
+        const BATCH: usize = 4096;
         let Aggregate {
             nodes,
             edges,
@@ -316,94 +329,83 @@ impl Book {
         let params = self.settings.params;
         let (mut nodes, edges) = prune(nodes, edges, self.settings.min_games);
         let tails = tails && self.settings.min_games <= 1;
-        let standard = polyglot_key(&Chess::default());
         let tx = self.conn.transaction()?;
         let source_ids = source_ids(&tx, sources)?;
         let mut heads = Vec::new();
-        let mut batch: Vec<(GameRow, Option<u32>)> = Vec::with_capacity(4096);
-        let mut written = 0i64;
-        let flush = |batch: &mut Vec<(GameRow, Option<u32>)>, written: &mut i64| {
-            let rows: Vec<(i64, &GameRow, Option<u32>, i64)> = batch
-                .iter()
-                .enumerate()
-                .map(|(i, (g, t))| {
-                    (
-                        *written + i as i64 + 1,
-                        g,
-                        *t,
-                        source_ids[g.source as usize],
-                    )
-                })
-                .collect();
-            insert_game_rows(&tx, &rows)?;
-            *written += batch.len() as i64;
-            batch.clear();
-            anyhow::Ok(())
-        };
-        while let Some((game, source, copies)) = next_game()? {
-            let id = written + batch.len() as i64 + 1;
-            let mut tail = None;
-            if tails && copies == 1 && game.start_ply == 0 && game.start == standard {
-                // As `find_tails`: a position not counted is one this game alone reaches.
-                let keys: Vec<Key> = game.keys().collect();
-                let single = |k: &Key| nodes.get(k).is_none_or(|n| n.counts.total() == 1);
-                let t = keys.iter().rposition(|k| !single(k)).unwrap_or(0) + 1;
-                if t < keys.len() {
-                    let one = NodeAgg {
-                        depth: 0,
-                        counts: game.result.counts(),
-                        expected: game.expected_milli(),
-                        exact: None,
-                        first: None,
-                    };
-                    let last = keys.len() - 1;
-                    let mut chain: Vec<NodeInfo> = (t..keys.len())
+        let mut counted_tail_keys = Vec::new();
+        std::thread::scope(|scope| -> Result<()> {
+            let (send, batches) = std::sync::mpsc::sync_channel::<Result<Vec<GameTail>>>(2);
+            let (nodes, game) = (&nodes, &game);
+            scope.spawn(move || {
+                for start in (0..games).step_by(BATCH) {
+                    let batch = (start..games.min(start + BATCH))
+                        .into_par_iter()
                         .map(|i| {
-                            let n = nodes.remove(&keys[i]).unwrap_or(NodeAgg {
-                                depth: i as u32,
-                                exact: if i == last { game.terminal } else { None },
-                                ..one
-                            });
-                            node_info(keys[i], &n)
+                            let (g, source, copies) = game(i)?;
+                            Ok(game_tail(g, source, copies, tails, nodes, &params))
                         })
-                        .collect();
-                    value_chain(&mut chain, game.plies[t..].iter().map(|p| p.mv), &params);
-                    heads.push(chain[0]);
-                    for &k in &keys[t..] {
+                        .collect::<Result<Vec<GameTail>>>();
+                    let failed = batch.is_err();
+                    if send.send(batch).is_err() || failed {
+                        return;
+                    }
+                }
+            });
+            let mut written = 0i64;
+            for batch in batches {
+                let batch = batch?;
+                let rows: Vec<(i64, &GameRow, Option<u32>, i64)> = batch
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| {
+                        let id = written + i as i64 + 1;
+                        (id, &t.row, t.tail, source_ids[t.row.source as usize])
+                    })
+                    .collect();
+                insert_game_rows(&tx, &rows)?;
+                drop(rows);
+                let n = batch.len() as i64;
+                for (i, t) in batch.into_iter().enumerate() {
+                    let id = written + i as i64 + 1;
+                    for &k in &t.keys {
                         tail_index.push((prefix(k), id))?;
                     }
-                    tail = Some(t as u32);
+                    heads.extend(t.head);
+                    counted_tail_keys.extend(t.counted);
                 }
+                written += n;
             }
-            let expected = game.expected_milli();
-            batch.push((
-                GameRow {
-                    hash: game.hash,
-                    source,
-                    white: game.white,
-                    black: game.black,
-                    result: game.result.as_str(),
-                    plies: game.total_plies,
-                    start: game.start,
-                    copies,
-                    moves: moves_to_blob(game.plies.iter().map(|p| p.mv.0)),
-                    expected,
-                    keys: None,
-                },
-                tail,
-            ));
-            if batch.len() == batch.capacity() {
-                flush(&mut batch, &mut written)?;
+            if written as usize != games {
+                bail!("{written} of {games} games were read");
             }
+            Ok(())
+        })?;
+        for k in counted_tail_keys {
+            nodes.remove(&k);
         }
-        flush(&mut batch, &mut written)?;
-        tail_index.drain(|rows| insert_tail_rows(&tx, rows))?;
-        let p = prepare_graph(nodes, edges, heads);
-        let mut g = Graph::new(p.node_list, p.edge_list);
-        g.fixed = p.rows;
-        g.evaluate(&params);
-        insert_move_rows(&tx, &p.edge_rows, &p.links)?;
-        insert_position_rows(&tx, &g, p.rows, &p.links)?;
+        // The rows are prepared and valued on another core while the tails
+        // index and then the moves are written (moves need no values).
+        let (g, rows, links) = std::thread::scope(|scope| -> Result<_> {
+            let (send, recv) = std::sync::mpsc::channel();
+            let worker = scope.spawn(move || {
+                let p = prepare_graph(nodes, edges, heads);
+                let mut g = Graph::new(p.node_list, p.edge_list);
+                let _ = send.send((p.edge_rows, p.links));
+                g.fixed = p.rows;
+                g.evaluate(&params);
+                (g, p.rows)
+            });
+            tail_index.drain(|rows| insert_tail_rows(&tx, rows))?;
+            let Ok((edge_rows, links)) = recv.recv() else {
+                return Err(anyhow!("the thread preparing the rows panicked"));
+            };
+            insert_move_rows(&tx, &edge_rows, &links)?;
+            let (g, rows) = worker
+                .join()
+                .map_err(|_| anyhow!("the evaluation thread panicked"))?;
+            Ok((g, rows, links))
+        })?;
+        insert_position_rows(&tx, &g, rows, &links)?;
         tx.commit()?;
         Ok(())
     }
@@ -609,6 +611,83 @@ fn insert_position_rows(
             st.raw_bind_parameter(i + 9, n.expected)
         },
     )
+}
+
+/// A game as [`Book::bulk_load_games`] writes it: its row, its tail (the
+/// first ply, the value of the first position, the keys), and the tail
+/// positions the aggregate counted (to take out of the rows).
+struct GameTail {
+    row: GameRow,
+    tail: Option<u32>,
+    head: Option<NodeInfo>,
+    keys: Vec<Key>,
+    counted: Vec<Key>,
+}
+
+/// Finds the tail of `game` as `find_tails` does (a position the aggregate
+/// did not count is one this game alone reaches) and values it.
+fn game_tail(
+    game: Game,
+    source: u32,
+    copies: u32,
+    tails: bool,
+    nodes: &KeyMap<Key, NodeAgg>,
+    params: &ValueParams,
+) -> GameTail {
+    let expected = game.expected_milli();
+    let mut out = GameTail {
+        row: GameRow {
+            hash: game.hash,
+            source,
+            white: String::new(),
+            black: String::new(),
+            result: game.result.as_str(),
+            plies: game.total_plies,
+            start: game.start,
+            copies,
+            moves: moves_to_blob(game.plies.iter().map(|p| p.mv.0)),
+            expected,
+            keys: None,
+        },
+        tail: None,
+        head: None,
+        keys: Vec::new(),
+        counted: Vec::new(),
+    };
+    let standard = game.start_ply == 0 && game.start == polyglot_key(&Chess::default());
+    if tails && copies == 1 && standard {
+        let keys: Vec<Key> = game.keys().collect();
+        let single = |k: &Key| nodes.get(k).is_none_or(|n| n.counts.total() == 1);
+        let t = keys.iter().rposition(|k| !single(k)).unwrap_or(0) + 1;
+        if t < keys.len() {
+            let last = keys.len() - 1;
+            let mut chain: Vec<NodeInfo> = (t..keys.len())
+                .map(|i| match nodes.get(&keys[i]) {
+                    Some(n) => {
+                        out.counted.push(keys[i]);
+                        node_info(keys[i], n)
+                    }
+                    None => node_info(
+                        keys[i],
+                        &NodeAgg {
+                            depth: i as u32,
+                            counts: game.result.counts(),
+                            expected,
+                            exact: if i == last { game.terminal } else { None },
+                            first: None,
+                        },
+                    ),
+                })
+                .collect();
+            value_chain(&mut chain, game.plies[t..].iter().map(|p| p.mv), params);
+            out.head = Some(chain[0]);
+            out.keys = keys[t..].to_vec();
+            out.tail = Some(t as u32);
+        }
+    }
+    out.row.white = game.white;
+    out.row.black = game.black;
+    out
 }
 
 /// `--min-games`: drops the positions and moves fewer than `min_games` games
