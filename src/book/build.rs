@@ -668,9 +668,9 @@ pub fn build_book(
         None => format!("more than {} MB of PGN", JOURNAL_FROM >> 20),
     };
     summary.spill = Some(format!(
-        "{why}: {} games journalled ({} MB), shared positions in a {} MB filter",
+        "{why}: {} games journalled ({:.1} MB), shared positions in a {} MB filter",
         journal.entries.len(),
-        journal.len() >> 20,
+        journal.len() as f64 / f64::from(1 << 20),
         shared.bytes() >> 20
     ));
     // The exact counts of every position before each game's tail.
