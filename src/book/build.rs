@@ -19,7 +19,6 @@ use rayon::prelude::*;
 
 use super::db::{Aggregate, Book, BookSettings};
 use super::ingest::{open_input, Filter, Game, GameStream, RawGame, SkipReason};
-use super::keys::Key;
 use super::keys::KeySet;
 use super::merge::merge_books;
 use super::minimax::ChoiceChange;
@@ -491,7 +490,7 @@ impl Counter {
 /// The exact counts of every position a game reaches before its tail (where
 /// `shared` says another game may meet it), and of the moves out of them,
 /// from the journal; a pruned book's (`min_games` > 1), of what `shared`
-/// holds alone. Two threads, each counting the keys of one half.
+/// holds alone.
 fn count_before_tails(
     reader: &JournalReader,
     copied: &KeySet<u64>,
@@ -500,31 +499,23 @@ fn count_before_tails(
     tails: bool,
 ) -> Result<Aggregate> {
     let standard = crate::book::keys::polyglot_key(&shakmaty::Chess::default());
-    let half = |top: u64| -> Result<Aggregate> {
-        let mine = |k: Key| k.0 >> 63 == top;
-        let mut agg = Aggregate::new(tails);
-        reader.for_each(|game| {
-            if min_games > 1 {
-                agg.count_positions(&game, |_, k| mine(k) && shared.is_shared(k));
-            } else if game.start_ply == 0 && game.start == standard && !copied.contains(&game.hash)
-            {
-                let upto = game
-                    .keys()
-                    .enumerate()
-                    .filter(|&(_, k)| shared.is_shared(k))
-                    .last()
-                    .map_or(0, |(i, _)| i);
-                agg.count_positions(&game, |i, k| i <= upto && mine(k));
-            } else {
-                agg.count_positions(&game, |_, k| mine(k));
-            }
-            Ok(())
-        })?;
-        Ok(agg)
-    };
-    let (low, high) = rayon::join(|| half(0), || half(1));
-    let mut agg = low?;
-    agg.extend_disjoint(high?);
+    let mut agg = Aggregate::new(tails);
+    reader.for_each(|game| {
+        if min_games > 1 {
+            agg.count_positions(&game, |_, k| shared.is_shared(k));
+        } else if game.start_ply == 0 && game.start == standard && !copied.contains(&game.hash) {
+            let upto = game
+                .keys()
+                .enumerate()
+                .filter(|&(_, k)| shared.is_shared(k))
+                .last()
+                .map_or(0, |(i, _)| i);
+            agg.count_positions(&game, |i, _| i <= upto);
+        } else {
+            agg.count_positions(&game, |_, _| true);
+        }
+        Ok(())
+    })?;
     Ok(agg)
 }
 
@@ -620,9 +611,10 @@ pub fn build_book(
     // A big new book is counted through the journal from the start: less
     // memory, and faster (the filter costs less than every count).
     let from_start = !existing && !filter.no_tails && plain.is_some_and(|b| b > JOURNAL_FROM);
-    // Two filters of 8 bits for each position the inputs may hold.
+    // Two filters of 16 bits for each position the inputs may hold (about
+    // one in 8.5 bytes of PGN), within the budget's share.
     let filter_bytes = plain.map_or(budget_share, |b| {
-        (b / 4).clamp(1 << 20, budget_share.max(1 << 20))
+        (b / 2).clamp(1 << 20, budget_share.max(1 << 20))
     });
     let mut counter = Counter {
         agg: (!from_start).then(|| Aggregate::new(!filter.no_tails)),

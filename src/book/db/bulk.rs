@@ -194,13 +194,6 @@ impl Aggregate {
             + self.game_heap
     }
 
-    /// Adds the counts of `other`, whose positions this one has not counted
-    /// (the two halves of a parallel count).
-    pub fn extend_disjoint(&mut self, other: Aggregate) {
-        self.nodes.extend(other.nodes);
-        self.edges.extend(other.edges);
-    }
-
     /// Games counted (each once, however many copies).
     pub fn game_count(&self) -> usize {
         self.games.len()
