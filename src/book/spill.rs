@@ -24,6 +24,7 @@ use std::{
 };
 
 use anyhow::{anyhow, bail, Context, Result};
+use rayon::prelude::*;
 
 use super::ingest::{Game, GameResult, Ply};
 use super::keys::{Key, MoveCode};
@@ -231,27 +232,61 @@ impl JournalReader {
     }
 }
 
-/// Reads the records of the journal at `path`, up to byte `end`.
+/// Reads the records of the journal at `path`, up to byte `end`, and hands
+/// the games to `f` in order. A thread reads and decodes them (on every
+/// core) a batch ahead of `f`.
 fn read_records(path: &Path, end: u64, mut f: impl FnMut(Game) -> Result<()>) -> Result<()> {
+    const BATCH: usize = 2048;
     let file = File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let mut r = BufReader::with_capacity(1 << 20, file);
-    let mut len = [0u8; 4];
-    let mut body = Vec::new();
-    let mut at = 0u64;
-    while at < end {
-        match r.read_exact(&mut len) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
-            Err(e) => return Err(e).context(format!("reading {}", path.display())),
+    let what = || format!("reading {}", path.display());
+    std::thread::scope(|scope| -> Result<()> {
+        let (send, batches) = std::sync::mpsc::sync_channel::<Result<Vec<Game>>>(2);
+        scope.spawn(move || {
+            let mut r = BufReader::with_capacity(1 << 20, file);
+            let mut at = 0u64;
+            loop {
+                let mut records: Vec<Vec<u8>> = Vec::with_capacity(BATCH);
+                let mut failed = None;
+                while at < end && records.len() < BATCH {
+                    let mut len = [0u8; 4];
+                    match r.read_exact(&mut len) {
+                        Ok(()) => {}
+                        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,
+                        Err(e) => {
+                            failed = Some(anyhow::Error::from(e).context(what()));
+                            break;
+                        }
+                    }
+                    let n = u32::from_le_bytes(len) as usize;
+                    let mut body = vec![0; n.saturating_sub(4)];
+                    if let Err(e) = r.read_exact(&mut body) {
+                        failed = Some(anyhow::Error::from(e).context(what()));
+                        break;
+                    }
+                    records.push(body);
+                    at += n as u64;
+                }
+                let last = records.len() < BATCH || failed.is_some();
+                let games: Result<Vec<Game>> = records
+                    .par_iter()
+                    .map(|b| decode(b).with_context(what))
+                    .collect();
+                let games = match failed {
+                    Some(e) => Err(e),
+                    None => games,
+                };
+                if send.send(games).is_err() || last {
+                    return;
+                }
+            }
+        });
+        for batch in batches {
+            for game in batch? {
+                f(game)?;
+            }
         }
-        let n = u32::from_le_bytes(len) as usize;
-        body.resize(n.saturating_sub(4), 0);
-        r.read_exact(&mut body)
-            .with_context(|| format!("reading {}", path.display()))?;
-        f(decode(&body).with_context(|| format!("reading {}", path.display()))?)?;
-        at += n as u64;
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 /// A record: its length (u32, itself included), then the game's fields
