@@ -487,30 +487,22 @@ impl Counter {
     }
 }
 
-/// The exact counts of every position a game reaches before its tail (where
-/// `shared` says another game may meet it), and of the moves out of them,
-/// from the journal; a pruned book's (`min_games` > 1), of what `shared`
-/// holds alone.
-fn count_before_tails(
+/// The exact counts of every position `shared` says two games may reach,
+/// and of the moves out of them, from the journal; of every position of a
+/// game that cannot have a tail (from a FEN, or repeated in the input). The
+/// positions before a tail that one game alone reaches are added from that
+/// game when the book is written.
+fn count_shared(
     reader: &JournalReader,
     copied: &KeySet<u64>,
     shared: &SharedFilter,
-    min_games: u32,
     tails: bool,
 ) -> Result<Aggregate> {
     let standard = crate::book::keys::polyglot_key(&shakmaty::Chess::default());
     let mut agg = Aggregate::new(tails);
     reader.for_each(|game| {
-        if min_games > 1 {
+        if game.start_ply == 0 && game.start == standard && !copied.contains(&game.hash) {
             agg.count_positions(&game, |_, k| shared.is_shared(k));
-        } else if game.start_ply == 0 && game.start == standard && !copied.contains(&game.hash) {
-            let upto = game
-                .keys()
-                .enumerate()
-                .filter(|&(_, k)| shared.is_shared(k))
-                .last()
-                .map_or(0, |(i, _)| i);
-            agg.count_positions(&game, |i, _| i <= upto);
         } else {
             agg.count_positions(&game, |_, _| true);
         }
@@ -665,20 +657,14 @@ pub fn build_book(
         journal.len() as f64 / f64::from(1 << 20),
         shared.bytes() >> 20
     ));
-    // The exact counts of every position before each game's tail.
+    // The exact counts of what two games may reach.
     let (reader, entries) = journal.finish()?;
     let copied: KeySet<u64> = entries
         .iter()
         .filter(|e| e.copies > 1)
         .map(|e| e.hash)
         .collect();
-    let agg = count_before_tails(
-        &reader,
-        &copied,
-        &shared,
-        settings.min_games,
-        !filter.no_tails,
-    )?;
+    let agg = count_shared(&reader, &copied, &shared, !filter.no_tails)?;
     drop(shared);
     let counted = start.elapsed().as_secs_f64();
     summary.phases.push(("exact counts", counted - read));

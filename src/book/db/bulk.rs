@@ -294,9 +294,9 @@ impl Book {
 
     /// Writes into an empty book the games of a build too large to hold
     /// them all (see `book::spill`), the same book [`Book::bulk_load`]
-    /// writes with every count. `agg` holds the exact counts of each game's
-    /// positions up to the last one another game may reach, and of the
-    /// moves out of them, and no game rows; `game(i)` is the game with id
+    /// writes with every count. `agg` holds the exact counts of every
+    /// position that two games may reach (every position of a game that
+    /// cannot have a tail), and of the moves out of them, and no game rows; `game(i)` is the game with id
     /// `i + 1` of `games` (ids by source name, then hash), with its
     /// source's index in `sources` and its number of copies; `tail_index`
     /// sorts the `tails` rows within its own memory limit.
@@ -326,6 +326,7 @@ impl Book {
         let source_ids = source_ids(&tx, sources)?;
         let mut heads = Vec::new();
         let mut counted_tail_keys = Vec::new();
+        let mut uncounted_rows = Vec::new();
         std::thread::scope(|scope| -> Result<()> {
             let (send, batches) = std::sync::mpsc::sync_channel::<Result<Vec<GameTail>>>(2);
             let (nodes, game) = (&nodes, &game);
@@ -365,6 +366,7 @@ impl Book {
                     }
                     heads.extend(t.head);
                     counted_tail_keys.extend(t.counted);
+                    uncounted_rows.extend(t.rows);
                 }
                 written += n;
             }
@@ -376,6 +378,7 @@ impl Book {
         for k in counted_tail_keys {
             nodes.remove(&k);
         }
+        nodes.extend(uncounted_rows);
         // The rows are prepared and valued on another core while the tails
         // index and then the moves are written (moves need no values).
         let (g, rows, links) = std::thread::scope(|scope| -> Result<_> {
@@ -607,14 +610,16 @@ fn insert_position_rows(
 }
 
 /// A game as [`Book::bulk_load_games`] writes it: its row, its tail (the
-/// first ply, the value of the first position, the keys), and the tail
-/// positions the aggregate counted (to take out of the rows).
+/// first ply, the value of the first position, the keys), the tail
+/// positions the aggregate counted (to take out of the rows), and the
+/// positions before the tail it did not count (to add to them).
 struct GameTail {
     row: GameRow,
     tail: Option<u32>,
     head: Option<NodeInfo>,
     keys: Vec<Key>,
     counted: Vec<Key>,
+    rows: Vec<(Key, NodeAgg)>,
 }
 
 /// Finds the tail of `game` as `find_tails` does (a position the aggregate
@@ -646,30 +651,47 @@ fn game_tail(
         head: None,
         keys: Vec::new(),
         counted: Vec::new(),
+        rows: Vec::new(),
     };
     let standard = game.start_ply == 0 && game.start == polyglot_key(&Chess::default());
     if tails && copies == 1 && standard {
         let keys: Vec<Key> = game.keys().collect();
         let single = |k: &Key| nodes.get(k).is_none_or(|n| n.counts.total() == 1);
         let t = keys.iter().rposition(|k| !single(k)).unwrap_or(0) + 1;
+        let last = keys.len() - 1;
+        // A position only this game reaches, as the aggregate would count it.
+        let alone = |i: usize| NodeAgg {
+            depth: i as u32,
+            counts: game.result.counts(),
+            expected,
+            exact: if i == last { game.terminal } else { None },
+            first: None,
+        };
+        // Before the tail: rows. The aggregate counted the positions the
+        // filter called shared (and the moves out of them); a position
+        // only this game reaches, it did not.
+        for (i, &k) in keys[..t].iter().enumerate() {
+            if !nodes.contains_key(&k) {
+                let mut n = alone(i);
+                if let Some(p) = game.plies.get(i) {
+                    let e = EdgeAgg {
+                        child: p.child,
+                        castle: p.castle,
+                        counts: game.result.counts(),
+                    };
+                    n.first = Some((p.mv.0, e));
+                }
+                out.rows.push((k, n));
+            }
+        }
         if t < keys.len() {
-            let last = keys.len() - 1;
             let mut chain: Vec<NodeInfo> = (t..keys.len())
                 .map(|i| match nodes.get(&keys[i]) {
                     Some(n) => {
                         out.counted.push(keys[i]);
                         node_info(keys[i], n)
                     }
-                    None => node_info(
-                        keys[i],
-                        &NodeAgg {
-                            depth: i as u32,
-                            counts: game.result.counts(),
-                            expected,
-                            exact: if i == last { game.terminal } else { None },
-                            first: None,
-                        },
-                    ),
+                    None => node_info(keys[i], &alone(i)),
                 })
                 .collect();
             value_chain(&mut chain, game.plies[t..].iter().map(|p| p.mv), params);
