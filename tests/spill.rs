@@ -16,6 +16,31 @@ use std::time::Duration;
 use common::{assert_same_book, ok, run, s, sample, sample_text};
 use tempfile::TempDir;
 
+/// Runs `learnbook args` with files limited to 256 KB (a full disk).
+fn limited(args: &[&str]) -> std::process::Output {
+    let mut cmd = Command::new(common::bin());
+    cmd.args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: setrlimit and signal are async-signal-safe; nothing else
+    // runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: 256 * 1024,
+                rlim_max: 256 * 1024,
+            };
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    };
+    cmd.output().expect("run learnbook")
+}
+
 /// Names of the build's temporary files (and of a half-built book) in `dir`.
 fn temporaries(dir: &Path) -> Vec<String> {
     std::fs::read_dir(dir)
@@ -221,27 +246,7 @@ fn an_unusable_temporary_directory_or_a_full_disk_is_a_clear_error() {
 
     // A file-size limit stands in for a full disk: writes past it fail
     // (EFBIG, as ENOSPC would) instead of killing the process.
-    let mut cmd = Command::new(common::bin());
-    cmd.args(["build", "--memory", "2M", "--book", s(&book), s(&sample())])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    // SAFETY: setrlimit and signal are async-signal-safe; nothing else
-    // runs between fork and exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            let limit = libc::rlimit {
-                rlim_cur: 256 * 1024,
-                rlim_max: 256 * 1024,
-            };
-            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        })
-    };
-    let out = cmd.output().expect("run build");
+    let out = limited(&["build", "--memory", "2M", "--book", s(&book), s(&sample())]);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("panicked"), "{err}");
@@ -250,6 +255,29 @@ fn an_unusable_temporary_directory_or_a_full_disk_is_a_clear_error() {
         "the error says what failed: {err}"
     );
     assert!(!book.exists());
+    assert!(
+        temporaries(dir.path()).is_empty(),
+        "{:?}",
+        temporaries(dir.path())
+    );
+
+    // A merge on a full disk: the old book stays as it was.
+    let (a, b) = (dir.path().join("a.sqlite"), dir.path().join("b.sqlite"));
+    build(&a, &[&sample()], &[]);
+    build(&b, &[&sample()], &["--allow-duplicates"]);
+    let before = std::fs::read(&a).expect("read");
+    let out = limited(&["merge", "--allow-duplicates", "--book", s(&a), s(&b)]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("full") || err.contains("large") || err.contains("disk"),
+        "the error says what failed: {err}"
+    );
+    assert_eq!(
+        std::fs::read(&a).expect("read"),
+        before,
+        "the old book is unchanged"
+    );
     assert!(
         temporaries(dir.path()).is_empty(),
         "{:?}",

@@ -448,7 +448,7 @@ impl PairSorter {
     }
 
     fn spill(&mut self) -> Result<()> {
-        self.buf.sort_unstable();
+        self.buf.par_sort_unstable();
         self.buf.dedup();
         let path = self
             .dir
@@ -472,7 +472,7 @@ impl PairSorter {
     /// Every pair pushed, sorted, each once, handed to `f` in batches.
     pub fn drain(mut self, mut f: impl FnMut(&[(i64, i64)]) -> Result<()>) -> Result<()> {
         if self.runs.is_empty() {
-            self.buf.sort_unstable();
+            self.buf.par_sort_unstable();
             self.buf.dedup();
             return f(&self.buf);
         }
