@@ -9,6 +9,7 @@ use std::{
     io::IsTerminal,
     path::PathBuf,
     sync::mpsc::{sync_channel, Receiver},
+    sync::Arc,
     thread,
     time::Instant,
 };
@@ -22,7 +23,7 @@ use super::ingest::{open_input, Filter, Game, GameStream, RawGame, SkipReason};
 use super::keys::KeySet;
 use super::merge::merge_books;
 use super::minimax::ChoiceChange;
-use super::spill::{Journal, JournalReader, PairSorter, SharedFilter};
+use super::spill::{self, Journal, JournalReader, PairSorter, SharedFilter};
 use crate::atomic_file;
 
 const BATCH: usize = 2048;
@@ -142,9 +143,28 @@ fn progress(label: &str) -> ProgressBar {
 fn for_each_game(
     inputs: Vec<PathBuf>,
     filter: &Filter,
-    mut seen: Option<KeySet<u64>>,
+    seen: Option<KeySet<u64>>,
     summary: &mut Summary,
     mut sink: impl FnMut(&Game, &str) -> Result<bool>,
+) -> Result<()> {
+    for_each_game_with(inputs, filter, seen, summary, None, |game, _, source| {
+        sink(game, source)
+    })
+}
+
+/// Work done on a validated game by the thread that validated it (so on
+/// every core), its result handed to the sink with the game.
+type Prepare = std::sync::Arc<dyn Fn(&Game) -> Vec<u8> + Send + Sync>;
+
+/// [`for_each_game`], with `prepare` run on each valid game as it is
+/// validated (also on a game the sink will see as a duplicate).
+fn for_each_game_with(
+    inputs: Vec<PathBuf>,
+    filter: &Filter,
+    mut seen: Option<KeySet<u64>>,
+    summary: &mut Summary,
+    prepare: Option<Prepare>,
+    mut sink: impl FnMut(&Game, Option<Vec<u8>>, &str) -> Result<bool>,
 ) -> Result<()> {
     let pb = progress("reading");
     // Validation of the next batch overlaps the sink's work on this one.
@@ -155,7 +175,13 @@ fn for_each_game(
         for (source, batch) in raw_batches {
             let out = batch.map(|b| {
                 b.par_iter()
-                    .map(|raw| (raw.number, raw.validate(&filter_copy)))
+                    .map(|raw| {
+                        let game = raw.validate(&filter_copy).map(|g| {
+                            let prepared = prepare.as_ref().map(|p| p(&g));
+                            (g, prepared)
+                        });
+                        (raw.number, game)
+                    })
                     .collect()
             });
             if tx.send((source, out)).is_err() {
@@ -176,12 +202,12 @@ fn for_each_game(
         for (number, r) in results {
             summary.read += 1;
             match r {
-                Ok(game) => {
+                Ok((game, prepared)) => {
                     if seen.as_mut().is_some_and(|seen| !seen.insert(game.hash)) {
                         summary.skip(&source, number, &SkipReason::Duplicate);
                         continue;
                     }
-                    if sink(&game, &source)? {
+                    if sink(&game, prepared, &source)? {
                         summary.used += 1;
                     } else {
                         summary.skip(&source, number, &SkipReason::Duplicate);
@@ -206,8 +232,9 @@ fn for_each_game(
     Ok(())
 }
 
-/// A validated batch: `(game number, game or why it was skipped)`.
-type Validated = Vec<(u64, Result<Game, SkipReason>)>;
+/// A validated batch: `(game number, game and what `prepare` made of it,
+/// or why it was skipped)`.
+type Validated = Vec<(u64, Result<(Game, Option<Vec<u8>>), SkipReason>)>;
 
 /// `build`: adds every game of `inputs` to the book. An empty book is
 /// written in one bulk pass; an existing one is merged and re-evaluated.
@@ -441,7 +468,7 @@ fn plain_size(inputs: &[PathBuf]) -> Option<u64> {
 /// shared positions (see [`super::spill`]). Every game is journalled.
 struct Counter {
     agg: Option<Aggregate>,
-    filter: Option<SharedFilter>,
+    filter: Option<Arc<SharedFilter>>,
     journal: Journal,
     sources: Vec<String>,
     tails: bool,
@@ -453,13 +480,19 @@ struct Counter {
 }
 
 impl Counter {
-    fn add(&mut self, game: &Game, source: &str) -> Result<()> {
+    /// Counts `game`; `record`: its journal record, made (and its positions
+    /// added to the filter) by the thread that validated it.
+    fn add(&mut self, game: &Game, record: Option<Vec<u8>>, source: &str) -> Result<()> {
         if self.sources.last().is_none_or(|s| s != source) {
             self.sources.push(source.to_string());
         }
-        self.journal.append(game, self.sources.len() as u32 - 1)?;
+        let index = self.sources.len() as u32 - 1;
         self.games += 1;
-        if let Some(f) = &mut self.filter {
+        if let Some(r) = record {
+            return self.journal.append_record(game.hash, &r, index);
+        }
+        self.journal.append(game, index)?;
+        if let Some(f) = &self.filter {
             for k in game.keys() {
                 f.add(k);
             }
@@ -473,14 +506,14 @@ impl Counter {
             // The counts are freed before the filter takes their place,
             // filled from the journal: the two are never held together.
             self.agg = None;
-            let mut f = SharedFilter::new(self.filter_bytes);
+            let f = SharedFilter::new(self.filter_bytes);
             self.journal.replay(|g| {
                 for k in g.keys() {
                     f.add(k);
                 }
                 Ok(())
             })?;
-            self.filter = Some(f);
+            self.filter = Some(Arc::new(f));
             self.spilled_at = Some(self.games);
         }
         Ok(())
@@ -608,9 +641,20 @@ pub fn build_book(
     let filter_bytes = plain.map_or(budget_share, |b| {
         (b / 2).clamp(1 << 20, budget_share.max(1 << 20))
     });
+    let shared = from_start.then(|| Arc::new(SharedFilter::new(filter_bytes)));
+    // From the start, the threads that validate the games fill the filter
+    // and encode the journal's records.
+    let prepare: Option<Prepare> = shared.clone().map(|f| -> Prepare {
+        Arc::new(move |g: &Game| {
+            for k in g.keys() {
+                f.add(k);
+            }
+            spill::record(g)
+        })
+    });
     let mut counter = Counter {
         agg: (!from_start).then(|| Aggregate::new(!filter.no_tails)),
-        filter: from_start.then(|| SharedFilter::new(filter_bytes)),
+        filter: shared,
         journal: Journal::create(journal_file.path())?,
         sources: Vec::new(),
         tails: !filter.no_tails,
@@ -619,10 +663,17 @@ pub fn build_book(
         spilled_at: None,
         games: 0,
     };
-    for_each_game(inputs, &filter, seen, &mut summary, |game, source| {
-        counter.add(game, source)?;
-        Ok(true)
-    })?;
+    for_each_game_with(
+        inputs,
+        &filter,
+        seen,
+        &mut summary,
+        prepare,
+        |game, record, source| {
+            counter.add(game, record, source)?;
+            Ok(true)
+        },
+    )?;
     let Counter {
         agg,
         filter: shared,

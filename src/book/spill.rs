@@ -25,6 +25,7 @@ use std::{
 
 use anyhow::{anyhow, bail, Context, Result};
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::ingest::{Game, GameResult, Ply};
 use super::keys::{Key, MoveCode};
@@ -34,7 +35,8 @@ use super::keys::{Key, MoveCode};
 /// uniformly random: the word comes from the key's top bits, the three bits
 /// from its low ones.
 struct Bloom {
-    words: Vec<u64>,
+    /// Atomic, so the threads that validate games can fill it together.
+    words: Vec<AtomicU64>,
     /// log2 of the number of words.
     log: u32,
 }
@@ -44,7 +46,9 @@ impl Bloom {
         // A power of two of at least 1,024 words.
         let log = (bytes / 8).max(1024).ilog2();
         Bloom {
-            words: vec![0; 1 << log],
+            words: std::iter::repeat_with(|| AtomicU64::new(0))
+                .take(1 << log)
+                .collect(),
             log,
         }
     }
@@ -58,12 +62,14 @@ impl Bloom {
 
     fn contains(&self, key: Key) -> bool {
         let (w, m) = self.slot(key);
-        self.words[w] & m == m
+        self.words[w].load(Ordering::Relaxed) & m == m
     }
 
-    fn insert(&mut self, key: Key) {
+    /// Sets the key's bits; whether they were all set already. One atomic
+    /// operation: of two threads adding the same key, one sees it as set.
+    fn insert(&self, key: Key) -> bool {
         let (w, m) = self.slot(key);
-        self.words[w] |= m;
+        self.words[w].fetch_or(m, Ordering::Relaxed) & m == m
     }
 
     fn bytes(&self) -> u64 {
@@ -88,12 +94,10 @@ impl SharedFilter {
         }
     }
 
-    /// One more occurrence of `key`.
-    pub fn add(&mut self, key: Key) {
-        if self.seen.contains(key) {
+    /// One more occurrence of `key` (from any thread).
+    pub fn add(&self, key: Key) {
+        if self.seen.insert(key) {
             self.shared.insert(key);
-        } else {
-            self.seen.insert(key);
         }
     }
 
@@ -148,19 +152,27 @@ impl Journal {
     }
 
     pub fn append(&mut self, game: &Game, source: u32) -> Result<()> {
-        self.buf.clear();
-        encode(game, &mut self.buf);
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.clear();
+        encode(game, &mut buf);
+        let written = self.append_record(game.hash, &buf, source);
+        self.buf = buf;
+        written
+    }
+
+    /// Appends a record [`record`] made of the game with this `hash`.
+    pub fn append_record(&mut self, hash: u64, record: &[u8], source: u32) -> Result<()> {
         self.file
-            .write_all(&self.buf)
+            .write_all(record)
             .with_context(|| format!("cannot write to {}", self.path.display()))?;
         self.entries.push(Entry {
-            hash: game.hash,
+            hash,
             source,
             offset: self.offset,
-            len: self.buf.len() as u32,
+            len: record.len() as u32,
             copies: 1,
         });
-        self.offset += self.buf.len() as u64;
+        self.offset += record.len() as u64;
         Ok(())
     }
 
@@ -287,6 +299,14 @@ fn read_records(path: &Path, end: u64, mut f: impl FnMut(Game) -> Result<()>) ->
         }
         Ok(())
     })
+}
+
+/// The journal record of `game`, for [`Journal::append_record`] (made on
+/// the thread that validated the game).
+pub fn record(game: &Game) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64 + 11 * game.plies.len());
+    encode(game, &mut out);
+    out
 }
 
 /// A record: its length (u32, itself included), then the game's fields
@@ -530,7 +550,7 @@ mod tests {
 
     #[test]
     fn the_filter_never_calls_a_shared_position_single() {
-        let mut f = SharedFilter::new(1 << 16);
+        let f = SharedFilter::new(1 << 16);
         let keys: Vec<Key> = (0..20_000u64)
             .map(|i| Key(i.wrapping_mul(0x2545_F491_4F6C_DD1D) ^ 0x1234_5678))
             .collect();
