@@ -1,33 +1,38 @@
-//! `build` past its memory budget.
+//! `build` within its memory budget (`--memory`, [`Spill`]).
 //!
 //! While the counts fit the budget, `build` keeps them all in memory and
 //! writes the book in one pass. Each game is also appended to a journal, a
 //! temporary file of the validated games (moves and keys). When the counts
-//! outgrow the budget they are dropped, and counting goes on in a
-//! [`SharedFilter`] instead: two Bloom filters that tell a position met
-//! once from one met again, in a fixed amount of memory. A position the
-//! filter does not call shared is reached by one game only, so it lies in
-//! that game's single-game tail or before a position that other games reach.
+//! outgrow the budget (or from the start, for a new book from a large
+//! input) they are dropped, and counting goes on in a [`SharedFilter`]
+//! instead: two Bloom filters that tell a position met once from one met
+//! again, in a fixed amount of memory. A position the filter does not call
+//! shared is reached by one game only, so it lies in that game's
+//! single-game tail or before a position that other games reach.
 //!
 //! The journal is then read twice: once in input order to count exactly
-//! every position of each game up to the last one the filter calls shared
-//! (the rows, and the few positions a false positive adds), once in the
-//! games' id order to find each game's true tail from those exact counts
-//! and write the book ([`crate::book::db::Book::bulk_load_games`]). The
-//! result is the book of the one-pass build, row for row.
+//! every position the filter calls shared (the rows, and the few single
+//! positions a false positive adds) and the moves out of them, once in the
+//! games' id order to find each game's true tail from those exact counts,
+//! add the single positions before it, and write the book
+//! ([`crate::book::db::Book::bulk_load_games`]). The result is the book of
+//! the one-pass build, row for row.
 
 use std::{
     fs::File,
     io::{BufReader, BufWriter, Read, Write},
     os::unix::fs::FileExt,
-    path::Path,
+    path::{Path, PathBuf},
+    sync::Arc,
 };
 
 use anyhow::{anyhow, bail, Context, Result};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::db::Aggregate;
 use super::ingest::{Game, GameResult, Ply};
+use super::keys::KeySet;
 use super::keys::{Key, MoveCode};
 
 /// A blocked Bloom filter over position keys: each key sets three bits of
@@ -541,6 +546,239 @@ impl PairSorter {
             }
         }
         f(&out)
+    }
+}
+
+/// How much memory `build` may hold, and where it spills what does not fit.
+#[derive(Clone, Debug)]
+pub struct Spill {
+    /// The budget in bytes: the counts while they fit, then the filter of
+    /// shared positions and the tails index's sorting (SQLite's page cache
+    /// and the reading threads come on top, a few tens of MB; the rows, the
+    /// positions two games reach, are held whatever the budget).
+    pub memory: u64,
+    /// Directory of the temporary files (default: the book's own directory).
+    pub temp_dir: Option<PathBuf>,
+}
+
+impl Default for Spill {
+    fn default() -> Spill {
+        Spill {
+            memory: default_memory(),
+            temp_dir: None,
+        }
+    }
+}
+
+/// The default budget: half of the machine's memory, at least 256 MiB.
+pub fn default_memory() -> u64 {
+    // SAFETY: sysconf reads a system constant and has no preconditions.
+    let (pages, page) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    let total = if pages > 0 && page > 0 {
+        pages as u64 * page as u64
+    } else {
+        4 << 30
+    };
+    (total / 2).max(256 << 20)
+}
+
+/// Reads a size as `--memory` takes it: bytes, or a number with K, M, G or
+/// T (powers of 1024; a trailing B or iB is allowed): `1G`, `256M`, `1.5G`.
+pub fn parse_size(text: &str) -> std::result::Result<u64, String> {
+    let t = text.trim();
+    let upper = t.to_ascii_uppercase();
+    let upper = upper
+        .strip_suffix("IB")
+        .or_else(|| upper.strip_suffix('B'))
+        .unwrap_or(&upper);
+    let (number, unit) = match upper.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => (&upper[..i], Some(c)),
+        _ => (upper, None),
+    };
+    let shift = match unit {
+        None => 0,
+        Some('K') => 10,
+        Some('M') => 20,
+        Some('G') => 30,
+        Some('T') => 40,
+        Some(c) => return Err(format!("unknown unit {c:?} in {t:?} (K, M, G or T)")),
+    };
+    let value: f64 = number
+        .trim()
+        .parse()
+        .map_err(|_| format!("{t:?} is not a size (e.g. 512M, 2G)"))?;
+    if !value.is_finite() || value <= 0.0 {
+        return Err(format!("{t:?}: a size is a positive number"));
+    }
+    let bytes = value * (1u64 << shift) as f64;
+    if bytes >= u64::MAX as f64 {
+        return Err(format!("{t:?} is too large"));
+    }
+    Ok(bytes as u64)
+}
+
+/// The share of the budget the aggregate may fill: writing it (rows sorted,
+/// the graph valued) needs about as much again.
+pub(super) const AGGREGATE_SHARE: f64 = 0.45;
+/// The share of the budget for the filter of shared positions once the
+/// counts no longer fit, at most (it is sized at 16 bits a position the
+/// input may hold), and for sorting the tails index in memory (the rest
+/// goes to sorted runs on disk).
+pub(super) const FILTER_SHARE: f64 = 0.25;
+pub(super) const TAIL_SORT_SHARE: f64 = 0.1;
+
+/// Inputs of more PGN than this (decompressed, estimated) make a new book
+/// through the journal from the start.
+pub(super) const JOURNAL_FROM: u64 = 16 << 20;
+
+/// The decompressed size of the inputs, estimated from their files (`None`
+/// for standard input or a file that cannot be read: the budget decides).
+pub(super) fn plain_size(inputs: &[PathBuf]) -> Option<u64> {
+    let mut total = 0u64;
+    for p in inputs {
+        if p.as_os_str() == "-" {
+            return None;
+        }
+        let len = std::fs::metadata(p).ok()?.len();
+        let name = p.to_string_lossy();
+        // PGN compresses about 4 times with gzip, 5 with zstd.
+        let factor = if name.ends_with(".gz") {
+            4
+        } else if name.ends_with(".zst") {
+            5
+        } else {
+            1
+        };
+        total = total.saturating_add(len.saturating_mul(factor));
+    }
+    Some(total)
+}
+
+/// Counts games in memory while they fit; past the budget, in a filter of
+/// shared positions (see [`super::spill`]). Every game is journalled.
+pub(super) struct Counter {
+    pub agg: Option<Aggregate>,
+    pub filter: Option<Arc<SharedFilter>>,
+    pub journal: Journal,
+    pub sources: Vec<String>,
+    pub tails: bool,
+    pub limit: u64,
+    pub filter_bytes: u64,
+    /// Games counted when the budget was reached.
+    pub spilled_at: Option<u64>,
+    pub games: u64,
+}
+
+impl Counter {
+    /// Counts `game`; `record`: its journal record, made (and its positions
+    /// added to the filter) by the thread that validated it.
+    pub fn add(&mut self, game: &Game, record: Option<Vec<u8>>, source: &str) -> Result<()> {
+        if self.sources.last().is_none_or(|s| s != source) {
+            self.sources.push(source.to_string());
+        }
+        let index = self.sources.len() as u32 - 1;
+        self.games += 1;
+        if let Some(r) = record {
+            return self.journal.append_record(game.hash, &r, index);
+        }
+        self.journal.append(game, index)?;
+        if let Some(f) = &self.filter {
+            for k in game.keys() {
+                f.add(k);
+            }
+            return Ok(());
+        }
+        let Some(agg) = &mut self.agg else {
+            return Ok(());
+        };
+        agg.add(game, source);
+        if agg.approx_bytes() > self.limit && self.tails {
+            // The counts are freed before the filter takes their place,
+            // filled from the journal: the two are never held together.
+            self.agg = None;
+            let f = SharedFilter::new(self.filter_bytes);
+            self.journal.replay(|g| {
+                for k in g.keys() {
+                    f.add(k);
+                }
+                Ok(())
+            })?;
+            self.filter = Some(Arc::new(f));
+            self.spilled_at = Some(self.games);
+        }
+        Ok(())
+    }
+}
+
+/// The exact counts of every position `shared` says two games may reach,
+/// and of the moves out of them, from the journal; of every position of a
+/// game that cannot have a tail (from a FEN, or repeated in the input). The
+/// positions before a tail that one game alone reaches are added from that
+/// game when the book is written.
+pub(super) fn count_shared(
+    reader: &JournalReader,
+    copied: &KeySet<u64>,
+    shared: &SharedFilter,
+    tails: bool,
+) -> Result<Aggregate> {
+    let standard = crate::book::keys::polyglot_key(&shakmaty::Chess::default());
+    let mut agg = Aggregate::new(tails);
+    reader.for_each(|game| {
+        if game.start_ply == 0 && game.start == standard && !copied.contains(&game.hash) {
+            agg.count_positions(&game, |_, k| shared.is_shared(k));
+        } else {
+            agg.count_positions(&game, |_, _| true);
+        }
+        Ok(())
+    })?;
+    Ok(agg)
+}
+
+/// Temporary files of one build, beside the book or in `--temp-dir`, named
+/// after the book: removed when the build ends, and a killed build's by the
+/// next build of the same book.
+pub(super) struct TempFiles {
+    pub dir: PathBuf,
+    pub prefix: String,
+}
+
+impl TempFiles {
+    pub fn new(book: &Path, spill: &Spill) -> Result<TempFiles> {
+        let dir = match &spill.temp_dir {
+            Some(d) => d.clone(),
+            None => book
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .map_or_else(|| PathBuf::from("."), |d| d.to_path_buf()),
+        };
+        if !dir.is_dir() {
+            bail!(
+                "the temporary directory {} is not a directory (--temp-dir)",
+                dir.display()
+            );
+        }
+        let name = book
+            .file_name()
+            .ok_or_else(|| anyhow::anyhow!("{}: not a file name", book.display()))?
+            .to_string_lossy();
+        let prefix = format!("{name}.spill-");
+        if let Ok(entries) = std::fs::read_dir(&dir) {
+            for e in entries.flatten() {
+                if e.file_name().to_string_lossy().starts_with(&prefix) {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        }
+        Ok(TempFiles { dir, prefix })
+    }
+
+    pub fn path(&self, what: &str) -> PathBuf {
+        self.dir.join(format!("{}{what}", self.prefix))
     }
 }
 
