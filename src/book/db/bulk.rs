@@ -278,14 +278,7 @@ impl Book {
                 return Err(anyhow!("the thread preparing the rows panicked"));
             };
             insert_tail_rows(&tx, &listed)?;
-            let Ok((edge_rows, links)) = recv.recv() else {
-                return Err(anyhow!("the thread preparing the rows panicked"));
-            };
-            insert_move_rows(&tx, &edge_rows, &links)?;
-            let (g, rows) = worker
-                .join()
-                .map_err(|_| anyhow!("the evaluation thread panicked"))?;
-            Ok((g, rows, links))
+            moves_then_graph(&tx, &recv, worker)
         })?;
         insert_position_rows(&tx, &g, rows, &links)?;
         tx.commit()?;
@@ -392,14 +385,7 @@ impl Book {
                 (g, p.rows)
             });
             tail_index.drain(|rows| insert_tail_rows(&tx, rows))?;
-            let Ok((edge_rows, links)) = recv.recv() else {
-                return Err(anyhow!("the thread preparing the rows panicked"));
-            };
-            insert_move_rows(&tx, &edge_rows, &links)?;
-            let (g, rows) = worker
-                .join()
-                .map_err(|_| anyhow!("the evaluation thread panicked"))?;
-            Ok((g, rows, links))
+            moves_then_graph(&tx, &recv, worker)
         })?;
         insert_position_rows(&tx, &g, rows, &links)?;
         tx.commit()?;
@@ -492,6 +478,29 @@ impl Book {
         self.conn.pragma_update(None, "cache_size", -16_384i64)?;
         Ok(())
     }
+}
+
+/// What the thread that prepares the rows sends before it values them:
+/// the moves and the parent links.
+type MoveRows = (Vec<((i64, u16), EdgeAgg)>, Links);
+/// `(child, parent)` of every move, sorted (see [`parent_links`]).
+type Links = Vec<(i64, i64)>;
+
+/// The moves written as soon as the thread preparing the rows sends them
+/// (they need no values), then its valued graph and its number of rows.
+fn moves_then_graph(
+    tx: &Connection,
+    recv: &std::sync::mpsc::Receiver<MoveRows>,
+    worker: std::thread::ScopedJoinHandle<'_, (Graph, usize)>,
+) -> Result<(Graph, usize, Links)> {
+    let Ok((edge_rows, links)) = recv.recv() else {
+        return Err(anyhow!("the thread preparing the rows panicked"));
+    };
+    insert_move_rows(tx, &edge_rows, &links)?;
+    let (g, rows) = worker
+        .join()
+        .map_err(|_| anyhow!("the evaluation thread panicked"))?;
+    Ok((g, rows, links))
 }
 
 /// Inserts game rows `(id, game, tail ply, source id)` into a fresh table.
