@@ -196,12 +196,12 @@ struct BuildArgs {
     #[arg(long)]
     no_tails: bool,
     /// Memory the build may hold (e.g. 512M, 2G; default: half of the machine's). Past
-    /// it, the counts are spilled as runs (books in --temp-dir) and merged at the end,
-    /// which gives the same book.
+    /// it, games go to a journal in --temp-dir and a filter of shared positions replaces
+    /// the counts; the book is the same (the positions two games reach stay in memory).
     #[arg(long, value_name = "SIZE", value_parser = build::parse_size)]
     memory: Option<u64>,
-    /// Directory for the spilled runs (default: the book's). They are removed when the
-    /// build ends, and a killed build's by the next build of the same book.
+    /// Directory for the build's temporary files (default: the book's). They are removed
+    /// when the build ends, and a killed build's by the next build of the same book.
     #[arg(long, value_name = "DIR")]
     temp_dir: Option<PathBuf>,
     /// Virtual draws added to every position's statistics (new book only).

@@ -787,6 +787,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn sizes_read_with_binary_units_and_bad_ones_are_refused() {
+        assert_eq!(parse_size("1G"), Ok(1 << 30));
+        assert_eq!(parse_size("256m"), Ok(256 << 20));
+        assert_eq!(parse_size("1.5GiB"), Ok(3 << 29));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("2KB"), Ok(2048));
+        for bad in ["", "G", "12X", "-1G", "0", "nanM", "1e30T"] {
+            assert!(parse_size(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
     fn the_filter_never_calls_a_shared_position_single() {
         let f = SharedFilter::new(1 << 16);
         let keys: Vec<Key> = (0..20_000u64)
