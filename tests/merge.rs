@@ -131,8 +131,6 @@ fn books_built_with_other_settings_are_refused_and_the_output_is_untouched() {
 
 #[test]
 fn a_merge_killed_at_any_point_leaves_the_old_book_and_the_next_run_cleans_up() {
-    use std::process::{Command, Stdio};
-    use std::time::Duration;
     let dir = TempDir::new().expect("tmp");
     let (whole, files) = parts(dir.path(), 2, 0);
     let one = dir.path().join("one.sqlite");
@@ -151,18 +149,9 @@ fn a_merge_killed_at_any_point_leaves_the_old_book_and_the_next_run_cleans_up() 
     };
     let mut killed = 0;
     for wait_ms in [5, 40, 120, 250, 400] {
-        let mut child = Command::new(common::bin())
-            .args(["merge", "--book", s(&a), s(&b)])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn merge");
-        std::thread::sleep(Duration::from_millis(wait_ms));
-        if child.try_wait().expect("wait").is_none() {
-            child.kill().expect("kill");
+        if common::run_killed_after(&["merge", "--book", s(&a), s(&b)], wait_ms).0 {
             killed += 1;
         }
-        child.wait().expect("reap");
         if std::fs::read(&a).expect("read a") != before {
             // It finished before the kill: the merged book is complete.
             assert_same_book(&one, &a);

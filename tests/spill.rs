@@ -11,7 +11,6 @@ mod common;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 use common::{assert_same_book, ok, run, s, sample, sample_text};
 use tempfile::TempDir;
@@ -51,6 +50,11 @@ fn temporaries(dir: &Path) -> Vec<String> {
         .collect()
 }
 
+fn assert_no_temporaries(dir: &Path) {
+    let left = temporaries(dir);
+    assert!(left.is_empty(), "temporary files left: {left:?}");
+}
+
 fn build(book: &Path, inputs: &[&Path], extra: &[&str]) -> String {
     let mut args = vec!["build", "--book", s(book)];
     args.extend_from_slice(extra);
@@ -84,11 +88,7 @@ fn a_build_over_its_memory_budget_writes_the_book_a_build_in_memory_writes() {
     assert!(said.contains("over the memory budget"), "{said}");
     assert_same_book(&whole, &small);
     ok(&["check", "--book", s(&small)]);
-    assert!(
-        temporaries(dir.path()).is_empty(),
-        "{:?}",
-        temporaries(dir.path())
-    );
+    assert_no_temporaries(dir.path());
 }
 
 #[test]
@@ -138,11 +138,7 @@ fn repeated_games_pruning_and_an_existing_book_give_the_same_book_over_the_budge
     assert_eq!(common::positions(&a), common::positions(&b));
     assert_eq!(common::book_moves(&a), common::book_moves(&b));
     ok(&["check", "--book", s(&b)]);
-    assert!(
-        temporaries(dir.path()).is_empty(),
-        "{:?}",
-        temporaries(dir.path())
-    );
+    assert_no_temporaries(dir.path());
 }
 
 /// Generated games enough for a build that takes a while (about a second).
@@ -176,18 +172,9 @@ fn a_build_killed_at_any_point_leaves_no_book_or_the_old_one_and_the_next_build_
     let mut killed = 0;
     for wait_ms in [30, 150, 400, 800, 1300] {
         for book in [&fresh, &old] {
-            let mut child = Command::new(common::bin())
-                .args(["build", "--memory", "4M", "--book", s(book), s(&input)])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("spawn build");
-            std::thread::sleep(Duration::from_millis(wait_ms));
-            if child.try_wait().expect("wait").is_none() {
-                child.kill().expect("kill");
-                killed += 1;
-            }
-            let status = child.wait().expect("reap");
+            let args = ["build", "--memory", "4M", "--book", s(book), s(&input)];
+            let (was_killed, status) = common::run_killed_after(&args, wait_ms);
+            killed += usize::from(was_killed);
             if status.success() {
                 // It finished first: a complete book, as the next one is.
                 let _ = std::fs::remove_file(book);
@@ -214,11 +201,7 @@ fn a_build_killed_at_any_point_leaves_no_book_or_the_old_one_and_the_next_build_
     assert_same_book(&whole, &fresh);
     build(&old, &[&input], &["--memory", "4M"]);
     ok(&["check", "--book", s(&old)]);
-    assert!(
-        temporaries(dir.path()).is_empty(),
-        "{:?}",
-        temporaries(dir.path())
-    );
+    assert_no_temporaries(dir.path());
 }
 
 #[test]
@@ -255,11 +238,7 @@ fn an_unusable_temporary_directory_or_a_full_disk_is_a_clear_error() {
         "the error says what failed: {err}"
     );
     assert!(!book.exists());
-    assert!(
-        temporaries(dir.path()).is_empty(),
-        "{:?}",
-        temporaries(dir.path())
-    );
+    assert_no_temporaries(dir.path());
 
     // A merge on a full disk: the old book stays as it was.
     let (a, b) = (dir.path().join("a.sqlite"), dir.path().join("b.sqlite"));
@@ -278,9 +257,5 @@ fn an_unusable_temporary_directory_or_a_full_disk_is_a_clear_error() {
         before,
         "the old book is unchanged"
     );
-    assert!(
-        temporaries(dir.path()).is_empty(),
-        "{:?}",
-        temporaries(dir.path())
-    );
+    assert_no_temporaries(dir.path());
 }

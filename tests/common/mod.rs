@@ -57,6 +57,23 @@ pub fn ok(args: &[&str]) -> Output {
     out
 }
 
+/// Starts `learnbook args` and SIGKILLs it after `wait_ms` unless it has
+/// ended by then. Returns whether it was killed, and how it ended.
+pub fn run_killed_after(args: &[&str], wait_ms: u64) -> (bool, std::process::ExitStatus) {
+    let mut child = Command::new(bin())
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn learnbook");
+    std::thread::sleep(std::time::Duration::from_millis(wait_ms));
+    let running = child.try_wait().expect("wait").is_none();
+    if running {
+        child.kill().expect("kill");
+    }
+    (running, child.wait().expect("reap"))
+}
+
 /// The sample's PGN text, decompressed.
 pub fn sample_text() -> Vec<u8> {
     let mut text = Vec::new();

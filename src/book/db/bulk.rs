@@ -194,11 +194,6 @@ impl Aggregate {
             + self.game_heap
     }
 
-    /// Games counted (each once, however many copies).
-    pub fn game_count(&self) -> usize {
-        self.games.len()
-    }
-
     /// An empty aggregate; `tails`: a new book keeps single-game tails.
     pub fn new(tails: bool) -> Aggregate {
         Aggregate {
