@@ -25,7 +25,7 @@ use super::merge::merge_books;
 use super::minimax::ChoiceChange;
 use super::spill::{
     self, count_shared, plain_size, Counter, Journal, PairSorter, SharedFilter, TempFiles,
-    AGGREGATE_SHARE, FILTER_SHARE, JOURNAL_FROM, TAIL_SORT_SHARE,
+    AGGREGATE_SHARE, FILTER_SHARE, JOURNAL_FROM, JOURNAL_MEMORY_SHARE, TAIL_SORT_SHARE,
 };
 pub use super::spill::{default_memory, parse_size, Spill};
 use crate::atomic_file;
@@ -481,12 +481,16 @@ pub fn build_book(
         shared.bytes() >> 20
     ));
     // The exact counts of what two games may reach.
-    let (reader, entries) = journal.finish()?;
+    let (mut reader, entries) = journal.finish()?;
     let copied: KeySet<u64> = entries
         .iter()
         .filter(|e| e.copies > 1)
         .map(|e| e.hash)
         .collect();
+    // A journal small beside the budget is read from memory.
+    if reader.len() as f64 <= spill.memory as f64 * JOURNAL_MEMORY_SHARE {
+        reader.load()?;
+    }
     let agg = count_shared(&reader, &copied, &shared, !filter.no_tails)?;
     drop(shared);
     let counted = start.elapsed().as_secs_f64();

@@ -140,6 +140,10 @@ pub struct Journal {
 pub struct JournalReader {
     file: File,
     path: std::path::PathBuf,
+    /// The whole file, when the budget allows: a game is then decoded
+    /// from memory instead of read by a system call.
+    bytes: Option<Vec<u8>>,
+    len: u64,
 }
 
 impl Journal {
@@ -227,6 +231,8 @@ impl Journal {
             JournalReader {
                 file,
                 path: self.path,
+                bytes: None,
+                len: self.offset,
             },
             entries,
         ))
@@ -234,18 +240,69 @@ impl Journal {
 }
 
 impl JournalReader {
+    /// Bytes in the journal.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
     /// Every game in input order, each occurrence.
-    pub fn for_each(&self, f: impl FnMut(Game) -> Result<()>) -> Result<()> {
-        read_records(&self.path, u64::MAX, f)
+    pub fn for_each(&self, mut f: impl FnMut(Game) -> Result<()>) -> Result<()> {
+        let Some(bytes) = &self.bytes else {
+            return read_records(&self.path, u64::MAX, f);
+        };
+        let what = || format!("reading {}", self.path.display());
+        let mut at = 0;
+        while at < bytes.len() {
+            let len = bytes
+                .get(at..at + 4)
+                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+                .filter(|&n| n >= 4)
+                .ok_or_else(|| anyhow!("a damaged journal (record at {at})"))
+                .with_context(what)?;
+            let record = bytes
+                .get(at + 4..at + len)
+                .ok_or_else(|| anyhow!("a damaged journal (record at {at})"))
+                .with_context(what)?;
+            f(decode(record).with_context(what)?)?;
+            at += len;
+        }
+        Ok(())
+    }
+
+    /// Whether the journal is held in memory ([`JournalReader::load`]).
+    pub fn loaded(&self) -> bool {
+        self.bytes.is_some()
+    }
+
+    /// Reads the whole journal into memory, for [`JournalReader::for_each`]
+    /// and [`JournalReader::read`].
+    pub fn load(&mut self) -> Result<()> {
+        let bytes = std::fs::read(&self.path)
+            .with_context(|| format!("reading {}", self.path.display()))?;
+        self.bytes = Some(bytes);
+        Ok(())
     }
 
     /// The game at `entry`.
     pub fn read(&self, entry: &Entry, buf: &mut Vec<u8>) -> Result<Game> {
+        let what = || format!("reading {}", self.path.display());
+        if let Some(bytes) = &self.bytes {
+            let record = usize::try_from(entry.offset)
+                .ok()
+                .and_then(|at| bytes.get(at + 4..at + entry.len as usize))
+                .ok_or_else(|| anyhow!("a damaged journal (record at {})", entry.offset))
+                .with_context(what)?;
+            return decode(record).with_context(what);
+        }
         buf.resize(entry.len as usize, 0);
         self.file
             .read_exact_at(buf, entry.offset)
-            .with_context(|| format!("reading {}", self.path.display()))?;
-        decode(&buf[4..]).with_context(|| format!("reading {}", self.path.display()))
+            .with_context(what)?;
+        decode(&buf[4..]).with_context(what)
     }
 }
 
@@ -631,6 +688,9 @@ pub(super) const AGGREGATE_SHARE: f64 = 0.45;
 /// goes to sorted runs on disk).
 pub(super) const FILTER_SHARE: f64 = 0.25;
 pub(super) const TAIL_SORT_SHARE: f64 = 0.1;
+/// A journal up to this share of the budget is held in memory for its two
+/// reads (and counted on two threads).
+pub(super) const JOURNAL_MEMORY_SHARE: f64 = 0.1;
 
 /// Inputs of more PGN than this (decompressed, estimated) make a new book
 /// through the journal from the start.
@@ -720,6 +780,10 @@ impl Counter {
 /// game that cannot have a tail (from a FEN, or repeated in the input). The
 /// positions before a tail that one game alone reaches are added from that
 /// game when the book is written.
+///
+/// A journal held in memory is counted on two threads, each the positions
+/// of one half of the keys (its top bit): the two counts have no key in
+/// common, so they join without a look-up.
 pub(super) fn count_shared(
     reader: &JournalReader,
     copied: &KeySet<u64>,
@@ -727,15 +791,30 @@ pub(super) fn count_shared(
     tails: bool,
 ) -> Result<Aggregate> {
     let standard = crate::book::keys::polyglot_key(&shakmaty::Chess::default());
-    let mut agg = Aggregate::new(tails);
-    reader.for_each(|game| {
-        if game.start_ply == 0 && game.start == standard && !copied.contains(&game.hash) {
-            agg.count_positions(&game, |_, k| shared.is_shared(k));
-        } else {
-            agg.count_positions(&game, |_, _| true);
-        }
-        Ok(())
-    })?;
+    let count = |half: Option<u64>| -> Result<Aggregate> {
+        let mine = |k: Key| half.is_none_or(|h| k.0 >> 63 == h);
+        let mut agg = Aggregate::new(tails);
+        reader.for_each(|game| {
+            if game.start_ply == 0 && game.start == standard && !copied.contains(&game.hash) {
+                agg.count_positions(&game, |_, k| mine(k) && shared.is_shared(k));
+            } else {
+                agg.count_positions(&game, |_, k| mine(k));
+            }
+            Ok(())
+        })?;
+        Ok(agg)
+    };
+    if !reader.loaded() {
+        return count(None);
+    }
+    let (low, high) = std::thread::scope(|scope| {
+        let high = scope.spawn(|| count(Some(1)));
+        (count(Some(0)), high.join())
+    });
+    let high = high.map_err(|_| anyhow!("a thread counting the journal panicked"))??;
+    let mut agg = low?;
+    agg.nodes.extend(high.nodes);
+    agg.edges.extend(high.edges);
     Ok(agg)
 }
 

@@ -90,6 +90,7 @@ impl Aggregate {
         let c = game.result.counts();
         let expected = game.expected_milli();
         let mut last_kept = false;
+        // Each position and the move out of it together: one look-up.
         for (ply, key) in game.keys().enumerate() {
             last_kept = keep(ply, key);
             if !last_kept {
@@ -106,34 +107,26 @@ impl Aggregate {
             n.depth = n.depth.min(depth);
             n.counts.add(c);
             n.expected += expected;
+            let Some(p) = game.plies.get(ply) else {
+                continue;
+            };
+            let new = || EdgeAgg {
+                child: p.child,
+                castle: p.castle,
+                counts: Counts::default(),
+            };
+            let e = match &mut n.first {
+                first @ None => &mut first.insert((p.mv.0, new())).1,
+                Some((mv, e)) if *mv == p.mv.0 => e,
+                _ => self.edges.entry((key, p.mv.0)).or_insert_with(new),
+            };
+            e.counts.add(c);
         }
         if let Some(e) = game.terminal {
             let last = game.plies.last().map_or(game.start, |p| p.child);
             if let Some(n) = self.nodes.get_mut(&last).filter(|_| last_kept) {
                 n.exact = Some(e);
             }
-        }
-        for (i, p) in game.plies.iter().enumerate() {
-            if !keep(i, p.parent) {
-                continue;
-            }
-            let new = || EdgeAgg {
-                child: p.child,
-                castle: p.castle,
-                counts: Counts::default(),
-            };
-            let e = match self.nodes.get_mut(&p.parent) {
-                Some(NodeAgg {
-                    first: first @ None,
-                    ..
-                }) => &mut first.insert((p.mv.0, new())).1,
-                Some(NodeAgg {
-                    first: Some((mv, e)),
-                    ..
-                }) if *mv == p.mv.0 => e,
-                _ => self.edges.entry((p.parent, p.mv.0)).or_insert_with(new),
-            };
-            e.counts.add(c);
         }
     }
 
@@ -660,8 +653,10 @@ fn game_tail(
     let standard = game.start_ply == 0 && game.start == polyglot_key(&Chess::default());
     if tails && copies == 1 && standard {
         let keys: Vec<Key> = game.keys().collect();
-        let single = |k: &Key| nodes.get(k).is_none_or(|n| n.counts.total() == 1);
-        let t = keys.iter().rposition(|k| !single(k)).unwrap_or(0) + 1;
+        // Each position looked up once (the table is far larger than the cache).
+        let counted: Vec<Option<&NodeAgg>> = keys.iter().map(|k| nodes.get(k)).collect();
+        let single = |n: &Option<&NodeAgg>| n.is_none_or(|n| n.counts.total() == 1);
+        let t = counted.iter().rposition(|n| !single(n)).unwrap_or(0) + 1;
         let last = keys.len() - 1;
         // A position only this game reaches, as the aggregate would count it.
         let alone = |i: usize| NodeAgg {
@@ -675,7 +670,7 @@ fn game_tail(
         // filter called shared (and the moves out of them); a position
         // only this game reaches, it did not.
         for (i, &k) in keys[..t].iter().enumerate() {
-            if !nodes.contains_key(&k) {
+            if counted[i].is_none() {
                 let mut n = alone(i);
                 if let Some(p) = game.plies.get(i) {
                     let e = EdgeAgg {
@@ -690,7 +685,7 @@ fn game_tail(
         }
         if t < keys.len() {
             let mut chain: Vec<NodeInfo> = (t..keys.len())
-                .map(|i| match nodes.get(&keys[i]) {
+                .map(|i| match counted[i] {
                     Some(n) => {
                         out.counted.push(keys[i]);
                         node_info(keys[i], n)
