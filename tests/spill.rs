@@ -197,8 +197,16 @@ fn a_build_killed_at_any_point_leaves_no_book_or_the_old_one_and_the_next_build_
     assert!(killed >= 4, "builds were killed while running ({killed})");
     let whole = dir.path().join("whole.sqlite");
     build(&whole, &[&input], &[]);
-    build(&fresh, &[&input], &["--memory", "4M"]);
+    let said = build(&fresh, &[&input], &["--memory", "4M"]);
+    assert!(!said.contains("read from memory"), "{said}");
     assert_same_book(&whole, &fresh);
+    // Past a budget of 256 MB late, with a journal small beside it: read
+    // from memory, and counted on two threads.
+    let roomy = dir.path().join("roomy.sqlite");
+    let said = build(&roomy, &[&input], &["--memory", "256M"]);
+    assert!(said.contains("over the memory budget"), "{said}");
+    assert!(said.contains("read from memory"), "{said}");
+    assert_same_book(&whole, &roomy);
     build(&old, &[&input], &["--memory", "4M"]);
     ok(&["check", "--book", s(&old)]);
     assert_no_temporaries(dir.path());

@@ -474,12 +474,12 @@ pub fn build_book(
         Some(n) => format!("over the memory budget after {n} games"),
         None => format!("more than {} MB of PGN", JOURNAL_FROM >> 20),
     };
-    summary.spill = Some(format!(
+    let journalled = format!(
         "{why}: {} games journalled ({:.1} MB), shared positions in a {} MB filter",
         journal.entries.len(),
         journal.len() as f64 / f64::from(1 << 20),
         shared.bytes() >> 20
-    ));
+    );
     // The exact counts of what two games may reach.
     let (mut reader, entries) = journal.finish()?;
     let copied: KeySet<u64> = entries
@@ -488,9 +488,15 @@ pub fn build_book(
         .map(|e| e.hash)
         .collect();
     // A journal small beside the budget is read from memory.
-    if reader.len() as f64 <= spill.memory as f64 * JOURNAL_MEMORY_SHARE {
+    let in_memory = reader.len() as f64 <= spill.memory as f64 * JOURNAL_MEMORY_SHARE;
+    if in_memory {
         reader.load()?;
     }
+    summary.spill = Some(if in_memory {
+        format!("{journalled}; the journal read from memory")
+    } else {
+        journalled
+    });
     let agg = count_shared(&reader, &copied, &shared, !filter.no_tails)?;
     drop(shared);
     let counted = start.elapsed().as_secs_f64();
