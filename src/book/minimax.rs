@@ -351,17 +351,20 @@ pub fn choices<'a>(
 ) -> Vec<Choice> {
     children
         .into_iter()
-        .filter_map(|(mv, child)| {
-            edge_value(node.depth, child, p).map(|q| Choice {
-                mv,
-                q,
-                games: child.counts.total(),
-                points: node.white_to_move().map_or(0, |w| child.points_for(w)),
-                exact: child.exact.is_some(),
-                all_lost: all_lost(node, child),
-            })
-        })
+        .filter_map(|(mv, child)| choice(node, mv, child, p))
         .collect()
+}
+
+/// The choice of `mv` to `child` at `node` (`None`: the move has no value).
+fn choice(node: &NodeInfo, mv: MoveCode, child: &NodeInfo, p: &ValueParams) -> Option<Choice> {
+    edge_value(node.depth, child, p).map(|q| Choice {
+        mv,
+        q,
+        games: child.counts.total(),
+        points: node.white_to_move().map_or(0, |w| child.points_for(w)),
+        exact: child.exact.is_some(),
+        all_lost: all_lost(node, child),
+    })
 }
 
 /// The probability the `weighted` mode (see `select`) gives each option of
@@ -406,13 +409,30 @@ pub fn node_value<'a>(
     children: impl IntoIterator<Item = (MoveCode, &'a NodeInfo)>,
     p: &ValueParams,
 ) -> (f64, Option<MoveCode>) {
-    let choices = choices(node, children, p);
+    node_value_with(node, children, p, &mut Vec::new())
+}
+
+/// [`node_value`], its choices made in `buf` (for a loop over many nodes:
+/// one allocation, not one a node).
+pub fn node_value_with<'a>(
+    node: &NodeInfo,
+    children: impl IntoIterator<Item = (MoveCode, &'a NodeInfo)>,
+    p: &ValueParams,
+    buf: &mut Vec<Choice>,
+) -> (f64, Option<MoveCode>) {
+    buf.clear();
+    buf.extend(
+        children
+            .into_iter()
+            .filter_map(|(mv, child)| choice(node, mv, child, p)),
+    );
+    let choices = &buf[..];
     let (v, best) = if node.depth.is_none() {
         (0.0, None)
     } else if let Some(e) = node.exact {
         (e, None)
     } else {
-        match choose(&choices, node.points(), node.deviation, p) {
+        match choose(choices, node.points(), node.deviation, p) {
             (Some(v), best) => (v, best),
             (None, _) => (node.stats_value(p), None),
         }
@@ -481,6 +501,7 @@ impl Graph {
         order.sort_unstable_by_key(|&i| {
             std::cmp::Reverse(self.nodes[i as usize].depth.map_or(-1, i64::from))
         });
+        let mut buf = Vec::new();
         for i in order {
             let i = i as usize;
             let (v, best) = {
@@ -489,7 +510,7 @@ impl Graph {
                     .children(i)
                     .iter()
                     .map(|&(mv, c)| (mv, &self.nodes[c as usize]));
-                node_value(node, kids, p)
+                node_value_with(node, kids, p, &mut buf)
             };
             self.nodes[i].value = v;
             self.best[i] = best;

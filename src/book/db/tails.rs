@@ -29,7 +29,7 @@ use super::graph::{search_inputs, MOVE_UPSERT};
 use super::schema::moves_from_blob;
 use crate::book::ingest::{next_key, GameResult};
 use crate::book::keys::{polyglot_key, Key, KeyMap, MoveCode};
-use crate::book::minimax::{node_value, NodeInfo, ValueParams};
+use crate::book::minimax::{node_value_with, NodeInfo, ValueParams};
 
 /// What a tail's values need of a position's analysis: its search score and
 /// deviation as values (see [`NodeInfo`]).
@@ -199,11 +199,13 @@ pub(super) fn value_chain(
     if n == 0 {
         return best;
     }
-    let (last_value, last_best) = node_value(&nodes[n - 1], std::iter::empty(), params);
+    let mut buf = Vec::with_capacity(1);
+    let (last_value, last_best) =
+        node_value_with(&nodes[n - 1], std::iter::empty(), params, &mut buf);
     nodes[n - 1].value = last_value;
     best[n - 1] = last_best;
     for (i, mv) in moves.take(n - 1).enumerate().rev() {
-        let (v, b) = node_value(&nodes[i], [(mv, &nodes[i + 1])], params);
+        let (v, b) = node_value_with(&nodes[i], [(mv, &nodes[i + 1])], params, &mut buf);
         nodes[i].value = v;
         best[i] = b;
     }
