@@ -418,9 +418,7 @@ pub fn build_book(
     // and encode the journal's records.
     let prepare: Option<Prepare> = shared.clone().map(|f| -> Prepare {
         Arc::new(move |g: &Game| {
-            for k in g.keys() {
-                f.add(k);
-            }
+            f.add_all(g.keys());
             spill::record(g)
         })
     });

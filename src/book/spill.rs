@@ -101,8 +101,34 @@ impl SharedFilter {
 
     /// One more occurrence of `key` (from any thread).
     pub fn add(&self, key: Key) {
-        if self.seen.insert(key) {
-            self.shared.insert(key);
+        self.add_all(std::iter::once(key));
+    }
+
+    /// One more occurrence of each of `keys`, in order (from any thread).
+    pub fn add_all(&self, keys: impl Iterator<Item = Key>) {
+        const CHUNK: usize = 16;
+        let mut todo = [Key(0); CHUNK];
+        let mut keys = keys.peekable();
+        while keys.peek().is_some() {
+            // Plain reads first, one for each key's line in both filters:
+            // their cache misses overlap (an atomic write waits for the one
+            // before it), and a key already shared (the openings of most
+            // games) needs no write, which would take the line from the
+            // other core.
+            let mut n = 0;
+            for key in keys.by_ref().take(CHUNK) {
+                let seen = self.seen.contains(key);
+                if !self.shared.contains(key) {
+                    todo[n] = key;
+                    n += 1;
+                }
+                std::hint::black_box(seen);
+            }
+            for &key in &todo[..n] {
+                if self.seen.insert(key) {
+                    self.shared.insert(key);
+                }
+            }
         }
     }
 
@@ -748,9 +774,7 @@ impl Counter {
         }
         self.journal.append(game, index)?;
         if let Some(f) = &self.filter {
-            for k in game.keys() {
-                f.add(k);
-            }
+            f.add_all(game.keys());
             return Ok(());
         }
         let Some(agg) = &mut self.agg else {
@@ -763,9 +787,7 @@ impl Counter {
             self.agg = None;
             let f = SharedFilter::new(self.filter_bytes);
             self.journal.replay(|g| {
-                for k in g.keys() {
-                    f.add(k);
-                }
+                f.add_all(g.keys());
                 Ok(())
             })?;
             self.filter = Some(Arc::new(f));
