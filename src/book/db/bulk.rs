@@ -493,11 +493,13 @@ fn moves_then_graph(
 
 /// Inserts game rows `(id, game, tail ply, source id)` into a fresh table.
 fn insert_game_rows(tx: &Connection, rows: &[(i64, &GameRow, Option<u32>, i64)]) -> Result<()> {
-    insert_chunked(
+    // Ascending: later games get later ids, so the pages are packed full.
+    insert_chunked_in(
         tx,
         "INSERT INTO games(id, hash, source, white, black, result, plies, start, copies, moves, expected, tail)",
         12,
         rows,
+        true,
         |st, i, &(id, g, tail, source)| {
             st.raw_bind_parameter(i, id)?;
             st.raw_bind_parameter(i + 1, hash_to_sql(g.hash))?;
