@@ -555,13 +555,23 @@ fn insert_move_rows(
             st.raw_bind_parameter(i + 6, e.counts.black)
         },
     )?;
-    let mut stmt = tx.prepare("INSERT INTO parents(child, parent) VALUES (?1, ?2)")?;
-    for group in links.chunk_by(|a, b| a.0 == b.0).filter(|g| g.len() > 1) {
-        for &(child, parent) in group {
-            stmt.execute(params![child, parent])?;
-        }
-    }
-    Ok(())
+    let listed: Vec<(i64, i64)> = links
+        .chunk_by(|a, b| a.0 == b.0)
+        .filter(|g| g.len() > 1)
+        .flatten()
+        .copied()
+        .collect();
+    insert_chunked_in(
+        tx,
+        "INSERT INTO parents(child, parent)",
+        2,
+        &listed,
+        true,
+        |st, i, &(child, parent)| {
+            st.raw_bind_parameter(i, child)?;
+            st.raw_bind_parameter(i + 1, parent)
+        },
+    )
 }
 
 /// Inserts the first `rows` nodes of the valued graph as positions.
