@@ -924,6 +924,38 @@ mod tests {
     }
 
     #[test]
+    fn games_added_whole_mark_what_two_of_them_or_one_twice_reach() {
+        let f = SharedFilter::new(1 << 16);
+        let key = |i: u64| Key(i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xABCD);
+        // Two games of 40 positions sharing their first 12. The second
+        // reaches one of its own positions twice 16 plies apart (in two
+        // chunks of the reads), and another twice 3 plies apart (in one).
+        let first: Vec<u64> = (0..40).collect();
+        let mut second: Vec<u64> = (0..12).chain(100..128).collect();
+        second[30] = second[14];
+        second[35] = second[32];
+        f.add_all(first.iter().map(|&i| key(i)));
+        f.add_all(second.iter().map(|&i| key(i)));
+        for &i in &first[..12] {
+            assert!(f.is_shared(key(i)));
+        }
+        assert!(f.is_shared(key(second[14])), "twice, 16 plies apart");
+        assert!(f.is_shared(key(second[32])), "twice, 3 plies apart");
+        let once: Vec<u64> = first[12..]
+            .iter()
+            .chain(&second[12..])
+            .copied()
+            .filter(|&i| i != second[14] && i != second[32])
+            .collect();
+        let false_shared = once.iter().filter(|&&i| f.is_shared(key(i))).count();
+        assert!(
+            false_shared <= 2,
+            "{false_shared} of {} single positions called shared",
+            once.len()
+        );
+    }
+
+    #[test]
     fn sorted_pairs_come_back_in_order_and_once_across_runs() {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut s = PairSorter::new(16 * 1024, dir.path(), "t.run");
