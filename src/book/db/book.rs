@@ -280,7 +280,13 @@ impl Book {
     pub fn make_durable(&self) -> Result<()> {
         self.conn.pragma_update(None, "journal_mode", "WAL")?;
         self.conn.pragma_update(None, "synchronous", "FULL")?;
-        self.checkpoint()
+        self.checkpoint()?;
+        // What was written without a journal is in the file but maybe not
+        // yet on the disk, and an empty WAL's checkpoint syncs nothing: sync
+        // the file itself, so that the renamed book survives a power loss.
+        std::fs::File::open(&self.path)
+            .and_then(|f| f.sync_all())
+            .with_context(|| format!("syncing {}", self.path.display()))
     }
 
     /// Writes the WAL back into the file and empties it, so that the file
