@@ -521,17 +521,16 @@ fn insert_game_rows(tx: &Connection, rows: &[(i64, &GameRow, Option<u32>, i64)])
 fn insert_tail_rows(tx: &Connection, listed: &[(i64, i64)]) -> Result<()> {
     // Ascending: the index is only read and shrinks, so its pages
     // are packed full.
-    insert_chunked_in(
-        tx,
-        "INSERT INTO tails(prefix, game)",
-        2,
-        listed,
-        true,
-        |st, i, &(prefix, game)| {
-            st.raw_bind_parameter(i, prefix)?;
-            st.raw_bind_parameter(i + 1, game)
-        },
-    )
+    insert_pairs(tx, "INSERT INTO tails(prefix, game)", listed)
+}
+
+/// Inserts sorted rows of two integers (`head` names the table and its two
+/// columns) in ascending order, their pages packed full.
+fn insert_pairs(tx: &Connection, head: &str, rows: &[(i64, i64)]) -> Result<()> {
+    insert_chunked_in(tx, head, 2, rows, true, |st, i, &(a, b)| {
+        st.raw_bind_parameter(i, a)?;
+        st.raw_bind_parameter(i + 1, b)
+    })
 }
 
 /// Inserts the moves and the `parents` of every position with two or more.
@@ -561,17 +560,7 @@ fn insert_move_rows(
         .flatten()
         .copied()
         .collect();
-    insert_chunked_in(
-        tx,
-        "INSERT INTO parents(child, parent)",
-        2,
-        &listed,
-        true,
-        |st, i, &(child, parent)| {
-            st.raw_bind_parameter(i, child)?;
-            st.raw_bind_parameter(i + 1, parent)
-        },
-    )
+    insert_pairs(tx, "INSERT INTO parents(child, parent)", &listed)
 }
 
 /// Inserts the first `rows` nodes of the valued graph as positions.
