@@ -10,7 +10,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{book_moves, ok, positions, s, sample, shared};
+use common::{book_moves, ok, positions, s, sample, shared, tail_positions};
 use learnbook::book::Book;
 use rusqlite::Connection;
 use tempfile::TempDir;
@@ -99,8 +99,8 @@ fn tails_and_rows_read_alike(input: &Path) -> (u64, u64) {
     );
     build(&tails, input, &[]);
     build(&rows, input, &["--no-tails"]);
-    assert!(count(&tails, "SELECT count(*) FROM tails") > 0);
-    assert_eq!(count(&rows, "SELECT count(*) FROM tails"), 0);
+    assert!(tail_positions(&tails) > 0);
+    assert_eq!(tail_positions(&rows), 0);
     assert_same_reading(&tails, &rows, dir.path());
     let size = |p: &Path| std::fs::metadata(p).expect("size").len();
     (size(&tails), size(&rows))
@@ -142,7 +142,7 @@ fn learned_games_and_search_scores_turn_tails_into_rows_and_the_book_reads_the_s
     );
     build(&tails, &first, &[]);
     build(&rows, &first, &["--no-tails"]);
-    let tail_count = |b: &Path| count(b, "SELECT count(*) FROM tails");
+    let tail_count = |b: &Path| tail_positions(b);
     let before = tail_count(&tails);
 
     // Learned game by game: a game that reaches a tail position makes the
@@ -189,4 +189,70 @@ fn learned_games_and_search_scores_turn_tails_into_rows_and_the_book_reads_the_s
     );
     assert!(count(&tails, "SELECT count(*) FROM analysis") > 100);
     assert_same_reading(&tails, &rows, dir.path());
+}
+
+#[test]
+fn a_schema_5_book_with_a_row_per_tails_entry_is_upgraded_and_reads_the_same() {
+    let dir = TempDir::new().expect("tmp");
+    let (old, rows) = (
+        dir.path().join("old.sqlite"),
+        dir.path().join("rows.sqlite"),
+    );
+    build(&old, &sample(), &[]);
+    build(&rows, &sample(), &["--no-tails"]);
+    let entries = {
+        // Schema 5 kept the index as a row per (key prefix, game), which
+        // schema 6 packs into buckets of six-byte entries (the prefix's low
+        // 16 bits, the game id in 32, little-endian).
+        let c = Connection::open(&old).expect("open");
+        let buckets: Vec<(i64, Vec<u8>)> = c
+            .prepare("SELECT bucket, entries FROM tail_index")
+            .expect("prepare")
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .expect("query")
+            .collect::<rusqlite::Result<_>>()
+            .expect("read");
+        c.execute_batch(
+            "CREATE TABLE tails(prefix INTEGER NOT NULL, game INTEGER NOT NULL,
+               PRIMARY KEY(prefix, game)) WITHOUT ROWID;
+             DROP TABLE tail_index;
+             UPDATE meta SET value = '5' WHERE key = 'schema_version';",
+        )
+        .expect("downgrade");
+        let mut n = 0;
+        for (bucket, blob) in buckets {
+            assert_eq!(blob.len() % 6, 0);
+            for e in blob.chunks_exact(6) {
+                let low = i64::from(u16::from_le_bytes([e[0], e[1]]));
+                let game = i64::from(u32::from_le_bytes([e[2], e[3], e[4], e[5]]));
+                c.execute(
+                    "INSERT INTO tails(prefix, game) VALUES (?1, ?2)",
+                    [(bucket << 16) | low, game],
+                )
+                .expect("insert");
+                n += 1;
+            }
+        }
+        n
+    };
+    assert!(entries > 1000, "{entries} entries");
+    // `check` upgrades the book, then finds every tail position listed and
+    // nothing else.
+    let out = ok(&["check", "--book", s(&old)]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("book is consistent"));
+    assert_eq!(
+        count(
+            &old,
+            "SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'schema_version'"
+        ),
+        i64::from(learnbook::book::db::SCHEMA_VERSION)
+    );
+    assert_eq!(
+        count(
+            &old,
+            "SELECT count(*) FROM sqlite_master WHERE name = 'tails'"
+        ),
+        0
+    );
+    assert_same_reading(&old, &rows, dir.path());
 }

@@ -11,7 +11,8 @@ use shakmaty::Chess;
 use super::book::Book;
 use super::graph::{reevaluate_all, MOVE_UPSERT};
 use super::schema::{hash_to_sql, moves_from_blob, moves_to_blob, source_id};
-use super::tails::{materialize_keys, prefix, value_chain};
+use super::tail_index::{prefix, IndexWriter};
+use super::tails::{materialize_keys, value_chain};
 use crate::book::ingest::{Counts, Game};
 use crate::book::keys::{polyglot_key, Key, KeyMap, MoveCode};
 use crate::book::minimax::{Graph, NodeInfo, ValueParams};
@@ -265,7 +266,9 @@ impl Book {
             let Ok(listed) = recv_listed.recv() else {
                 return Err(anyhow!("the thread preparing the rows panicked"));
             };
-            insert_tail_rows(&tx, &listed)?;
+            let mut index = IndexWriter::new(&tx)?;
+            index.push(&listed)?;
+            index.finish()?;
             moves_then_graph(&tx, &recv, worker)
         })?;
         insert_position_rows(&tx, &g, rows, &links)?;
@@ -280,7 +283,7 @@ impl Book {
     /// cannot have a tail), and of the moves out of them, and no game rows; `game(i)` is the game with id
     /// `i + 1` of `games` (ids by source name, then hash), with its
     /// source's index in `sources` and its number of copies; `tail_index`
-    /// sorts the `tails` rows within its own memory limit.
+    /// sorts the tails index's entries within its own memory limit.
     ///
     /// Games are read and their tails valued on every core, a batch ahead
     /// of this thread's inserts; the graph is valued while the tails index
@@ -372,7 +375,9 @@ impl Book {
                 g.evaluate(&params);
                 (g, p.rows)
             });
-            tail_index.drain(|rows| insert_tail_rows(&tx, rows))?;
+            let mut index = IndexWriter::new(&tx)?;
+            tail_index.drain(|entries| index.push(entries))?;
+            index.finish()?;
             moves_then_graph(&tx, &recv, worker)
         })?;
         insert_position_rows(&tx, &g, rows, &links)?;
@@ -515,13 +520,6 @@ fn insert_game_rows(tx: &Connection, rows: &[(i64, &GameRow, Option<u32>, i64)])
             st.raw_bind_parameter(i + 11, tail)
         },
     )
-}
-
-/// Inserts `(prefix, game id)` rows of `tails`, sorted.
-fn insert_tail_rows(tx: &Connection, listed: &[(i64, i64)]) -> Result<()> {
-    // Ascending: the index is only read and shrinks, so its pages
-    // are packed full.
-    insert_pairs(tx, "INSERT INTO tails(prefix, game)", listed)
 }
 
 /// Inserts sorted rows of two integers (`head` names the table and its two
@@ -825,7 +823,7 @@ fn write_moves<'a>(
     Ok(())
 }
 
-/// The rows of `tails`: `(prefix, game id)` of every tail position, in
+/// The entries of the tails index: `(prefix, game id)` of every tail position, in
 /// order, without repeats (ids are ranks in `games`).
 fn tail_index(games: &[GameRow], tail_of: &[(usize, usize)]) -> Vec<(i64, i64)> {
     let mut listed: Vec<(i64, i64)> = Vec::new();

@@ -18,6 +18,7 @@ use rusqlite::{params, OptionalExtension, Transaction};
 use super::book::Book;
 use super::graph::reevaluate_all;
 use super::schema::{hash_from_sql, moves_from_blob};
+use super::tail_index::{add as add_entries, for_each_bucket, key_range, prefix, read_bucket};
 use super::tails::{expand, materialize_keys, read_tail_game_in, tail_node, write_rows, Expansion};
 use crate::book::ingest::GameResult;
 use crate::book::keys::Key;
@@ -77,14 +78,7 @@ impl Book {
         };
         // A position of a tail here that the shard has as a row is one that
         // more games reach: a row from now on.
-        // (Candidates by the tails' key prefix; materialize_keys replays to tell.)
-        let hit: Vec<Key> = tx
-            .prepare(
-                "SELECT p.key FROM shard.positions p
-                 WHERE EXISTS (SELECT 1 FROM main.tails t WHERE t.prefix = p.key >> 32)",
-            )?
-            .query_map([], |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?;
+        let hit = shard_rows_in_tails(&tx)?;
         materialize_keys(&tx, &self.settings.params, hit)?;
         merged.positions = tx.execute(
             "INSERT INTO main.positions(key, depth, white, draws, black, exact, expected)
@@ -173,7 +167,7 @@ impl Book {
             )?;
             // Tail positions have one game each.
             tx.execute_batch(
-                "DELETE FROM tails; UPDATE games SET tail = NULL WHERE tail IS NOT NULL;",
+                "DELETE FROM tail_index; UPDATE games SET tail = NULL WHERE tail IS NOT NULL;",
             )?;
         }
         tx.execute_batch(
@@ -190,6 +184,25 @@ impl Book {
         tx.commit()?;
         Ok(())
     }
+}
+
+/// The shard's positions (rows) under a prefix that this book's tails index
+/// lists: candidates, which `materialize_keys` replays to tell. A position
+/// of a tail here that the shard has as a row is one more games reach.
+fn shard_rows_in_tails(tx: &Transaction<'_>) -> Result<Vec<Key>> {
+    let mut rows = tx.prepare("SELECT key FROM shard.positions WHERE key BETWEEN ?1 AND ?2")?;
+    let mut hit = Vec::new();
+    for_each_bucket(tx, "main", |bucket, entries| {
+        let mut keys = rows.query(key_range(bucket))?;
+        while let Some(r) = keys.next()? {
+            let key: Key = r.get(0)?;
+            if entries.binary_search_by_key(&prefix(key), |e| e.0).is_ok() {
+                hit.push(key);
+            }
+        }
+        Ok(())
+    })?;
+    Ok(hit)
 }
 
 /// Refuses a shard whose settings differ: its counts would mean something else.
@@ -306,16 +319,29 @@ fn duplicate_paths(
 /// already here (their tails are this book's).
 fn merge_tails(tx: &Transaction<'_>, params: &ValueParams, skip: &HashSet<i64>) -> Result<()> {
     let no_scores = |_: Key| Ok((None, None));
-    // Candidates by key prefix, then each game replayed to tell.
-    let candidates: Vec<i64> = tx
-        .prepare(
-            "SELECT DISTINCT t.game FROM shard.tails t
-             WHERE EXISTS (SELECT 1 FROM main.positions p
-                           WHERE p.key BETWEEN t.prefix * 4294967296 AND t.prefix * 4294967296 + 4294967295)
-                OR EXISTS (SELECT 1 FROM main.tails m WHERE m.prefix = t.prefix)",
-        )?
-        .query_map([], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
+    // Candidates by key prefix (a row's here, or listed here), then each
+    // game replayed to tell.
+    let mut candidates: Vec<i64> = Vec::new();
+    {
+        let mut rows = tx.prepare("SELECT key FROM main.positions WHERE key BETWEEN ?1 AND ?2")?;
+        for_each_bucket(tx, "shard", |bucket, entries| {
+            let mut taken: Vec<i64> = rows
+                .query_map(key_range(bucket), |r| r.get::<_, Key>(0))?
+                .map(|k| k.map(prefix))
+                .collect::<rusqlite::Result<_>>()?;
+            taken.extend(read_bucket(tx, "main", bucket)?.iter().map(|e| e.0));
+            taken.sort_unstable();
+            candidates.extend(
+                entries
+                    .iter()
+                    .filter(|e| taken.binary_search(&e.0).is_ok())
+                    .map(|e| e.1),
+            );
+            Ok(())
+        })?;
+    }
+    candidates.sort_unstable();
+    candidates.dedup();
     let mut is_row = tx.prepare("SELECT 1 FROM main.positions WHERE key = ?1")?;
     let mut hits: Vec<(Expansion, usize)> = Vec::new();
     let mut shared: Vec<Key> = Vec::new();
@@ -334,17 +360,29 @@ fn merge_tails(tx: &Transaction<'_>, params: &ValueParams, skip: &HashSet<i64>) 
         }
     }
     materialize_keys(tx, params, shared)?;
-    let skipped: Vec<String> = skip.iter().map(i64::to_string).collect();
-    tx.execute(
-        &format!(
-            "INSERT OR IGNORE INTO main.tails(prefix, game)
-             SELECT t.prefix, m.id FROM shard.tails t
-               JOIN shard.games s ON s.id = t.game JOIN main.games m ON m.hash = s.hash
-             WHERE t.game NOT IN ({})",
-            skipped.join(",")
-        ),
-        [],
-    )?;
+    // The shard's entries, under the games' ids here.
+    let here: HashMap<i64, i64> = tx
+        .prepare(
+            "SELECT s.id, m.id FROM shard.games s JOIN main.games m ON m.hash = s.hash
+             WHERE s.tail IS NOT NULL",
+        )?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    for_each_bucket(tx, "shard", |_, entries| {
+        let mut listed = Vec::with_capacity(entries.len());
+        for (p, game) in entries {
+            if skip.contains(&game) {
+                continue;
+            }
+            let id = here.get(&game).ok_or_else(|| {
+                anyhow!(
+                    "the shard's tails index names game {game}, which has no tail (a damaged book)"
+                )
+            })?;
+            listed.push((p, *id));
+        }
+        add_entries(tx, listed)
+    })?;
     let mut main_id = tx.prepare(
         "SELECT m.id FROM main.games m JOIN shard.games s ON s.hash = m.hash WHERE s.id = ?1",
     )?;

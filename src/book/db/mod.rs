@@ -21,6 +21,7 @@
 //! * `merge`: another book's rows added to this one (`merge`);
 //! * `scan`: whole-table reads for `check` and the export;
 //! * `tails`: single-game tails, stored as their game's moves, read as rows.
+//! * `tail_index`: the index of tail positions by key, in buckets.
 //!
 //! Submodules name the file they import from (`super::book::Book`, not a
 //! re-export from here), so that no two files import each other.
@@ -35,6 +36,7 @@ mod learn;
 pub mod merge;
 pub mod scan;
 pub mod schema;
+mod tail_index;
 mod tails;
 
 pub use analysis::Analysis;

@@ -4,7 +4,8 @@
 use anyhow::Result;
 
 use super::book::Book;
-use super::tails::{for_each_tail, prefix};
+use super::tail_index::{for_each_bucket, prefix};
+use super::tails::for_each_tail;
 use crate::book::ingest::Counts;
 use crate::book::keys::{Key, KeySet, MoveCode};
 
@@ -100,13 +101,10 @@ impl Book {
             }
         }
         let mut listed: KeySet<(i64, i64)> = KeySet::default();
-        {
-            let mut stmt = self.conn.prepare("SELECT prefix, game FROM tails")?;
-            let mut r = stmt.query([])?;
-            while let Some(row) = r.next()? {
-                listed.insert((row.get(0)?, row.get(1)?));
-            }
-        }
+        for_each_bucket(&self.conn, "main", |_, entries| {
+            listed.extend(entries);
+            Ok(())
+        })?;
         let mut needed: KeySet<(i64, i64)> = KeySet::default();
         for_each_tail(&self.conn, &self.settings.params, |t| {
             for n in &t.nodes {
@@ -119,7 +117,7 @@ impl Book {
                 }
                 if !listed.contains(&entry) && out.len() < 20 {
                     out.push(format!(
-                        "position {} of game {}'s tail is not listed in tails",
+                        "position {} of game {}'s tail is not in the tails index",
                         n.key, t.game
                     ));
                 }
@@ -129,7 +127,9 @@ impl Book {
         })?;
         let extra = listed.difference(&needed).count();
         if extra > 0 {
-            out.push(format!("{extra} rows of tails list no tail position"));
+            out.push(format!(
+                "{extra} entries of the tails index list no tail position"
+            ));
         }
         Ok(out)
     }

@@ -7,10 +7,11 @@ use rusqlite::types::{FromSql, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::graph::reevaluate_all;
+use super::tail_index::migrate_rows;
 use crate::book::keys::Key;
 use crate::book::minimax::ValueParams;
 
-pub const SCHEMA_VERSION: u32 = 5;
+pub const SCHEMA_VERSION: u32 = 6;
 
 pub(super) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -72,11 +73,10 @@ CREATE TABLE IF NOT EXISTS sources(
     id INTEGER PRIMARY KEY,
     name TEXT NOT NULL UNIQUE
 );
-CREATE TABLE IF NOT EXISTS tails(
-    prefix INTEGER NOT NULL,
-    game INTEGER NOT NULL,
-    PRIMARY KEY(prefix, game)
-) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS tail_index(
+    bucket INTEGER PRIMARY KEY,
+    entries BLOB NOT NULL
+);
 ";
 
 /// Keys are bound and read as [`Key::to_sql`] stores them.
@@ -186,7 +186,10 @@ pub(super) fn read_settings(conn: &Connection, path: &Path) -> Result<BookSettin
     }
     if (2..=4).contains(&version) {
         migrate_v4(conn).with_context(|| format!("cannot upgrade {}", path.display()))?;
-    } else if version != SCHEMA_VERSION {
+    }
+    if version == 5 {
+        migrate_v5(conn).with_context(|| format!("cannot upgrade {}", path.display()))?;
+    } else if !(2..=SCHEMA_VERSION).contains(&version) {
         bail!(
             "{} has schema version {version}, this learnbook reads {SCHEMA_VERSION}",
             path.display()
@@ -321,9 +324,9 @@ fn migrate_v3(conn: &Connection) -> Result<()> {
     Ok(())
 }
 
-/// Schema 4 -> 5: single-game tails (`games.tail` and the `tails` table).
+/// Schema 4 -> 6: single-game tails (`games.tail` and the tails index).
 /// An older book has none: every position stays a row, which is still a
-/// valid book of schema 5.
+/// valid book of schema 6.
 fn migrate_v4(conn: &Connection) -> Result<()> {
     let tx = conn.unchecked_transaction()?;
     add_game_columns(&tx, &[("tail", "INTEGER")])?;
@@ -333,6 +336,20 @@ fn migrate_v4(conn: &Connection) -> Result<()> {
         "INSERT OR IGNORE INTO sources(name) SELECT DISTINCT source FROM games WHERE typeof(source) = 'text';
          UPDATE games SET source = (SELECT id FROM sources WHERE name = games.source) WHERE typeof(source) = 'text';",
     )?;
+    tx.execute(
+        "UPDATE meta SET value = ?1 WHERE key = 'schema_version'",
+        [SCHEMA_VERSION.to_string()],
+    )?;
+    tx.commit()?;
+    Ok(())
+}
+
+/// Schema 5 -> 6: the tails index kept a row per tail position (`tails`);
+/// it now keeps them in buckets (`tail_index`).
+fn migrate_v5(conn: &Connection) -> Result<()> {
+    let tx = conn.unchecked_transaction()?;
+    tx.execute_batch(SCHEMA)?;
+    migrate_rows(&tx)?;
     tx.execute(
         "UPDATE meta SET value = ?1 WHERE key = 'schema_version'",
         [SCHEMA_VERSION.to_string()],

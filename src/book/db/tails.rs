@@ -4,10 +4,10 @@
 //! the master games' positions). Where a game leaves every other game, the
 //! rest of it is not stored as a position row and a move row per ply: its
 //! moves are already in `games.moves`, `games.tail` says from which ply on
-//! they are a tail, and `tails` maps each tail position to its game (the
-//! one index a tail needs, for reads by key). It keeps the top 32 bits of
-//! the key ([`prefix`]), 13 bytes a position rather than 20: the games it
-//! names are candidates, and replaying them tells. A tail is the longest suffix
+//! they are a tail, and the tails index ([`super::tail_index`]) maps each
+//! tail position to its game (the one index a tail needs, for reads by
+//! key). It keeps the top 32 bits of the key: the games it names are
+//! candidates, and replaying them tells. A tail is the longest suffix
 //! of a game (from the standard start, counted once) whose positions no
 //! other game reaches, never the start itself; the move into it stays a
 //! row of the position before it (its anchor).
@@ -27,6 +27,7 @@ use shakmaty::{Chess, Position};
 
 use super::graph::{search_inputs, MOVE_UPSERT};
 use super::schema::moves_from_blob;
+use super::tail_index::{candidates, prefix, unlist};
 use crate::book::ingest::{next_key, GameResult};
 use crate::book::keys::{polyglot_key, Key, KeyMap, MoveCode};
 use crate::book::minimax::{node_value_with, NodeInfo, ValueParams};
@@ -240,22 +241,6 @@ fn all_search(conn: &Connection) -> Result<KeyMap<Key, SearchInputs>> {
     Ok(out)
 }
 
-/// What `tails` keeps of a key: its top 32 bits, as a signed 32-bit
-/// integer (4 bytes in SQLite). The keys with one prefix are, as SQLite
-/// stores keys, `prefix * 2^32 ..= prefix * 2^32 + 2^32 - 1`.
-pub(super) fn prefix(key: Key) -> i64 {
-    i64::from((key.0 >> 32) as u32 as i32)
-}
-
-/// The games whose tails may hold `key` (those listed under its prefix).
-fn candidates(conn: &Connection, key: Key) -> Result<Vec<i64>> {
-    let games = conn
-        .prepare_cached("SELECT game FROM tails WHERE prefix = ?1")?
-        .query_map([prefix(key)], |r| r.get(0))?
-        .collect::<rusqlite::Result<Vec<i64>>>()?;
-    Ok(games)
-}
-
 fn read_tail_game(conn: &Connection, id: i64) -> Result<TailGame> {
     read_tail_game_in(conn, "main", id)
 }
@@ -362,7 +347,7 @@ pub(super) fn materialize(conn: &Connection, exp: &Expansion, upto: usize) -> Re
 }
 
 /// Writes `exp.nodes[..=upto]` as rows, the moves between them and the move
-/// out of the last, and takes them out of `tails` (listed there under
+/// out of the last, and takes them out of the tails index (listed there under
 /// `game`). With `add`, a position or move already stored gets the game's
 /// counts added (`merge`).
 pub(super) fn write_rows(
@@ -386,12 +371,12 @@ pub(super) fn write_rows(
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
     })?;
     let mut mv_stmt = conn.prepare_cached(MOVE_UPSERT)?;
-    let mut unlist = conn.prepare_cached("DELETE FROM tails WHERE prefix = ?1 AND game = ?2")?;
     // Two positions of one tail may share a prefix: keep what the rest needs.
     let kept: Vec<i64> = exp.nodes[upto + 1..]
         .iter()
         .map(|n| prefix(n.key))
         .collect();
+    let mut unlisted = Vec::new();
     for i in 0..=upto {
         let n = &exp.nodes[i];
         insert.execute(params![
@@ -407,7 +392,7 @@ pub(super) fn write_rows(
             n.expected
         ])?;
         if !kept.contains(&prefix(n.key)) {
-            unlist.execute(params![prefix(n.key), game])?;
+            unlisted.push(prefix(n.key));
         }
         if let Some(child) = exp.nodes.get(i + 1) {
             let (mv, castle) = exp.moves[i];
@@ -422,5 +407,5 @@ pub(super) fn write_rows(
             ])?;
         }
     }
-    Ok(())
+    unlist(conn, game, &unlisted)
 }
