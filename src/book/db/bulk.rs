@@ -248,9 +248,10 @@ impl Book {
             let (send, recv) = std::sync::mpsc::channel();
             let worker = scope.spawn(move || {
                 let _ = send_listed.send(tail_index(games, tail_of));
-                let p = prepare_rows(nodes, edges, games, tail_of, &params);
+                let p = prepare_rows(nodes, edges, games, tail_of, &params, |m| {
+                    let _ = send.send(m);
+                });
                 let mut g = Graph::new(p.node_list, p.edge_list);
-                let _ = send.send((p.edge_rows, p.links));
                 g.fixed = p.rows;
                 g.evaluate(&params);
                 (g, p.rows)
@@ -313,6 +314,11 @@ impl Book {
         let mut uncounted_rows = Vec::new();
         std::thread::scope(|scope| -> Result<()> {
             let (send, batches) = std::sync::mpsc::sync_channel::<Result<Vec<GameTail>>>(2);
+            // A batch is freed on a thread of its own: freeing what the
+            // reading threads allocated waits on their allocator's locks,
+            // half this thread's time when it freed them itself.
+            let (send_used, used) = std::sync::mpsc::channel::<Vec<GameTail>>();
+            scope.spawn(move || used.into_iter().for_each(drop));
             let (nodes, game) = (&nodes, &game);
             scope.spawn(move || {
                 for start in (0..games).step_by(BATCH) {
@@ -343,15 +349,16 @@ impl Book {
                 insert_game_rows(&tx, &rows)?;
                 drop(rows);
                 let n = batch.len() as i64;
-                for (i, t) in batch.into_iter().enumerate() {
+                for (i, t) in batch.iter().enumerate() {
                     let id = written + i as i64 + 1;
                     for &k in &t.keys {
                         tail_index.push((prefix(k), id))?;
                     }
                     heads.extend(t.head);
-                    counted_tail_keys.extend(t.counted);
-                    uncounted_rows.extend(t.rows);
+                    counted_tail_keys.extend_from_slice(&t.counted);
+                    uncounted_rows.extend_from_slice(&t.rows);
                 }
+                let _ = send_used.send(batch);
                 written += n;
             }
             if written as usize != games {
@@ -368,9 +375,10 @@ impl Book {
         let (g, rows, links) = std::thread::scope(|scope| -> Result<_> {
             let (send, recv) = std::sync::mpsc::channel();
             let worker = scope.spawn(move || {
-                let p = prepare_graph(nodes, edges, heads);
+                let p = prepare_graph(nodes, edges, heads, |m| {
+                    let _ = send.send(m);
+                });
                 let mut g = Graph::new(p.node_list, p.edge_list);
-                let _ = send.send((p.edge_rows, p.links));
                 g.fixed = p.rows;
                 g.evaluate(&params);
                 (g, p.rows)
@@ -837,12 +845,10 @@ fn tail_index(games: &[GameRow], tail_of: &[(usize, usize)]) -> Vec<(i64, i64)> 
     listed
 }
 
-/// What [`Book::bulk_load`] writes and values, tails left out.
+/// What [`Book::bulk_load`] values, tails left out (the moves to write go
+/// ahead, as [`MoveRows`]).
 struct Prepared {
-    /// Moves in the table's order.
-    edge_rows: Vec<((i64, u16), EdgeAgg)>,
     edge_list: Vec<(Key, MoveCode, Key)>,
-    links: Vec<(i64, i64)>,
     /// The rows in key order, then the first position of each tail.
     node_list: Vec<NodeInfo>,
     rows: usize,
@@ -858,6 +864,7 @@ fn prepare_rows(
     games: &[GameRow],
     tail_of: &[(usize, usize)],
     params: &ValueParams,
+    moves_ready: impl FnOnce(MoveRows),
 ) -> Prepared {
     let heads: Vec<NodeInfo> = tail_of
         .par_iter()
@@ -880,15 +887,18 @@ fn prepare_rows(
             }
         }
     }
-    prepare_graph(nodes, edges, heads)
+    prepare_graph(nodes, edges, heads, moves_ready)
 }
 
 /// The rows of `nodes` and `edges` (tails already taken out) and the tails'
 /// first positions `heads`, as [`Book::bulk_load`] writes and values them.
+/// The moves go to `moves_ready` as soon as they are sorted, so that they
+/// are written while the rest is prepared.
 fn prepare_graph(
     nodes: KeyMap<Key, NodeAgg>,
     mut edges: KeyMap<(Key, u16), EdgeAgg>,
     heads: Vec<NodeInfo>,
+    moves_ready: impl FnOnce(MoveRows),
 ) -> Prepared {
     // The moves within tails are not rows (the move into a tail is).
     edges.retain(|(p, _), _| nodes.contains_key(p));
@@ -898,6 +908,7 @@ fn prepare_graph(
         .map(|&((p, mv), ref e)| (Key::from_sql(p), MoveCode(mv), e.child))
         .collect();
     let links = parent_links(&edge_rows);
+    moves_ready((edge_rows, links));
     let mut node_list: Vec<NodeInfo> = nodes
         .into_iter()
         .map(|(key, n)| node_info(key, &n))
@@ -906,9 +917,7 @@ fn prepare_graph(
     let rows = node_list.len();
     node_list.extend(heads);
     Prepared {
-        edge_rows,
         edge_list,
-        links,
         node_list,
         rows,
     }
