@@ -34,7 +34,7 @@ echo "parts built in $(echo "$(date +%s.%N) - $start" | bc) s"
 echo "== merge"
 t "$lb" merge --book "$out/merged.sqlite" "$out"/part*.pgn.sqlite 2>&1 | tail -3
 echo "== differences (rows in one book and not the other, both ways)"
-for table in positions moves parents "games:hash, white, black, result, plies, start, copies, moves, expected"; do
+for table in positions moves parents "games:hash, white, black, result, plies, start, copies, moves, expected, tail"; do
   name=${table%%:*}; cols="*"; [ "$name" != "$table" ] && cols=${table#*:}
   sqlite3 "$out/one.sqlite" "ATTACH '$out/merged.sqlite' AS m;
     SELECT '$name', (SELECT count(*) FROM (SELECT $cols FROM main.$name EXCEPT SELECT $cols FROM m.$name)),
