@@ -328,28 +328,32 @@ fn migrate_v3(conn: &Connection) -> Result<()> {
 /// An older book has none: every position stays a row, which is still a
 /// valid book of schema 6.
 fn migrate_v4(conn: &Connection) -> Result<()> {
-    let tx = conn.unchecked_transaction()?;
-    add_game_columns(&tx, &[("tail", "INTEGER")])?;
-    tx.execute_batch(SCHEMA)?;
-    // Input names once each, in `sources`.
-    tx.execute_batch(
-        "INSERT OR IGNORE INTO sources(name) SELECT DISTINCT source FROM games WHERE typeof(source) = 'text';
-         UPDATE games SET source = (SELECT id FROM sources WHERE name = games.source) WHERE typeof(source) = 'text';",
-    )?;
-    tx.execute(
-        "UPDATE meta SET value = ?1 WHERE key = 'schema_version'",
-        [SCHEMA_VERSION.to_string()],
-    )?;
-    tx.commit()?;
-    Ok(())
+    upgrade_to_current(conn, |tx| {
+        add_game_columns(tx, &[("tail", "INTEGER")])?;
+        // Input names once each, in `sources`.
+        tx.execute_batch(
+            "INSERT OR IGNORE INTO sources(name) SELECT DISTINCT source FROM games WHERE typeof(source) = 'text';
+             UPDATE games SET source = (SELECT id FROM sources WHERE name = games.source) WHERE typeof(source) = 'text';",
+        )?;
+        Ok(())
+    })
 }
 
 /// Schema 5 -> 6: the tails index kept a row per tail position (`tails`);
 /// it now keeps them in buckets (`tail_index`).
 fn migrate_v5(conn: &Connection) -> Result<()> {
+    upgrade_to_current(conn, migrate_rows)
+}
+
+/// Runs `upgrade` in one transaction, with this schema's tables created,
+/// and marks the book as of this schema.
+fn upgrade_to_current(
+    conn: &Connection,
+    upgrade: impl FnOnce(&Connection) -> Result<()>,
+) -> Result<()> {
     let tx = conn.unchecked_transaction()?;
     tx.execute_batch(SCHEMA)?;
-    migrate_rows(&tx)?;
+    upgrade(&tx)?;
     tx.execute(
         "UPDATE meta SET value = ?1 WHERE key = 'schema_version'",
         [SCHEMA_VERSION.to_string()],
