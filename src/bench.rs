@@ -102,7 +102,7 @@ pub enum BenchCommand {
         /// Runs of each tool; the median is reported.
         #[arg(long, default_value_t = 1)]
         runs: usize,
-        /// The polyglot binary.
+        /// The polyglot binary (a bare name is looked up on PATH, then in /usr/games).
         #[arg(long, default_value = "polyglot")]
         polyglot: String,
         /// Work directory (default: a new temporary directory).
@@ -339,6 +339,23 @@ fn median(v: &mut [f64]) -> f64 {
     v[v.len() / 2]
 }
 
+/// A bare program name as the shell would find it, falling back to
+/// `/usr/games`, where Debian installs polyglot and the engines but which is
+/// often not on root's or a service's PATH.
+fn find_program(name: &str) -> PathBuf {
+    if name.contains('/') {
+        return PathBuf::from(name);
+    }
+    let on_path = std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(name).is_file()));
+    let games = Path::new("/usr/games").join(name);
+    if !on_path && games.is_file() {
+        games
+    } else {
+        PathBuf::from(name)
+    }
+}
+
 fn bench_build(
     pgn: &Path,
     max_ply: u32,
@@ -372,12 +389,13 @@ fn bench_build(
         size as f64 / 1e6,
         std::thread::available_parallelism().map_or(1, |n| n.get())
     );
+    let polyglot = find_program(polyglot);
     let exe = std::env::current_exe()?;
     let (mut ours, mut theirs, mut floor) = (Vec::new(), Vec::new(), Vec::new());
     let mut rss = (0.0f64, 0.0f64);
     for run in 0..runs.max(1) {
         let bin = dir.join("polyglot.bin");
-        let p = measure(Command::new(polyglot).args([
+        let p = measure(Command::new(&polyglot).args([
             "make-book",
             "-pgn",
             plain.to_str().context("path")?,
