@@ -45,7 +45,8 @@ impl Pending {
         &self.tmp
     }
 
-    /// Moves the written file to its destination (atomically on one file system).
+    /// Moves the written file to its destination (atomically on one file
+    /// system) and syncs the directory.
     pub fn commit(mut self) -> Result<()> {
         fs::rename(&self.tmp, &self.dest).with_context(|| {
             format!(
@@ -55,6 +56,17 @@ impl Pending {
             )
         })?;
         self.committed = true;
+        // The rename is durable only once the directory is synced (a power
+        // loss could otherwise bring back the old file). Best effort: some
+        // file systems refuse to sync a directory, and the new file is in
+        // place either way.
+        let dir = match self.dest.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        if let Ok(d) = fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
         Ok(())
     }
 
