@@ -247,7 +247,7 @@ impl Book {
             let (send_listed, recv_listed) = std::sync::mpsc::channel();
             let (send, recv) = std::sync::mpsc::channel();
             let worker = scope.spawn(move || {
-                let _ = send_listed.send(tail_index(games, tail_of));
+                let _ = send_listed.send(tail_entries(games, tail_of));
                 let p = prepare_rows(nodes, edges, games, tail_of, &params, |m| {
                     let _ = send.send(m);
                 });
@@ -283,7 +283,7 @@ impl Book {
     /// position that two games may reach (every position of a game that
     /// cannot have a tail), and of the moves out of them, and no game rows; `game(i)` is the game with id
     /// `i + 1` of `games` (ids by source name, then hash), with its
-    /// source's index in `sources` and its number of copies; `tail_index`
+    /// source's index in `sources` and its number of copies; `tail_entries`
     /// sorts the tails index's entries within its own memory limit.
     ///
     /// Games are read and their tails valued on every core, a batch ahead
@@ -295,7 +295,7 @@ impl Book {
         sources: &[String],
         games: usize,
         game: impl Fn(usize) -> Result<(Game, u32, u32)> + Sync,
-        mut tail_index: PairSorter,
+        mut tail_entries: PairSorter,
     ) -> Result<()> {
         const BATCH: usize = 4096;
         let Aggregate {
@@ -352,7 +352,7 @@ impl Book {
                 for (i, t) in batch.iter().enumerate() {
                     let id = written + i as i64 + 1;
                     for &k in &t.keys {
-                        tail_index.push((prefix(k), id))?;
+                        tail_entries.push((prefix(k), id))?;
                     }
                     heads.extend(t.head);
                     counted_tail_keys.extend_from_slice(&t.counted);
@@ -384,7 +384,7 @@ impl Book {
                 (g, p.rows)
             });
             let mut index = IndexWriter::new(&tx)?;
-            tail_index.drain(|entries| index.push(entries))?;
+            tail_entries.drain(|entries| index.push(entries))?;
             index.finish()?;
             moves_then_graph(&tx, &recv, worker)
         })?;
@@ -833,7 +833,7 @@ fn write_moves<'a>(
 
 /// The entries of the tails index: `(prefix, game id)` of every tail position, in
 /// order, without repeats (ids are ranks in `games`).
-fn tail_index(games: &[GameRow], tail_of: &[(usize, usize)]) -> Vec<(i64, i64)> {
+fn tail_entries(games: &[GameRow], tail_of: &[(usize, usize)]) -> Vec<(i64, i64)> {
     let mut listed: Vec<(i64, i64)> = Vec::new();
     for &(i, t) in tail_of {
         if let Some(keys) = &games[i].keys {
