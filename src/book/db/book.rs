@@ -7,7 +7,9 @@ use rusqlite::{Connection, OptionalExtension};
 
 use super::cache::NodeCache;
 use super::graph::{load_graph, node_from_row, reevaluate_all, NODE_COLS};
-use super::schema::{create_or_read, hash_from_sql, open_conn, read_settings, BookSettings};
+use super::schema::{
+    create_or_read, hash_from_sql, open_conn, open_conn_read_only, read_settings, BookSettings,
+};
 use super::tails::tail_node;
 use crate::book::ingest::Counts;
 use crate::book::keys::{Key, KeySet, MoveCode};
@@ -87,6 +89,26 @@ impl Book {
             );
         }
         let conn = open_conn(path)?;
+        let settings = read_settings(&conn, path)?;
+        Ok(Book {
+            conn,
+            path: path.to_path_buf(),
+            settings,
+            cache: NodeCache::default(),
+        })
+    }
+
+    /// Opens an existing book for reading only (a server's connections):
+    /// it sees what other connections commit, and never writes. Open it
+    /// once with [`Book::open`] first, which upgrades an older book.
+    pub fn open_read_only(path: &Path) -> Result<Book> {
+        if !path.exists() {
+            bail!(
+                "no book at {} (create one with `learnbook build`)",
+                path.display()
+            );
+        }
+        let conn = open_conn_read_only(path)?;
         let settings = read_settings(&conn, path)?;
         Ok(Book {
             conn,

@@ -11,7 +11,7 @@ use super::tail_index::migrate_rows;
 use crate::book::keys::Key;
 use crate::book::minimax::ValueParams;
 
-pub const SCHEMA_VERSION: u32 = 6;
+pub const SCHEMA_VERSION: u32 = 7;
 
 pub(super) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -25,7 +25,8 @@ CREATE TABLE IF NOT EXISTS positions(
     value REAL NOT NULL DEFAULT 0,
     best INTEGER,
     parent INTEGER,
-    expected INTEGER NOT NULL DEFAULT 0
+    expected INTEGER NOT NULL DEFAULT 0,
+    top BLOB
 );
 CREATE TABLE IF NOT EXISTS parents(
     child INTEGER NOT NULL,
@@ -41,6 +42,8 @@ CREATE TABLE IF NOT EXISTS moves(
     draws INTEGER NOT NULL DEFAULT 0,
     black INTEGER NOT NULL DEFAULT 0,
     weight INTEGER,
+    rating_sum INTEGER NOT NULL DEFAULT 0,
+    rated INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY(parent, move)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS analysis(
@@ -67,7 +70,15 @@ CREATE TABLE IF NOT EXISTS games(
     copies INTEGER NOT NULL DEFAULT 1,
     moves BLOB,
     expected INTEGER,
-    tail INTEGER
+    tail INTEGER,
+    white_elo INTEGER,
+    black_elo INTEGER,
+    date TEXT,
+    event TEXT,
+    site TEXT,
+    round TEXT,
+    fen TEXT,
+    rest BLOB
 );
 CREATE TABLE IF NOT EXISTS sources(
     id INTEGER PRIMARY KEY,
@@ -147,6 +158,25 @@ pub(super) fn open_conn(path: &Path) -> Result<Connection> {
     Ok(conn)
 }
 
+/// A read-only connection to an existing book (WAL: it reads the last
+/// committed state while another connection writes).
+pub(super) fn open_conn_read_only(path: &Path) -> Result<Connection> {
+    use rusqlite::OpenFlags;
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .with_context(|| format!("cannot open book {}", path.display()))?;
+    conn.busy_timeout(std::time::Duration::from_secs(30))?;
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+        true,
+    )?;
+    conn.pragma_update(None, "cache_size", -16_384i64)?;
+    conn.pragma_update(None, "mmap_size", 1i64 << 30)?;
+    Ok(conn)
+}
+
 /// Creates the tables if missing; a new book gets `settings`, an existing
 /// one keeps (and returns) its own.
 pub(super) fn create_or_read(
@@ -189,6 +219,9 @@ pub(super) fn read_settings(conn: &Connection, path: &Path) -> Result<BookSettin
     }
     if version == 5 {
         migrate_v5(conn).with_context(|| format!("cannot upgrade {}", path.display()))?;
+    }
+    if version == 6 {
+        migrate_v6(conn).with_context(|| format!("cannot upgrade {}", path.display()))?;
     } else if !(2..=SCHEMA_VERSION).contains(&version) {
         bail!(
             "{} has schema version {version}, this learnbook reads {SCHEMA_VERSION}",
@@ -345,6 +378,41 @@ fn migrate_v5(conn: &Connection) -> Result<()> {
     upgrade_to_current(conn, migrate_rows)
 }
 
+/// Schema 6 -> 7: what the explorer shows. The games' headers and whole
+/// moves, each move's rating sums and each position's top games are added
+/// empty: the games already there show no ratings and are not among the top
+/// games (rebuild the book to have them).
+fn migrate_v6(conn: &Connection) -> Result<()> {
+    upgrade_to_current(conn, |_| Ok(()))
+}
+
+/// The columns schema 7 added, where missing.
+fn add_explorer_columns(conn: &Connection) -> Result<()> {
+    add_columns(
+        conn,
+        "games",
+        &[
+            ("white_elo", "INTEGER"),
+            ("black_elo", "INTEGER"),
+            ("date", "TEXT"),
+            ("event", "TEXT"),
+            ("site", "TEXT"),
+            ("round", "TEXT"),
+            ("fen", "TEXT"),
+            ("rest", "BLOB"),
+        ],
+    )?;
+    add_columns(
+        conn,
+        "moves",
+        &[
+            ("rating_sum", "INTEGER NOT NULL DEFAULT 0"),
+            ("rated", "INTEGER NOT NULL DEFAULT 0"),
+        ],
+    )?;
+    add_columns(conn, "positions", &[("top", "BLOB")])
+}
+
 /// Runs `upgrade` in one transaction, with this schema's tables created,
 /// and marks the book as of this schema.
 fn upgrade_to_current(
@@ -354,6 +422,7 @@ fn upgrade_to_current(
     let tx = conn.unchecked_transaction()?;
     tx.execute_batch(SCHEMA)?;
     upgrade(&tx)?;
+    add_explorer_columns(&tx)?;
     tx.execute(
         "UPDATE meta SET value = ?1 WHERE key = 'schema_version'",
         [SCHEMA_VERSION.to_string()],
@@ -374,14 +443,19 @@ pub(super) fn source_id(conn: &Connection, name: &str) -> Result<i64> {
 
 /// Adds the `games` columns that are missing (later schemas' columns).
 fn add_game_columns(conn: &Connection, columns: &[(&str, &str)]) -> Result<()> {
+    add_columns(conn, "games", columns)
+}
+
+/// Adds the columns of `table` that are missing.
+fn add_columns(conn: &Connection, table: &str, columns: &[(&str, &str)]) -> Result<()> {
     for (column, kind) in columns {
         let has: bool = conn.query_row(
-            "SELECT count(*) FROM pragma_table_info('games') WHERE name = ?1",
-            [column],
+            "SELECT count(*) FROM pragma_table_info(?1) WHERE name = ?2",
+            [table, column],
             |r| r.get(0),
         )?;
         if !has {
-            conn.execute_batch(&format!("ALTER TABLE games ADD COLUMN {column} {kind};"))?;
+            conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {kind};"))?;
         }
     }
     Ok(())

@@ -1,0 +1,339 @@
+//! What the explorer reads beyond counts and values: the games' headers and
+//! whole moves, each move's rating sums, each position's top games
+//! (`positions.top`), and how those lists are kept canonical.
+//!
+//! A position's top list holds, ranked by the two ratings summed (highest
+//! first, ties by the game's hash), the [`TOP_GAMES`] best games that
+//! played a move from it, and besides them the game of every move played
+//! exactly once (lichess's `game` of such a move). The list depends only on
+//! the set of games, so a build, a merge and a game learned one at a time
+//! all give the same list: [`canonical`] is that rule.
+
+use anyhow::{anyhow, Result};
+use rusqlite::{params, Connection, OptionalExtension};
+use shakmaty::{fen::Fen, san::SanPlus, CastlingMode, Chess, Position};
+
+use super::book::Book;
+use super::schema::{hash_from_sql, hash_to_sql, moves_from_blob};
+use super::tails::tail_node;
+use crate::book::ingest::GameResult;
+use crate::book::keys::{Key, MoveCode};
+
+/// Top games kept per position, as lichess's masters explorer keeps.
+pub const TOP_GAMES: usize = 15;
+
+/// One game in a position's top list: the move it played there, its rank
+/// (the two ratings summed, a missing one as 0) and its hash.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TopEntry {
+    pub mv: MoveCode,
+    pub rank: u16,
+    pub game: u64,
+}
+
+/// Bytes of one entry in `positions.top`.
+const ENTRY_BYTES: usize = 12;
+
+impl TopEntry {
+    /// Higher ranks first, then lower hashes: a total order, so the list is
+    /// the same whatever order the games came in.
+    pub fn order(a: &TopEntry, b: &TopEntry) -> std::cmp::Ordering {
+        b.rank.cmp(&a.rank).then(a.game.cmp(&b.game))
+    }
+}
+
+/// The rank of a game: both ratings summed (lichess's sort key).
+pub fn rank_of(white_elo: Option<u32>, black_elo: Option<u32>) -> u16 {
+    let sum = white_elo.unwrap_or(0).min(u32::from(u16::MAX))
+        + black_elo.unwrap_or(0).min(u32::from(u16::MAX));
+    sum.min(u32::from(u16::MAX)) as u16
+}
+
+/// `positions.top` as stored: per entry the move code (u16), the rank
+/// (u16) and the hash (u64), little-endian, in [`TopEntry::order`].
+pub fn top_to_blob(entries: &[TopEntry]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(entries.len() * ENTRY_BYTES);
+    for e in entries {
+        out.extend_from_slice(&e.mv.0.to_le_bytes());
+        out.extend_from_slice(&e.rank.to_le_bytes());
+        out.extend_from_slice(&e.game.to_le_bytes());
+    }
+    out
+}
+
+/// Back from [`top_to_blob`]; `None` if the length is not a whole number of entries.
+pub fn top_from_blob(blob: &[u8]) -> Option<Vec<TopEntry>> {
+    if !blob.len().is_multiple_of(ENTRY_BYTES) {
+        return None;
+    }
+    Some(
+        blob.chunks_exact(ENTRY_BYTES)
+            .map(|b| TopEntry {
+                mv: MoveCode(u16::from_le_bytes([b[0], b[1]])),
+                rank: u16::from_le_bytes([b[2], b[3]]),
+                game: u64::from_le_bytes([b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11]]),
+            })
+            .collect(),
+    )
+}
+
+/// The canonical list of `entries` (any order, a game at most once or
+/// repeated): sorted by [`TopEntry::order`], the first [`TOP_GAMES`] kept
+/// and every entry whose move `single` says was played once.
+pub fn canonical(mut entries: Vec<TopEntry>, single: impl Fn(MoveCode) -> bool) -> Vec<TopEntry> {
+    entries.sort_unstable_by(TopEntry::order);
+    entries.dedup_by_key(|e| e.game);
+    let mut i = 0;
+    entries.retain(|e| {
+        i += 1;
+        i <= TOP_GAMES || single(e.mv)
+    });
+    entries
+}
+
+/// A move's rating sums: the mover's rating summed over the games where it
+/// is known, and how many those are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MoveRating {
+    pub mv: MoveCode,
+    pub rating_sum: u64,
+    pub rated: u32,
+}
+
+/// A game as the explorer shows it and `/masters/pgn` writes it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GameInfo {
+    pub hash: u64,
+    pub white: String,
+    pub black: String,
+    pub white_elo: Option<u32>,
+    pub black_elo: Option<u32>,
+    pub result: GameResult,
+    pub date: Option<String>,
+    pub event: Option<String>,
+    pub site: Option<String>,
+    pub round: Option<String>,
+    /// The FEN it started from (`None`: the standard start).
+    pub fen: Option<String>,
+    /// Every move of the game that the book kept: the stored ones and the
+    /// rest (the rest is missing for games from before schema 7).
+    pub moves: Vec<MoveCode>,
+    /// Moves in the whole game.
+    pub plies: u32,
+}
+
+impl GameInfo {
+    /// The game as PGN: the seven tag roster, the ratings, FEN and SetUp
+    /// for a game from a position, and the moves in SAN.
+    pub fn pgn(&self) -> Result<String> {
+        use std::fmt::Write;
+        let mut s = String::new();
+        let tag = |s: &mut String, name: &str, value: &str| {
+            let escaped = value.replace('\\', "\\\\").replace('"', "\\\"");
+            let _ = writeln!(s, "[{name} \"{escaped}\"]");
+        };
+        tag(&mut s, "Event", self.event.as_deref().unwrap_or("?"));
+        tag(&mut s, "Site", self.site.as_deref().unwrap_or("?"));
+        tag(&mut s, "Date", self.date.as_deref().unwrap_or("????.??.??"));
+        tag(&mut s, "Round", self.round.as_deref().unwrap_or("?"));
+        tag(&mut s, "White", &self.white);
+        tag(&mut s, "Black", &self.black);
+        tag(&mut s, "Result", self.result.as_str());
+        if let Some(e) = self.white_elo {
+            tag(&mut s, "WhiteElo", &e.to_string());
+        }
+        if let Some(e) = self.black_elo {
+            tag(&mut s, "BlackElo", &e.to_string());
+        }
+        let mut pos = match &self.fen {
+            Some(f) => {
+                tag(&mut s, "FEN", f);
+                tag(&mut s, "SetUp", "1");
+                let fen: Fen = f.parse().map_err(|e| anyhow!("game fen {f:?}: {e}"))?;
+                fen.into_position::<Chess>(CastlingMode::Standard)
+                    .map_err(|e| anyhow!("game fen {f:?}: {e}"))?
+            }
+            None => Chess::default(),
+        };
+        s.push('\n');
+        let mut line = String::new();
+        for (i, code) in self.moves.iter().enumerate() {
+            let mv = code
+                .to_move(&pos)
+                .ok_or_else(|| anyhow!("game {:016x}: move {} is illegal", self.hash, i + 1))?;
+            if pos.turn().is_white() {
+                let _ = write!(line, "{}. ", pos.fullmoves());
+            } else if i == 0 {
+                let _ = write!(line, "{}... ", pos.fullmoves());
+            }
+            let san = SanPlus::from_move_and_play_unchecked(&mut pos, mv);
+            let _ = write!(line, "{san} ");
+        }
+        if (self.moves.len() as u32) < self.plies {
+            // A game from before schema 7: only its stored moves are known.
+            line.push_str("{ the rest of the game is not in the book } ");
+        }
+        line.push_str(self.result.as_str());
+        // Lines of at most 80 characters, as PGN export format asks.
+        let mut width = 0;
+        for word in line.split(' ') {
+            if width > 0 && width + 1 + word.len() > 80 {
+                s.push('\n');
+                width = 0;
+            } else if width > 0 {
+                s.push(' ');
+                width += 1;
+            }
+            s.push_str(word);
+            width += word.len();
+        }
+        s.push('\n');
+        Ok(s)
+    }
+}
+
+const GAME_INFO_COLS: &str =
+    "hash, white, black, white_elo, black_elo, result, date, event, site, round, fen, moves, rest, plies";
+
+fn game_info_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(GameInfo, Option<String>)> {
+    let moves: Option<Vec<u8>> = r.get(11)?;
+    let rest: Option<Vec<u8>> = r.get(12)?;
+    let mut all: Vec<MoveCode> = moves
+        .as_deref()
+        .and_then(moves_from_blob)
+        .unwrap_or_default()
+        .into_iter()
+        .map(MoveCode)
+        .collect();
+    all.extend(
+        rest.as_deref()
+            .and_then(moves_from_blob)
+            .unwrap_or_default()
+            .into_iter()
+            .map(MoveCode),
+    );
+    let result: String = r.get(5)?;
+    let info = GameInfo {
+        hash: hash_from_sql(r.get(0)?),
+        white: r.get::<_, Option<String>>(1)?.unwrap_or_default(),
+        black: r.get::<_, Option<String>>(2)?.unwrap_or_default(),
+        white_elo: r.get(3)?,
+        black_elo: r.get(4)?,
+        result: GameResult::parse(&result).unwrap_or(GameResult::Unknown),
+        date: r.get(6)?,
+        event: r.get(7)?,
+        site: r.get(8)?,
+        round: r.get(9)?,
+        fen: r.get(10)?,
+        moves: all,
+        plies: r.get(13)?,
+    };
+    let bad = GameResult::parse(&result).is_none().then_some(result);
+    Ok((info, bad))
+}
+
+impl Book {
+    /// Runs `f` inside one read transaction: everything it reads is one
+    /// committed state of the book, whatever another connection writes.
+    pub fn read_snapshot<T>(&self, f: impl FnOnce(&Book) -> Result<T>) -> Result<T> {
+        let tx = self.conn.unchecked_transaction()?;
+        let out = f(self);
+        // A read transaction: nothing to commit, and ending it cannot lose anything.
+        drop(tx);
+        out
+    }
+
+    /// The game with hash `id`, if the book has it.
+    pub fn game_info(&self, id: u64) -> Result<Option<GameInfo>> {
+        let row = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {GAME_INFO_COLS} FROM games WHERE hash = ?1"
+            ))?
+            .query_row([hash_to_sql(id)], game_info_from_row)
+            .optional()?;
+        Ok(row.map(|(g, _)| g))
+    }
+
+    /// The games of `ids` that the book has (any order).
+    pub fn game_infos(&self, ids: &[u64]) -> Result<Vec<GameInfo>> {
+        let mut out = Vec::with_capacity(ids.len());
+        for &id in ids {
+            if let Some(g) = self.game_info(id)? {
+                out.push(g);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The rating sums of the moves of `key` (a row's moves, or a tail
+    /// position's one move, from its game).
+    pub fn explorer_moves(&self, key: Key) -> Result<Vec<MoveRating>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT move, rating_sum, rated FROM moves WHERE parent = ?1")?;
+        let rows = stmt.query_map([key], |r| {
+            Ok(MoveRating {
+                mv: MoveCode(r.get(0)?),
+                rating_sum: r.get::<_, i64>(1)?.max(0) as u64,
+                rated: r.get(2)?,
+            })
+        })?;
+        let out = rows.collect::<rusqlite::Result<Vec<_>>>()?;
+        if !out.is_empty() {
+            return Ok(out);
+        }
+        match self.tail_game_entry(key)? {
+            Some((entry, mover_elo)) => Ok(vec![MoveRating {
+                mv: entry.mv,
+                rating_sum: u64::from(mover_elo.unwrap_or(0)),
+                rated: u32::from(mover_elo.is_some()),
+            }]),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// The top list of `key`, ranked (a tail position's is its one game).
+    pub fn top_entries(&self, key: Key) -> Result<Vec<TopEntry>> {
+        let blob: Option<Option<Vec<u8>>> = self
+            .conn
+            .prepare_cached("SELECT top FROM positions WHERE key = ?1")?
+            .query_row([key], |r| r.get(0))
+            .optional()?;
+        match blob {
+            Some(b) => Ok(b.as_deref().and_then(top_from_blob).unwrap_or_default()),
+            None => Ok(self.tail_game_entry(key)?.map(|(e, _)| vec![e]).unwrap_or_default()),
+        }
+    }
+
+    /// For a tail position with a move: that move's entry (its game) and
+    /// the mover's rating.
+    fn tail_game_entry(&self, key: Key) -> Result<Option<(TopEntry, Option<u32>)>> {
+        let Some((exp, i)) = tail_node(&self.conn, key, &self.settings.params)? else {
+            return Ok(None);
+        };
+        let Some(&(mv, _)) = exp.moves.get(i) else {
+            return Ok(None);
+        };
+        let (hash, white_elo, black_elo) = game_ratings(&self.conn, exp.game)?;
+        // Tails are games from the standard start: White moves at even plies.
+        let ply = exp.first_ply + i as u32;
+        let mover = if ply % 2 == 0 { white_elo } else { black_elo };
+        Ok(Some((
+            TopEntry {
+                mv,
+                rank: rank_of(white_elo, black_elo),
+                game: hash,
+            },
+            mover,
+        )))
+    }
+}
+
+/// Hash and ratings of game `id`.
+pub(super) fn game_ratings(conn: &Connection, id: i64) -> Result<(u64, Option<u32>, Option<u32>)> {
+    let (hash, w, b): (i64, Option<u32>, Option<u32>) = conn
+        .prepare_cached("SELECT hash, white_elo, black_elo FROM games WHERE id = ?1")?
+        .query_row(params![id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+    Ok((hash_from_sql(hash), w, b))
+}

@@ -1,0 +1,291 @@
+//! The explorer's view of a position: what the lichess opening explorer
+//! shows (moves with games, results and average ratings, the top games)
+//! beside what only this book knows (values, the book's choice and its
+//! probabilities, the analysis). The server turns it into JSON; this
+//! module reads it through [`Book`] in one snapshot, so that a position's
+//! counts and its moves' always agree while `learn` writes.
+
+use anyhow::Result;
+use shakmaty::{san::San, Chess, Color};
+
+use super::db::{Book, BookMove, GameInfo};
+use super::ingest::{Counts, GameResult};
+use super::keys::{polyglot_key, Key, MoveCode};
+use super::minimax::option_weights;
+use super::select::{best_of, choice_of};
+
+/// At most this many top games per position, as lichess keeps.
+pub use super::db::explore::TOP_GAMES as MAX_TOP_GAMES;
+
+/// A game as a row of the explorer: who played it, when, and who won.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GameSummary {
+    /// The game's hash (`games.hash`): its id in URLs, as 16 hex digits.
+    pub id: u64,
+    pub white: String,
+    pub black: String,
+    pub white_elo: Option<u32>,
+    pub black_elo: Option<u32>,
+    pub result: GameResult,
+    /// The PGN `Date` tag as written (`1992.??.??`), if any.
+    pub date: Option<String>,
+}
+
+impl GameSummary {
+    pub fn id_text(&self) -> String {
+        game_id_text(self.id)
+    }
+
+    pub fn winner(&self) -> Option<Color> {
+        match self.result {
+            GameResult::WhiteWins => Some(Color::White),
+            GameResult::BlackWins => Some(Color::Black),
+            _ => None,
+        }
+    }
+
+    /// The year of `date`, when it has one.
+    pub fn year(&self) -> Option<u32> {
+        let d = self.date.as_deref()?;
+        d.get(..4)?.parse().ok()
+    }
+
+    /// `YYYY-MM` from `date`, when it has a month.
+    pub fn month(&self) -> Option<String> {
+        let d = self.date.as_deref()?;
+        let year = self.year()?;
+        let month: u32 = d.get(5..7)?.parse().ok()?;
+        (1..=12)
+            .contains(&month)
+            .then(|| format!("{year:04}-{month:02}"))
+    }
+}
+
+/// A game id as text: the hash in 16 lowercase hex digits.
+pub fn game_id_text(id: u64) -> String {
+    format!("{id:016x}")
+}
+
+/// A game id from its text (16 hex digits), or `None`.
+pub fn parse_game_id(text: &str) -> Option<u64> {
+    if text.len() != 16 || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    u64::from_str_radix(text, 16).ok()
+}
+
+/// A search score with its depth, from one side's point of view.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Score {
+    /// Centipawns (mate: +-(30000 - plies)).
+    pub cp: i32,
+    pub depth: u32,
+}
+
+/// One book move of an explored position.
+#[derive(Clone, Debug)]
+pub struct ExploredMove {
+    pub uci: String,
+    pub san: String,
+    /// Games with this move, White's point of view.
+    pub counts: Counts,
+    /// The mover's average rating over the games where it is known.
+    pub average_rating: Option<u32>,
+    /// The game, when the move has exactly one.
+    pub game: Option<GameSummary>,
+    pub child: Option<Key>,
+    /// The move's value for the side to move (the book's scale, -1..1).
+    pub value: Option<f64>,
+    /// Probability that the book's `weighted` mode plays it.
+    pub weighted: f64,
+    /// The book's `best` choice.
+    pub choice: bool,
+    /// The analysis of the position after the move, for the mover.
+    pub analysis: Option<Score>,
+}
+
+/// The best move outside the book, as the analysis found it.
+#[derive(Clone, Debug)]
+pub struct Deviation {
+    pub uci: String,
+    pub san: String,
+    pub score: Score,
+}
+
+/// An explored position.
+#[derive(Clone, Debug)]
+pub struct Explored {
+    pub key: Key,
+    /// The position is in the book (a row or a tail position).
+    pub in_book: bool,
+    /// Games through the position (those that end here included).
+    pub counts: Counts,
+    /// The moves' games summed (lichess's top-level counts).
+    pub moves_total: Counts,
+    /// The position's value, side to move.
+    pub value: Option<f64>,
+    /// The book's `best` choice; `None` with moves: leave the book.
+    pub choice: Option<String>,
+    /// Probability that `weighted` leaves the book here.
+    pub leave_weight: f64,
+    /// The position's own analysis, side to move.
+    pub analysis: Option<Score>,
+    pub deviation: Option<Deviation>,
+    /// Every book move with games, most played first (ties by UCI).
+    pub moves: Vec<ExploredMove>,
+    /// The highest rated games that played a move here (ratings summed),
+    /// with that move's UCI; at most [`MAX_TOP_GAMES`].
+    pub top_games: Vec<(String, GameSummary)>,
+}
+
+impl Book {
+    /// The explorer's view of `pos`, read in one snapshot.
+    pub fn explore(&self, pos: &Chess) -> Result<Explored> {
+        self.read_snapshot(|book| explore_in(book, pos))
+    }
+}
+
+fn explore_in(book: &Book, pos: &Chess) -> Result<Explored> {
+    let key = polyglot_key(pos);
+    let node = book.position(key)?;
+    let Some(node) = node else {
+        return Ok(Explored {
+            key,
+            in_book: false,
+            counts: Counts::default(),
+            moves_total: Counts::default(),
+            value: None,
+            choice: None,
+            leave_weight: 0.0,
+            analysis: None,
+            deviation: None,
+            moves: Vec::new(),
+            top_games: Vec::new(),
+        });
+    };
+    let params = book.settings.params;
+    let moves: Vec<BookMove> = book.moves(key)?;
+    let best = best_of(&node, &moves, &params);
+    let choices: Vec<_> = moves.iter().filter_map(choice_of).collect();
+    let weights = option_weights(&node, &choices, &params);
+    let weight_of = |mv: Option<MoveCode>| {
+        weights
+            .iter()
+            .find(|w| w.0 == mv)
+            .map_or(0.0, |w| w.1)
+    };
+    let details = book.explorer_moves(key)?;
+    let top = book.top_entries(key)?;
+    let mut hashes: Vec<u64> = top.iter().map(|t| t.game).collect();
+    hashes.sort_unstable();
+    hashes.dedup();
+    let infos = book.game_infos(&hashes)?;
+    let info_of = |h: u64| infos.iter().find(|g| g.hash == h).map(summary);
+
+    let san_of = |mv: MoveCode, uci: &str| {
+        mv.to_move(pos)
+            .map(|m| San::from_move(pos, m).to_string())
+            .unwrap_or_else(|| uci.to_string())
+    };
+    let mut moves_total = Counts::default();
+    let mut out_moves = Vec::new();
+    for m in &moves {
+        if m.counts.total() == 0 {
+            // An imported move without games: not an explorer row.
+            continue;
+        }
+        moves_total.add(m.counts);
+        let d = details.iter().find(|d| d.mv == m.mv);
+        let average_rating = d
+            .filter(|d| d.rated > 0)
+            .map(|d| (d.rating_sum / u64::from(d.rated)) as u32);
+        let game = if m.counts.total() == 1 {
+            top.iter().find(|t| t.mv == m.mv).and_then(|t| info_of(t.game))
+        } else {
+            None
+        };
+        let analysis = match m.child {
+            Some(c) => book.analysis(c)?.map(|a| Score {
+                cp: -a.score,
+                depth: a.depth,
+            }),
+            None => None,
+        };
+        out_moves.push(ExploredMove {
+            san: san_of(m.mv, &m.uci),
+            uci: m.uci.clone(),
+            counts: m.counts,
+            average_rating,
+            game,
+            child: m.child,
+            value: m.q,
+            weighted: weight_of(Some(m.mv)),
+            choice: best == Some(m.mv),
+            analysis,
+        });
+    }
+    out_moves.sort_by(|a, b| {
+        b.counts
+            .total()
+            .cmp(&a.counts.total())
+            .then_with(|| a.uci.cmp(&b.uci))
+    });
+    let mut top_games = Vec::new();
+    for t in top.iter().take(MAX_TOP_GAMES) {
+        let Some(g) = info_of(t.game) else { continue };
+        let Some(m) = moves.iter().find(|m| m.mv == t.mv) else {
+            continue;
+        };
+        top_games.push((m.uci.clone(), g));
+    }
+    let a = book.analysis(key)?;
+    let deviation = a.as_ref().and_then(|a| {
+        let mv = a.dev_move?.to_move(pos)?;
+        Some(Deviation {
+            uci: mv.to_uci(shakmaty::CastlingMode::Standard).to_string(),
+            san: San::from_move(pos, mv).to_string(),
+            score: Score {
+                cp: a.deviation?,
+                depth: a.dev_depth.unwrap_or(0),
+            },
+        })
+    });
+    let has_games = moves.iter().any(|m| m.child_games > 0);
+    Ok(Explored {
+        key,
+        in_book: true,
+        counts: node.counts,
+        moves_total,
+        value: has_games.then_some(node.value),
+        choice: best.and_then(|b| moves.iter().find(|m| m.mv == b).map(|m| m.uci.clone())),
+        leave_weight: weight_of(None),
+        analysis: a.as_ref().map(|a| Score {
+            cp: a.score,
+            depth: a.depth,
+        }),
+        deviation,
+        moves: out_moves,
+        top_games,
+    })
+}
+
+fn summary(g: &GameInfo) -> GameSummary {
+    GameSummary {
+        id: g.hash,
+        white: g.white.clone(),
+        black: g.black.clone(),
+        white_elo: g.white_elo,
+        black_elo: g.black_elo,
+        result: g.result,
+        date: g.date.clone(),
+    }
+}
+
+/// A game of the book as PGN, as lichess's `/masters/pgn/{id}` gives it:
+/// the seven tag roster, the ratings, and every move of the game.
+pub fn game_pgn(book: &Book, id: u64) -> Result<Option<String>> {
+    let Some(g) = book.game_info(id)? else {
+        return Ok(None);
+    };
+    Ok(Some(g.pgn()?))
+}
