@@ -12,5 +12,6 @@ pub mod fnv;
 pub mod interrupt;
 pub mod play;
 pub mod plot;
+pub mod serve;
 pub mod tune;
 pub mod uci;

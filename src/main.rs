@@ -167,6 +167,11 @@ enum Command {
     TuneReport(TuneReportArgs),
     /// Print an evaluation parameter set as TOML.
     Weights(WeightsArgs),
+    /// Serve a book over HTTP as the lichess opening explorer serves its masters database
+    /// (GET /masters, /masters/pgn/ID: the same JSON, learnbook's values beside it), with
+    /// the explorer page at /. Prints the URL it listens on; Ctrl-C or SIGTERM stops it
+    /// gracefully (exit 130 or 143). `learnbook learn` may write the book meanwhile.
+    Serve(ServeArgs),
 }
 
 /// Arguments of `learnbook build`.
@@ -631,6 +636,22 @@ struct TuneReportArgs {
     compare: Option<PathBuf>,
 }
 
+/// Arguments of `learnbook serve`.
+#[derive(Args)]
+struct ServeArgs {
+    #[command(flatten)]
+    book: BookArg,
+    /// Address to listen on, host:port (port 0: one the system picks; the URL printed says which).
+    #[arg(long, default_value = learnbook::serve::DEFAULT_BIND)]
+    bind: String,
+    /// Send Access-Control-Allow-Origin: * (as lichess does), for pages served from elsewhere.
+    #[arg(long)]
+    cors: bool,
+    /// Book connections and the threads that read them (default: all cores).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    threads: Option<u32>,
+}
+
 /// Arguments of `learnbook weights`.
 #[derive(Args)]
 struct WeightsArgs {
@@ -672,6 +693,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Fit(args) => args.run(),
         Command::TuneReport(args) => args.run(),
         Command::Weights(args) => args.run(),
+        Command::Serve(args) => args.run(),
     }
 }
 
@@ -1255,6 +1277,18 @@ impl TuneReportArgs {
             println!("plot written to {}", p.display());
         }
         Ok(ExitCode::SUCCESS)
+    }
+}
+
+impl ServeArgs {
+    fn run(self) -> Result<ExitCode> {
+        let stopped = learnbook::serve::run(&learnbook::serve::Options {
+            book: self.book.book,
+            bind: self.bind,
+            cors: self.cors,
+            threads: self.threads.map(|n| n as usize),
+        })?;
+        Ok(ExitCode::from(stopped.exit_code()))
     }
 }
 

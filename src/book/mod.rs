@@ -10,6 +10,7 @@ pub mod keys;
 pub mod merge;
 pub mod minimax;
 pub mod movetext;
+pub mod openings;
 pub mod polyglot;
 pub mod report;
 pub mod select;

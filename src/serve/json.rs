@@ -1,0 +1,229 @@
+//! The `/masters` response: lichess's masters explorer shape
+//! (`OpeningExplorerMasters` in lichess's OpenAPI schema) built from
+//! [`Explored`], with learnbook's own fields beside lichess's (clients
+//! ignore fields they do not know):
+//!
+//! * top level: `fen` (the position explored, after `play`), `inBook`,
+//!   `games` (`{white, draws, black}` of every game through the position,
+//!   those that end there included), `value` (the book's value, side to
+//!   move, -1..1, or null), `choice` (the book's move as UCI, or null),
+//!   `leaveWeight` (probability that the weighted choice leaves the book),
+//!   `analysis` (`{score, depth}`: centipawns for the side to move, or
+//!   null) and `deviation` (`{uci, san, score, depth}`: the best move
+//!   outside the book, or null);
+//! * per move: `value` (for the mover, or null), `weighted` (probability
+//!   0..1), `choice` (bool) and `analysis` (`{score, depth}` for the mover,
+//!   or null).
+
+use serde::Serialize;
+use shakmaty::{fen::Fen, uci::UciMove, Chess, Color, EnPassantMode, Position};
+
+use super::query::MastersQuery;
+use crate::book::{
+    explore::{Explored, ExploredMove, GameSummary, Score},
+    ingest::Counts,
+    keys::polyglot_key,
+    openings::{self, Opening},
+};
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Masters {
+    // lichess's fields
+    pub opening: Option<OpeningJson>,
+    pub white: u64,
+    pub draws: u64,
+    pub black: u64,
+    pub moves: Vec<MoveJson>,
+    pub top_games: Vec<TopGameJson>,
+    // learnbook's
+    pub fen: String,
+    pub in_book: bool,
+    pub games: CountsJson,
+    pub value: Option<f64>,
+    pub choice: Option<String>,
+    pub leave_weight: f64,
+    pub analysis: Option<ScoreJson>,
+    pub deviation: Option<DeviationJson>,
+}
+
+#[derive(Serialize)]
+pub struct OpeningJson {
+    pub eco: String,
+    pub name: String,
+}
+
+#[derive(Serialize)]
+pub struct CountsJson {
+    pub white: u64,
+    pub draws: u64,
+    pub black: u64,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MoveJson {
+    pub uci: String,
+    pub san: String,
+    pub average_rating: u32,
+    pub white: u64,
+    pub draws: u64,
+    pub black: u64,
+    pub game: Option<GameJson>,
+    pub opening: Option<OpeningJson>,
+    // learnbook's
+    pub value: Option<f64>,
+    pub weighted: f64,
+    pub choice: bool,
+    pub analysis: Option<ScoreJson>,
+}
+
+/// `OpeningExplorerMastersGame`.
+#[derive(Serialize)]
+pub struct GameJson {
+    pub id: String,
+    pub winner: Option<&'static str>,
+    pub white: PlayerJson,
+    pub black: PlayerJson,
+    /// 0 when the game's date has no year.
+    pub year: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub month: Option<String>,
+}
+
+#[derive(Serialize)]
+pub struct TopGameJson {
+    pub uci: String,
+    #[serde(flatten)]
+    pub game: GameJson,
+}
+
+#[derive(Serialize)]
+pub struct PlayerJson {
+    pub name: String,
+    /// 0 when unknown, as lichess writes it.
+    pub rating: u32,
+}
+
+#[derive(Serialize)]
+pub struct ScoreJson {
+    pub score: i32,
+    pub depth: u32,
+}
+
+#[derive(Serialize)]
+pub struct DeviationJson {
+    pub uci: String,
+    pub san: String,
+    pub score: i32,
+    pub depth: u32,
+}
+
+fn counts(c: Counts) -> CountsJson {
+    CountsJson {
+        white: u64::from(c.white),
+        draws: u64::from(c.draws),
+        black: u64::from(c.black),
+    }
+}
+
+fn opening(o: Option<&Opening>) -> Option<OpeningJson> {
+    o.map(|o| OpeningJson {
+        eco: o.eco.clone(),
+        name: o.name.clone(),
+    })
+}
+
+fn score(s: Score) -> ScoreJson {
+    ScoreJson {
+        score: s.cp,
+        depth: s.depth,
+    }
+}
+
+pub fn game(g: &GameSummary) -> GameJson {
+    GameJson {
+        id: g.id_text(),
+        winner: g.winner().map(|c| match c {
+            Color::White => "white",
+            Color::Black => "black",
+        }),
+        white: PlayerJson {
+            name: g.white.clone(),
+            rating: g.white_elo.unwrap_or(0),
+        },
+        black: PlayerJson {
+            name: g.black.clone(),
+            rating: g.black_elo.unwrap_or(0),
+        },
+        year: g.year().unwrap_or(0),
+        month: g.month(),
+    }
+}
+
+/// The name of the position after `m`, exact match only (lichess names a
+/// move only when it reaches a named position).
+fn move_opening(pos: &Chess, m: &ExploredMove) -> Option<OpeningJson> {
+    let uci = UciMove::from_ascii(m.uci.as_bytes()).ok()?;
+    let mv = uci.to_move(pos).ok()?;
+    let mut after = pos.clone();
+    after.play_unchecked(mv);
+    opening(openings::lookup(polyglot_key(&after)))
+}
+
+fn move_json(pos: &Chess, m: &ExploredMove) -> MoveJson {
+    let c = counts(m.counts);
+    MoveJson {
+        uci: m.uci.clone(),
+        san: m.san.clone(),
+        average_rating: m.average_rating.unwrap_or(0),
+        white: c.white,
+        draws: c.draws,
+        black: c.black,
+        game: m.game.as_ref().map(game),
+        opening: move_opening(pos, m),
+        value: m.value,
+        weighted: m.weighted,
+        choice: m.choice,
+        analysis: m.analysis.map(score),
+    }
+}
+
+/// The response to `q`, from the book's view of its position.
+pub fn masters(q: &MastersQuery, e: &Explored) -> Masters {
+    let total = counts(e.moves_total);
+    Masters {
+        opening: opening(openings::last_named(&q.line)),
+        white: total.white,
+        draws: total.draws,
+        black: total.black,
+        moves: e
+            .moves
+            .iter()
+            .take(q.moves)
+            .map(|m| move_json(&q.pos, m))
+            .collect(),
+        top_games: e
+            .top_games
+            .iter()
+            .take(q.top_games)
+            .map(|(uci, g)| TopGameJson {
+                uci: uci.clone(),
+                game: game(g),
+            })
+            .collect(),
+        fen: Fen::from_position(&q.pos, EnPassantMode::Legal).to_string(),
+        in_book: e.in_book,
+        games: counts(e.counts),
+        value: e.value,
+        choice: e.choice.clone(),
+        leave_weight: e.leave_weight,
+        analysis: e.analysis.map(score),
+        deviation: e.deviation.as_ref().map(|d| DeviationJson {
+            uci: d.uci.clone(),
+            san: d.san.clone(),
+            score: d.score.cp,
+            depth: d.score.depth,
+        }),
+    }
+}
