@@ -8,15 +8,21 @@
 //!   minus what enters it) equal the games table, per result;
 //! * every value and `best` choice equals a full re-evaluation, bit for bit;
 //! * single-game tails: no tail position is also a row, and every tail
-//!   position is listed under its game.
+//!   position is listed under its game;
+//! * the explorer's data: every move's rating sums and every row's top
+//!   games equal what the games replayed give, and every game's moves are
+//!   the whole game.
 
 use std::collections::HashMap;
 
 use anyhow::Result;
 
+use shakmaty::{fen::Fen, CastlingMode, Chess, Position};
+
+use super::db::explore::{rank_of, TopEntry, TopList};
 use super::db::Book;
-use super::ingest::Counts;
-use super::keys::Key;
+use super::ingest::{next_key, Counts};
+use super::keys::{polyglot_key, Key, KeyMap, KeySet};
 
 #[derive(Clone, Debug, Default)]
 pub struct CheckReport {
@@ -110,6 +116,9 @@ pub fn check(book: &Book) -> Result<CheckReport> {
             "games starting in the tree {starts:?} differ from the games table {expected:?}"
         ));
     }
+    if !book.explorer_partial()? {
+        check_explorer(book, &mut report)?;
+    }
     let mut fresh = graph.clone();
     fresh.evaluate(&book.settings.params);
     for (i, (stored, new)) in graph.nodes.iter().zip(&fresh.nodes).enumerate() {
@@ -127,4 +136,103 @@ pub fn check(book: &Book) -> Result<CheckReport> {
         }
     }
     Ok(report)
+}
+
+/// The explorer's data against the games replayed: each move row's rating
+/// sums, each row's top list (a [`TopList`] of every game through it, which
+/// does not depend on their order), and each game's moves whole.
+fn check_explorer(book: &Book, report: &mut CheckReport) -> Result<()> {
+    let mut stored: KeyMap<Key, TopList> = KeyMap::default();
+    let mut damaged = Vec::new();
+    book.for_each_top(|key, list| match list {
+        Some(l) => {
+            stored.insert(key, l);
+        }
+        None => damaged.push(key),
+    })?;
+    for key in damaged {
+        report.problem(format!("{key}: its top games are not readable"));
+    }
+    let rows: KeySet<Key> = stored.keys().copied().collect();
+    let mut tops: KeyMap<Key, TopList> = KeyMap::default();
+    let mut edges: KeyMap<(Key, u16), (u32, u64, u32)> = KeyMap::default();
+    let mut cut = 0u64;
+    book.for_each_game_moves(|g| {
+        if !g.whole {
+            cut += 1;
+        }
+        let Some(moves) = g.moves else {
+            return Ok(());
+        };
+        let mut pos = match &g.fen {
+            None => Chess::default(),
+            Some(f) => match f
+                .parse::<Fen>()
+                .ok()
+                .and_then(|f| f.into_position::<Chess>(CastlingMode::Standard).ok())
+            {
+                Some(p) => p,
+                None => return Ok(()),
+            },
+        };
+        let black_first = pos.turn().is_black();
+        let rank = rank_of(g.white_elo, g.black_elo);
+        let mut key = polyglot_key(&pos);
+        for (i, code) in moves.iter().enumerate() {
+            let Some(mv) = code.to_move(&pos) else {
+                break;
+            };
+            if rows.contains(&key) {
+                let white_moves = (i % 2 == 0) != black_first;
+                let elo = if white_moves {
+                    g.white_elo
+                } else {
+                    g.black_elo
+                };
+                for _ in 0..g.copies {
+                    let e = edges.entry((key, code.0)).or_default();
+                    e.0 += 1;
+                    if let Some(r) = elo {
+                        e.1 += u64::from(r);
+                        e.2 += 1;
+                    }
+                    let entry = TopEntry {
+                        mv: *code,
+                        rank,
+                        game: g.hash,
+                    };
+                    tops.entry(key).or_default().add(entry, e.0 == 1);
+                }
+            }
+            key = next_key(&mut pos, key, mv);
+        }
+        Ok(())
+    })?;
+    if cut > 0 {
+        report.problem(format!(
+            "{cut} games have fewer moves stored than they have (the explorer gives their PGN cut)"
+        ));
+    }
+    book.for_each_move_rating(|parent, m| {
+        let (_, sum, rated) = edges.get(&(parent, m.mv.0)).copied().unwrap_or_default();
+        if (m.rating_sum, m.rated) != (sum, rated) {
+            report.problem(format!(
+                "{parent} {}: rating sum {} over {} games, the games give {sum} over {rated}",
+                m.mv.uci(false),
+                m.rating_sum,
+                m.rated
+            ));
+        }
+    })?;
+    for (key, list) in &stored {
+        let fresh = tops.get(key).map(TopList::trimmed).unwrap_or_default();
+        if *list != fresh {
+            report.problem(format!(
+                "{key}: top games {:?}, the games give {:?}",
+                list.marked(),
+                fresh.marked()
+            ));
+        }
+    }
+    Ok(())
 }

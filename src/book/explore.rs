@@ -168,12 +168,7 @@ fn explore_in(book: &Book, pos: &Chess) -> Result<Explored> {
     let best = best_of(&node, &moves, &params);
     let choices: Vec<_> = moves.iter().filter_map(choice_of).collect();
     let weights = option_weights(&node, &choices, &params);
-    let weight_of = |mv: Option<MoveCode>| {
-        weights
-            .iter()
-            .find(|w| w.0 == mv)
-            .map_or(0.0, |w| w.1)
-    };
+    let weight_of = |mv: Option<MoveCode>| weights.iter().find(|w| w.0 == mv).map_or(0.0, |w| w.1);
     let details = book.explorer_moves(key)?;
     let top = book.top_entries(key)?;
     let mut hashes: Vec<u64> = top.iter().map(|t| t.game).collect();
@@ -200,7 +195,9 @@ fn explore_in(book: &Book, pos: &Chess) -> Result<Explored> {
             .filter(|d| d.rated > 0)
             .map(|d| (d.rating_sum / u64::from(d.rated)) as u32);
         let game = if m.counts.total() == 1 {
-            top.iter().find(|t| t.mv == m.mv).and_then(|t| info_of(t.game))
+            top.iter()
+                .find(|t| t.mv == m.mv)
+                .and_then(|t| info_of(t.game))
         } else {
             None
         };

@@ -274,6 +274,46 @@ pub struct Game {
     pub terminal: Option<f64>,
     pub white_elo: Option<u32>,
     pub black_elo: Option<u32>,
+    /// Event, Site, Date, Round and the start FEN, for the explorer.
+    pub tags: GameTags,
+    /// The moves after the stored ones (past max-ply), Polyglot codes: with
+    /// `plies`, the whole game, which the explorer's PGN gives back.
+    pub rest: Vec<u16>,
+}
+
+/// The tags of a game the explorer shows besides the players and ratings.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GameTags {
+    pub event: Option<String>,
+    pub site: Option<String>,
+    pub date: Option<String>,
+    pub round: Option<String>,
+    /// The FEN the game starts from, as written (`None`: the standard start).
+    pub fen: Option<String>,
+}
+
+impl GameTags {
+    /// The tags from a header's identity (`Event=...` and so on) and FEN.
+    fn from_header(header: &Header) -> GameTags {
+        let mut tags = GameTags {
+            fen: header.fen.map(|f| f.trim().to_string()),
+            ..GameTags::default()
+        };
+        for item in header.identity {
+            let Some((name, value)) = item.split_once('=') else {
+                continue;
+            };
+            let slot = match name {
+                "Event" => &mut tags.event,
+                "Site" => &mut tags.site,
+                "Date" => &mut tags.date,
+                "Round" => &mut tags.round,
+                _ => continue,
+            };
+            *slot = Some(value.to_string());
+        }
+        tags
+    }
 }
 
 impl Game {
@@ -500,6 +540,7 @@ fn replay(
     hasher.write_field(header.fen.unwrap_or("startpos").trim().as_bytes());
 
     let mut plies = Vec::with_capacity(max_ply.min(n as u32) as usize);
+    let mut rest = Vec::new();
     let mut parent = start;
     for i in 0..n {
         let mv = move_at(i, &pos)?;
@@ -516,6 +557,7 @@ fn replay(
             });
             parent = child;
         } else {
+            rest.push(code.0);
             pos.play_unchecked(mv);
         }
     }
@@ -544,6 +586,8 @@ fn replay(
         terminal,
         white_elo: header.white_elo,
         black_elo: header.black_elo,
+        tags: GameTags::from_header(header),
+        rest,
     })
 }
 

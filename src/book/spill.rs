@@ -31,7 +31,7 @@ use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::db::Aggregate;
-use super::ingest::{Game, GameResult, Ply};
+use super::ingest::{Game, GameResult, GameTags, Ply};
 use super::keys::KeySet;
 use super::keys::{Key, MoveCode};
 
@@ -428,6 +428,20 @@ fn encode(g: &Game, out: &mut Vec<u8>) {
         out.push(u8::from(p.castle));
         out.extend_from_slice(&p.child.0.to_le_bytes());
     }
+    let t = &g.tags;
+    for tag in [&t.event, &t.site, &t.date, &t.round, &t.fen] {
+        match tag {
+            Some(v) => {
+                out.extend_from_slice(&(v.len() as u32).to_le_bytes());
+                out.extend_from_slice(v.as_bytes());
+            }
+            None => out.extend_from_slice(&u32::MAX.to_le_bytes()),
+        }
+    }
+    out.extend_from_slice(&(g.rest.len() as u32).to_le_bytes());
+    for m in &g.rest {
+        out.extend_from_slice(&m.to_le_bytes());
+    }
     let len = out.len() as u32;
     out[..4].copy_from_slice(&len.to_le_bytes());
 }
@@ -471,6 +485,19 @@ fn decode(b: &[u8]) -> Result<Game> {
         });
         parent = child;
     }
+    let mut tag = || r.optional_string();
+    let tags = GameTags {
+        event: tag()?,
+        site: tag()?,
+        date: tag()?,
+        round: tag()?,
+        fen: tag()?,
+    };
+    let n = r.u32()? as usize;
+    let mut rest = Vec::with_capacity(n.min(b.len()));
+    for _ in 0..n {
+        rest.push(r.u16()?);
+    }
     Ok(Game {
         white,
         black,
@@ -483,6 +510,8 @@ fn decode(b: &[u8]) -> Result<Game> {
         terminal: has_terminal.then_some(terminal),
         white_elo: elo[0],
         black_elo: elo[1],
+        tags,
+        rest,
     })
 }
 
@@ -522,6 +551,16 @@ impl Cursor<'_> {
         let n = self.u32()? as usize;
         String::from_utf8(self.take(n)?.to_vec())
             .map_err(|_| anyhow!("a damaged journal record (a name is not UTF-8)"))
+    }
+    /// A string or nothing (length `u32::MAX`).
+    fn optional_string(&mut self) -> Result<Option<String>> {
+        let n = self.u32()?;
+        if n == u32::MAX {
+            return Ok(None);
+        }
+        String::from_utf8(self.take(n as usize)?.to_vec())
+            .map(Some)
+            .map_err(|_| anyhow!("a damaged journal record (a tag is not UTF-8)"))
     }
 }
 

@@ -248,7 +248,7 @@ pub fn assert_same_book(a: &Path, b: &Path) {
         // The source names the input file, which differs between the parts and the whole.
         (
             "games",
-            "hash, white, black, result, plies, start, copies, moves, expected, tail",
+            "hash, white, black, result, plies, start, copies, moves, expected, tail, white_elo, black_elo, date, event, site, round, fen, rest",
         ),
     ] {
         assert_eq!(

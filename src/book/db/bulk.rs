@@ -9,11 +9,12 @@ use rusqlite::{params, Connection};
 use shakmaty::Chess;
 
 use super::book::Book;
+use super::explore::{merge_top, rank_of, top_to_blob, TopEntry, TopList};
 use super::graph::{reevaluate_all, MOVE_UPSERT};
 use super::schema::{hash_to_sql, moves_from_blob, moves_to_blob, source_id};
 use super::tail_index::{prefix, IndexWriter};
 use super::tails::{materialize_keys, value_chain};
-use crate::book::ingest::{Counts, Game};
+use crate::book::ingest::{Counts, Game, GameTags};
 use crate::book::keys::{polyglot_key, Key, KeyMap, MoveCode};
 use crate::book::minimax::{Graph, NodeInfo, ValueParams};
 use crate::book::spill::PairSorter;
@@ -36,9 +37,43 @@ pub struct Aggregate {
     /// Heap bytes the games hold beside their rows (names, moves, keys),
     /// for [`Aggregate::approx_bytes`].
     game_heap: u64,
+    /// Entries held in the nodes' top lists (less what was dropped), for
+    /// [`Aggregate::approx_bytes`].
+    top_entries: i64,
 }
 
-#[derive(Clone, Copy, Debug, Default)]
+impl GameRow {
+    /// The row of `game`, from input `source`, counted `copies` times.
+    fn new(game: &Game, source: u32, copies: u32, keys: Option<Vec<Key>>) -> GameRow {
+        GameRow {
+            copies,
+            hash: game.hash,
+            source,
+            white: game.white.clone(),
+            black: game.black.clone(),
+            result: game.result.as_str(),
+            plies: game.total_plies,
+            start: game.start,
+            moves: moves_to_blob(game.plies.iter().map(|p| p.mv.0)),
+            expected: game.expected_milli(),
+            white_elo: game.white_elo,
+            black_elo: game.black_elo,
+            tags: game.tags.clone(),
+            rest: moves_to_blob(game.rest.iter().copied()),
+            keys,
+        }
+    }
+}
+
+/// Heap bytes of a game's tags.
+fn tags_len(t: &GameTags) -> usize {
+    [&t.event, &t.site, &t.date, &t.round, &t.fen]
+        .iter()
+        .map(|v| v.as_ref().map_or(0, |v| v.len() + 16))
+        .sum()
+}
+
+#[derive(Clone, Debug, Default)]
 pub struct NodeAgg {
     pub depth: u32,
     pub counts: Counts,
@@ -49,6 +84,8 @@ pub struct NodeAgg {
     /// game): kept with the position, so counting a game's move touches
     /// memory already in the cache instead of a second table.
     pub first: Option<(u16, EdgeAgg)>,
+    /// The explorer's top games of the position ([`TopList`]).
+    pub top: TopList,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -56,6 +93,30 @@ pub struct EdgeAgg {
     pub child: Key,
     pub castle: bool,
     pub counts: Counts,
+    /// The mover's ratings summed, over the `rated` games that have one.
+    pub rating_sum: u64,
+    pub rated: u32,
+}
+
+impl EdgeAgg {
+    fn new(child: Key, castle: bool) -> EdgeAgg {
+        EdgeAgg {
+            child,
+            castle,
+            counts: Counts::default(),
+            rating_sum: 0,
+            rated: 0,
+        }
+    }
+
+    /// Counts one game with result counts `c` and the mover's rating.
+    fn add(&mut self, c: Counts, mover_elo: Option<u32>) {
+        self.counts.add(c);
+        if let Some(r) = mover_elo {
+            self.rating_sum += u64::from(r);
+            self.rated += 1;
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -73,6 +134,11 @@ pub struct GameRow {
     pub moves: Vec<u8>,
     /// White's expected points in thousandths (the ratings).
     pub expected: i64,
+    pub white_elo: Option<u32>,
+    pub black_elo: Option<u32>,
+    pub tags: GameTags,
+    /// The moves after the stored ones ([`moves_to_blob`]; empty: none).
+    pub rest: Vec<u8>,
     /// The keys of its stored positions, start first, while it may get a
     /// tail (a game from the standard start, counted once).
     pub keys: Option<Vec<Key>>,
@@ -90,6 +156,7 @@ impl Aggregate {
     pub fn count_positions(&mut self, game: &Game, keep: impl Fn(usize, Key) -> bool) {
         let c = game.result.counts();
         let expected = game.expected_milli();
+        let rank = rank_of(game.white_elo, game.black_elo);
         let mut last_kept = false;
         // Each position and the move out of it together: one look-up.
         for (ply, key) in game.keys().enumerate() {
@@ -98,12 +165,9 @@ impl Aggregate {
                 continue;
             }
             let depth = game.start_ply + ply as u32;
-            let n = self.nodes.entry(key).or_insert(NodeAgg {
+            let n = self.nodes.entry(key).or_insert_with(|| NodeAgg {
                 depth,
-                counts: Counts::default(),
-                expected: 0,
-                exact: None,
-                first: None,
+                ..NodeAgg::default()
             });
             n.depth = n.depth.min(depth);
             n.counts.add(c);
@@ -111,17 +175,26 @@ impl Aggregate {
             let Some(p) = game.plies.get(ply) else {
                 continue;
             };
-            let new = || EdgeAgg {
-                child: p.child,
-                castle: p.castle,
-                counts: Counts::default(),
-            };
+            let new = || EdgeAgg::new(p.child, p.castle);
             let e = match &mut n.first {
                 first @ None => &mut first.insert((p.mv.0, new())).1,
                 Some((mv, e)) if *mv == p.mv.0 => e,
                 _ => self.edges.entry((key, p.mv.0)).or_insert_with(new),
             };
-            e.counts.add(c);
+            let first_of_move = e.counts.total() == 0;
+            // The side to move plays: White at even plies.
+            let mover_elo = if depth % 2 == 0 {
+                game.white_elo
+            } else {
+                game.black_elo
+            };
+            e.add(c, mover_elo);
+            let entry = TopEntry {
+                mv: p.mv,
+                rank,
+                game: game.hash,
+            };
+            self.top_entries += n.top.add(entry, first_of_move);
         }
         if let Some(e) = game.terminal {
             let last = game.plies.last().map_or(game.start, |p| p.child);
@@ -132,7 +205,6 @@ impl Aggregate {
     }
 
     fn add_game_row(&mut self, game: &Game, source: &str) {
-        let expected = game.expected_milli();
         if let Some(&i) = self.game_index.get(&game.hash) {
             let row = &mut self.games[i as usize];
             row.copies += 1;
@@ -150,19 +222,10 @@ impl Aggregate {
             self.game_heap += (8 * (game.plies.len() + 1) + 16) as u64;
         }
         self.game_index.insert(game.hash, self.games.len() as u32);
-        self.games.push(GameRow {
-            copies: 1,
-            hash: game.hash,
-            source: self.sources.len() as u32 - 1,
-            white: game.white.clone(),
-            black: game.black.clone(),
-            result: game.result.as_str(),
-            plies: game.total_plies,
-            start: game.start,
-            moves: moves_to_blob(game.plies.iter().map(|p| p.mv.0)),
-            expected,
-            keys: keep_keys.then(|| game.keys().collect()),
-        });
+        self.game_heap += (2 * game.rest.len() + tags_len(&game.tags)) as u64;
+        let keys = keep_keys.then(|| game.keys().collect());
+        self.games
+            .push(GameRow::new(game, self.sources.len() as u32 - 1, 1, keys));
     }
 
     /// The memory the aggregate holds, in bytes, with the next game: its
@@ -186,6 +249,7 @@ impl Aggregate {
             + table(&self.game_index)
             + (self.games.capacity() * std::mem::size_of::<GameRow>()) as u64
             + self.game_heap
+            + self.top_entries.max(0) as u64 * std::mem::size_of::<(TopEntry, bool)>() as u64 * 2
     }
 
     /// An empty aggregate; `tails`: a new book keeps single-game tails.
@@ -242,7 +306,7 @@ impl Book {
         // The rows and the graph are prepared on another core while the
         // games and tails are inserted, and valued there while the moves
         // are (values do not depend on the rows written first).
-        let (g, rows, links) = std::thread::scope(|scope| -> Result<_> {
+        let (g, (rows, tops), links) = std::thread::scope(|scope| -> Result<_> {
             let (games, tail_of) = (&games, &tail_of);
             let (send_listed, recv_listed) = std::sync::mpsc::channel();
             let (send, recv) = std::sync::mpsc::channel();
@@ -254,7 +318,7 @@ impl Book {
                 let mut g = Graph::new(p.node_list, p.edge_list);
                 g.fixed = p.rows;
                 g.evaluate(&params);
-                (g, p.rows)
+                (g, p.rows, p.tops)
             });
             let source_ids = source_ids(&tx, &sources)?;
             let rows: Vec<(i64, &GameRow, Option<u32>, i64)> = games
@@ -272,7 +336,7 @@ impl Book {
             index.finish()?;
             moves_then_graph(&tx, &recv, worker)
         })?;
-        insert_position_rows(&tx, &g, rows, &links)?;
+        insert_position_rows(&tx, &g, rows, &tops, &links)?;
         tx.commit()?;
         Ok(())
     }
@@ -372,7 +436,7 @@ impl Book {
         nodes.extend(uncounted_rows);
         // The rows are prepared and valued on another core while the tails
         // index and then the moves are written (moves need no values).
-        let (g, rows, links) = std::thread::scope(|scope| -> Result<_> {
+        let (g, (rows, tops), links) = std::thread::scope(|scope| -> Result<_> {
             let (send, recv) = std::sync::mpsc::channel();
             let worker = scope.spawn(move || {
                 let p = prepare_graph(nodes, edges, heads, |m| {
@@ -381,14 +445,14 @@ impl Book {
                 let mut g = Graph::new(p.node_list, p.edge_list);
                 g.fixed = p.rows;
                 g.evaluate(&params);
-                (g, p.rows)
+                (g, p.rows, p.tops)
             });
             let mut index = IndexWriter::new(&tx)?;
             tail_entries.drain(|entries| index.push(entries))?;
             index.finish()?;
             moves_then_graph(&tx, &recv, worker)
         })?;
-        insert_position_rows(&tx, &g, rows, &links)?;
+        insert_position_rows(&tx, &g, rows, &tops, &links)?;
         tx.commit()?;
         Ok(())
     }
@@ -471,6 +535,12 @@ impl Book {
                     .map(|&((p, mv), ref e)| (Key::from_sql(p), mv, e)),
             )?;
             write_games(&tx, &games, &sources)?;
+            // The moves' counts are final: the top lists can be joined.
+            for (key, n) in &node_rows {
+                if !n.top.is_empty() {
+                    merge_top(&tx, Key::from_sql(*key), &n.top.entries())?;
+                }
+            }
         }
         // The full re-evaluation loads the whole book: free the rows first.
         drop((node_rows, edge_rows, links, games));
@@ -492,16 +562,16 @@ type Links = Vec<(i64, i64)>;
 fn moves_then_graph(
     tx: &Connection,
     recv: &std::sync::mpsc::Receiver<MoveRows>,
-    worker: std::thread::ScopedJoinHandle<'_, (Graph, usize)>,
-) -> Result<(Graph, usize, Links)> {
+    worker: std::thread::ScopedJoinHandle<'_, (Graph, usize, Vec<Option<Vec<u8>>>)>,
+) -> Result<(Graph, (usize, Vec<Option<Vec<u8>>>), Links)> {
     let Ok((edge_rows, links)) = recv.recv() else {
         return Err(anyhow!("the thread preparing the rows panicked"));
     };
     insert_move_rows(tx, &edge_rows, &links)?;
-    let (g, rows) = worker
+    let (g, rows, tops) = worker
         .join()
         .map_err(|_| anyhow!("the evaluation thread panicked"))?;
-    Ok((g, rows, links))
+    Ok((g, (rows, tops), links))
 }
 
 /// Inserts game rows `(id, game, tail ply, source id)` into a fresh table.
@@ -509,8 +579,8 @@ fn insert_game_rows(tx: &Connection, rows: &[(i64, &GameRow, Option<u32>, i64)])
     // Ascending: later games get later ids, so the pages are packed full.
     insert_chunked_in(
         tx,
-        "INSERT INTO games(id, hash, source, white, black, result, plies, start, copies, moves, expected, tail)",
-        12,
+        "INSERT INTO games(id, hash, source, white, black, result, plies, start, copies, moves, expected, tail, white_elo, black_elo, date, event, site, round, fen, rest)",
+        20,
         rows,
         true,
         |st, i, &(id, g, tail, source)| {
@@ -525,9 +595,22 @@ fn insert_game_rows(tx: &Connection, rows: &[(i64, &GameRow, Option<u32>, i64)])
             st.raw_bind_parameter(i + 8, g.copies)?;
             st.raw_bind_parameter(i + 9, &g.moves)?;
             st.raw_bind_parameter(i + 10, g.expected)?;
-            st.raw_bind_parameter(i + 11, tail)
+            st.raw_bind_parameter(i + 11, tail)?;
+            bind_game_info(st, i + 12, g)
         },
     )
+}
+
+/// Binds a game's ratings, tags and rest (8 values) from parameter `i`.
+fn bind_game_info(st: &mut rusqlite::Statement<'_>, i: usize, g: &GameRow) -> rusqlite::Result<()> {
+    st.raw_bind_parameter(i, g.white_elo)?;
+    st.raw_bind_parameter(i + 1, g.black_elo)?;
+    st.raw_bind_parameter(i + 2, &g.tags.date)?;
+    st.raw_bind_parameter(i + 3, &g.tags.event)?;
+    st.raw_bind_parameter(i + 4, &g.tags.site)?;
+    st.raw_bind_parameter(i + 5, &g.tags.round)?;
+    st.raw_bind_parameter(i + 6, &g.tags.fen)?;
+    st.raw_bind_parameter(i + 7, (!g.rest.is_empty()).then_some(&g.rest))
 }
 
 /// Inserts sorted rows of two integers (`head` names the table and its two
@@ -547,8 +630,8 @@ fn insert_move_rows(
 ) -> Result<()> {
     insert_chunked(
         tx,
-        "INSERT INTO moves(parent, move, uci, child, white, draws, black)",
-        7,
+        "INSERT INTO moves(parent, move, uci, child, white, draws, black, rating_sum, rated)",
+        9,
         edge_rows,
         |st, i, &((parent, mv), ref e)| {
             st.raw_bind_parameter(i, parent)?;
@@ -557,7 +640,9 @@ fn insert_move_rows(
             st.raw_bind_parameter(i + 3, e.child)?;
             st.raw_bind_parameter(i + 4, e.counts.white)?;
             st.raw_bind_parameter(i + 5, e.counts.draws)?;
-            st.raw_bind_parameter(i + 6, e.counts.black)
+            st.raw_bind_parameter(i + 6, e.counts.black)?;
+            st.raw_bind_parameter(i + 7, e.rating_sum as i64)?;
+            st.raw_bind_parameter(i + 8, e.rated)
         },
     )?;
     let listed: Vec<(i64, i64)> = links
@@ -574,31 +659,35 @@ fn insert_position_rows(
     tx: &Connection,
     g: &Graph,
     rows: usize,
+    tops: &[Option<Vec<u8>>],
     links: &[(i64, i64)],
 ) -> Result<()> {
     // Both lists are sorted by key: the first link of a child is its smallest parent.
     let mut link = links.iter().peekable();
-    let rows: Vec<(&NodeInfo, Option<u16>, Option<i64>)> = g
+    type Row<'a> = (&'a NodeInfo, Option<u16>, Option<i64>, Option<&'a Vec<u8>>);
+    let rows: Vec<Row> = g
         .nodes
         .iter()
         .zip(&g.best)
+        .zip(tops)
         .take(rows)
-        .map(|(n, best)| {
+        .map(|((n, best), top)| {
             let key = n.key.to_sql();
             while link.next_if(|l| l.0 < key).is_some() {}
             (
                 n,
                 best.map(|m| m.0),
                 link.peek().filter(|l| l.0 == key).map(|l| l.1),
+                top.as_ref(),
             )
         })
         .collect();
     insert_chunked(
         tx,
-        "INSERT INTO positions(key, depth, white, draws, black, exact, value, best, parent, expected)",
-        10,
+        "INSERT INTO positions(key, depth, white, draws, black, exact, value, best, parent, expected, top)",
+        11,
         &rows,
-        |st, i, &(n, best, parent)| {
+        |st, i, &(n, best, parent, top)| {
             st.raw_bind_parameter(i, n.key)?;
             st.raw_bind_parameter(i + 1, n.depth)?;
             st.raw_bind_parameter(i + 2, n.counts.white)?;
@@ -608,7 +697,8 @@ fn insert_position_rows(
             st.raw_bind_parameter(i + 6, n.value)?;
             st.raw_bind_parameter(i + 7, best)?;
             st.raw_bind_parameter(i + 8, parent)?;
-            st.raw_bind_parameter(i + 9, n.expected)
+            st.raw_bind_parameter(i + 9, n.expected)?;
+            st.raw_bind_parameter(i + 10, top)
         },
     )
 }
@@ -638,19 +728,7 @@ fn game_tail(
 ) -> GameTail {
     let expected = game.expected_milli();
     let mut out = GameTail {
-        row: GameRow {
-            hash: game.hash,
-            source,
-            white: String::new(),
-            black: String::new(),
-            result: game.result.as_str(),
-            plies: game.total_plies,
-            start: game.start,
-            copies,
-            moves: moves_to_blob(game.plies.iter().map(|p| p.mv.0)),
-            expected,
-            keys: None,
-        },
+        row: GameRow::new(&game, source, copies, None),
         tail: None,
         head: None,
         keys: Vec::new(),
@@ -672,7 +750,9 @@ fn game_tail(
             expected,
             exact: if i == last { game.terminal } else { None },
             first: None,
+            top: TopList::default(),
         };
+        let rank = rank_of(game.white_elo, game.black_elo);
         // Before the tail: rows. The aggregate counted the positions the
         // filter called shared (and the moves out of them); a position
         // only this game reaches, it did not.
@@ -680,12 +760,19 @@ fn game_tail(
             if counted[i].is_none() {
                 let mut n = alone(i);
                 if let Some(p) = game.plies.get(i) {
-                    let e = EdgeAgg {
-                        child: p.child,
-                        castle: p.castle,
-                        counts: game.result.counts(),
+                    let mut e = EdgeAgg::new(p.child, p.castle);
+                    let mover_elo = if i % 2 == 0 {
+                        game.white_elo
+                    } else {
+                        game.black_elo
                     };
+                    e.add(game.result.counts(), mover_elo);
                     n.first = Some((p.mv.0, e));
+                    n.top = TopList::single(TopEntry {
+                        mv: p.mv,
+                        rank,
+                        game: game.hash,
+                    });
                 }
                 out.rows.push((k, n));
             }
@@ -706,8 +793,6 @@ fn game_tail(
             out.tail = Some(t as u32);
         }
     }
-    out.row.white = game.white;
-    out.row.black = game.black;
     out
 }
 
@@ -825,7 +910,9 @@ fn write_moves<'a>(
             e.child,
             c.white,
             c.draws,
-            c.black
+            c.black,
+            e.rating_sum as i64,
+            e.rated
         ])?;
     }
     Ok(())
@@ -852,6 +939,8 @@ struct Prepared {
     /// The rows in key order, then the first position of each tail.
     node_list: Vec<NodeInfo>,
     rows: usize,
+    /// The rows' top lists ([`top_to_blob`]; `None`: empty), in key order.
+    tops: Vec<Option<Vec<u8>>>,
 }
 
 /// Values each tail from its last position back and leaves its positions
@@ -909,17 +998,25 @@ fn prepare_graph(
         .collect();
     let links = parent_links(&edge_rows);
     moves_ready((edge_rows, links));
-    let mut node_list: Vec<NodeInfo> = nodes
+    let mut rows: Vec<(NodeInfo, Option<Vec<u8>>)> = nodes
         .into_iter()
-        .map(|(key, n)| node_info(key, &n))
+        .map(|(key, n)| {
+            let top = n.top.trimmed();
+            (
+                node_info(key, &n),
+                (!top.is_empty()).then(|| top_to_blob(&top)),
+            )
+        })
         .collect();
-    node_list.par_sort_unstable_by_key(|n| n.key.to_sql());
+    rows.par_sort_unstable_by_key(|(n, _)| n.key.to_sql());
+    let (mut node_list, tops): (Vec<NodeInfo>, Vec<Option<Vec<u8>>>) = rows.into_iter().unzip();
     let rows = node_list.len();
     node_list.extend(heads);
     Prepared {
         edge_list,
         node_list,
         rows,
+        tops,
     }
 }
 
@@ -968,7 +1065,7 @@ fn source_ids(tx: &Connection, names: &[String]) -> Result<Vec<i64>> {
 /// Adds game rows (in id order); repeated games add to `copies`.
 fn write_games(tx: &Connection, games: &[GameRow], sources: &[String]) -> Result<()> {
     let mut stmt = tx.prepare(
-        "INSERT INTO games(hash, source, white, black, result, plies, start, copies, moves, expected) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+        "INSERT INTO games(hash, source, white, black, result, plies, start, copies, moves, expected, white_elo, black_elo, date, event, site, round, fen, rest) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
          ON CONFLICT(hash) DO UPDATE SET copies = copies + excluded.copies",
     )?;
     let ids = source_ids(tx, sources)?;
@@ -983,7 +1080,15 @@ fn write_games(tx: &Connection, games: &[GameRow], sources: &[String]) -> Result
             g.start,
             g.copies,
             g.moves,
-            g.expected
+            g.expected,
+            g.white_elo,
+            g.black_elo,
+            g.tags.date,
+            g.tags.event,
+            g.tags.site,
+            g.tags.round,
+            g.tags.fen,
+            (!g.rest.is_empty()).then_some(&g.rest)
         ])?;
     }
     Ok(())

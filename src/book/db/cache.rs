@@ -10,6 +10,7 @@
 use anyhow::Result;
 use rusqlite::{CachedStatement, Connection, OptionalExtension};
 
+use super::explore::{top_from_blob, TopList};
 use super::graph::{node_from_row, NODE_COLS, NODE_WIDTH};
 use super::tails::tail_node;
 use crate::book::keys::{Key, KeyMap, MoveCode};
@@ -40,6 +41,8 @@ pub(super) struct Cached {
     /// The first position of a single-game tail, not a row: read as a
     /// child, never changed (a game that reaches it makes it a row first).
     pub(super) tail: bool,
+    /// `positions.top`: the explorer's top games.
+    pub(super) top: TopList,
 }
 
 /// The statements the cache reads through, prepared once per transaction.
@@ -57,7 +60,7 @@ impl<'c> Sql<'c> {
             conn,
             params: *params,
             node: conn.prepare_cached(&format!(
-                "SELECT {NODE_COLS}, p.best, p.parent FROM positions p LEFT JOIN analysis a ON a.key = p.key
+                "SELECT {NODE_COLS}, p.best, p.parent, p.top FROM positions p LEFT JOIN analysis a ON a.key = p.key
                  WHERE p.key = ?1"
             ))?,
             children: conn.prepare_cached(
@@ -106,6 +109,7 @@ impl NodeCache {
                 children: Some(Vec::new()),
                 linked: Some(Vec::new()),
                 tail: true,
+                top: TopList::default(),
             }),
         };
         Ok(match row {
@@ -163,7 +167,7 @@ impl NodeCache {
     }
 }
 
-/// A cached node from [`NODE_COLS`], `best`, `parent`.
+/// A cached node from [`NODE_COLS`], `best`, `parent`, `top`.
 fn cached_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Cached> {
     Ok(Cached {
         info: node_from_row(r, 0)?,
@@ -172,6 +176,11 @@ fn cached_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Cached> {
         children: None,
         linked: None,
         tail: false,
+        top: r
+            .get::<_, Option<Vec<u8>>>(NODE_WIDTH + 2)?
+            .as_deref()
+            .and_then(top_from_blob)
+            .unwrap_or_default(),
     })
 }
 

@@ -49,46 +49,170 @@ pub fn rank_of(white_elo: Option<u32>, black_elo: Option<u32>) -> u16 {
     sum.min(u32::from(u16::MAX)) as u16
 }
 
-/// `positions.top` as stored: per entry the move code (u16), the rank
-/// (u16) and the hash (u64), little-endian, in [`TopEntry::order`].
-pub fn top_to_blob(entries: &[TopEntry]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(entries.len() * ENTRY_BYTES);
-    for e in entries {
-        out.extend_from_slice(&e.mv.0.to_le_bytes());
+/// `positions.top` as stored: per entry the move code (u16, its top bit
+/// set while the entry is the only game of its move), the rank (u16) and
+/// the hash (u64), little-endian, in [`TopEntry::order`].
+pub fn top_to_blob(list: &TopList) -> Vec<u8> {
+    let mut out = Vec::with_capacity(list.0.len() * ENTRY_BYTES);
+    for &(e, single) in &list.0 {
+        let mv = e.mv.0 | if single { SINGLE_BIT } else { 0 };
+        out.extend_from_slice(&mv.to_le_bytes());
         out.extend_from_slice(&e.rank.to_le_bytes());
         out.extend_from_slice(&e.game.to_le_bytes());
     }
     out
 }
 
-/// Back from [`top_to_blob`]; `None` if the length is not a whole number of entries.
-pub fn top_from_blob(blob: &[u8]) -> Option<Vec<TopEntry>> {
+/// Marks an entry that is the only game of its move (Polyglot move codes
+/// use 15 bits).
+const SINGLE_BIT: u16 = 1 << 15;
+
+/// Back from [`top_to_blob`]; `None` if the length is not a whole number
+/// of entries.
+pub fn top_from_blob(blob: &[u8]) -> Option<TopList> {
     if !blob.len().is_multiple_of(ENTRY_BYTES) {
         return None;
     }
-    Some(
+    Some(TopList(
         blob.chunks_exact(ENTRY_BYTES)
-            .map(|b| TopEntry {
-                mv: MoveCode(u16::from_le_bytes([b[0], b[1]])),
-                rank: u16::from_le_bytes([b[2], b[3]]),
-                game: u64::from_le_bytes([b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11]]),
+            .map(|b| {
+                let mv = u16::from_le_bytes([b[0], b[1]]);
+                let entry = TopEntry {
+                    mv: MoveCode(mv & !SINGLE_BIT),
+                    rank: u16::from_le_bytes([b[2], b[3]]),
+                    game: u64::from_le_bytes([b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11]]),
+                };
+                (entry, mv & SINGLE_BIT != 0)
+            })
+            .collect(),
+    ))
+}
+
+/// The canonical list of `entries` (any order, a game at most once or
+/// repeated): sorted by [`TopEntry::order`], the first [`TOP_GAMES`] kept
+/// and every entry whose move `single` says was played once (marked so).
+pub fn canonical(mut entries: Vec<TopEntry>, single: impl Fn(MoveCode) -> bool) -> TopList {
+    entries.sort_unstable_by(TopEntry::order);
+    entries.dedup_by_key(|e| e.game);
+    let mut i = 0;
+    TopList(
+        entries
+            .into_iter()
+            .map(|e| (e, single(e.mv)))
+            .filter(|&(_, single)| {
+                i += 1;
+                i <= TOP_GAMES || single
             })
             .collect(),
     )
 }
 
-/// The canonical list of `entries` (any order, a game at most once or
-/// repeated): sorted by [`TopEntry::order`], the first [`TOP_GAMES`] kept
-/// and every entry whose move `single` says was played once.
-pub fn canonical(mut entries: Vec<TopEntry>, single: impl Fn(MoveCode) -> bool) -> Vec<TopEntry> {
-    entries.sort_unstable_by(TopEntry::order);
-    entries.dedup_by_key(|e| e.game);
-    let mut i = 0;
-    entries.retain(|e| {
-        i += 1;
-        i <= TOP_GAMES || single(e.mv)
-    });
-    entries
+/// A position's top list while games are counted: entries in
+/// [`TopEntry::order`], each marked while it is the only game of its move.
+/// It keeps the first [`TOP_GAMES`] and the marked ones, so that at the end
+/// [`TopList::entries`] is [`canonical`] of every game counted.
+#[derive(Clone, Debug, Default)]
+pub struct TopList(Vec<(TopEntry, bool)>);
+
+impl TopList {
+    /// A list of one game, the only one of its move.
+    pub fn single(entry: TopEntry) -> TopList {
+        TopList(vec![(entry, true)])
+    }
+
+    /// Counts a game; `first_of_move`: no game played its move here before.
+    /// Returns the change in the number of entries held.
+    pub fn add(&mut self, entry: TopEntry, first_of_move: bool) -> i64 {
+        if !first_of_move {
+            if let Some(e) = self
+                .0
+                .iter_mut()
+                .find(|(e, single)| *single && e.mv == entry.mv)
+            {
+                e.1 = false;
+            }
+        }
+        // A game counted twice (`--allow-duplicates`) is listed once.
+        if self.0.iter().any(|(e, _)| e.game == entry.game) {
+            return 0;
+        }
+        let before = self.0.len() as i64;
+        let at = self
+            .0
+            .partition_point(|(e, _)| TopEntry::order(e, &entry).is_lt());
+        self.0.insert(at, (entry, first_of_move));
+        if self.0.len() > TOP_GAMES {
+            let mut i = 0;
+            self.0.retain(|&(_, single)| {
+                i += 1;
+                i <= TOP_GAMES || single
+            });
+        }
+        self.0.len() as i64 - before
+    }
+
+    /// The list with only what it keeps: the first [`TOP_GAMES`] and the
+    /// entries marked single.
+    pub fn trimmed(&self) -> TopList {
+        let mut i = 0;
+        TopList(
+            self.0
+                .iter()
+                .filter(|&&(_, single)| {
+                    i += 1;
+                    i <= TOP_GAMES || single
+                })
+                .copied()
+                .collect(),
+        )
+    }
+
+    /// The entries, ranked.
+    pub fn entries(&self) -> Vec<TopEntry> {
+        self.0.iter().map(|&(e, _)| e).collect()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// `(entry, single)` pairs, ranked.
+    pub fn marked(&self) -> &[(TopEntry, bool)] {
+        &self.0
+    }
+}
+
+/// The stored top list of row `key` (empty if none or unreadable).
+pub(super) fn read_top(conn: &Connection, key: Key) -> Result<TopList> {
+    let blob: Option<Option<Vec<u8>>> = conn
+        .prepare_cached("SELECT top FROM positions WHERE key = ?1")?
+        .query_row([key], |r| r.get(0))
+        .optional()?;
+    Ok(blob
+        .flatten()
+        .as_deref()
+        .and_then(top_from_blob)
+        .unwrap_or_default())
+}
+
+/// Stores `list` as the top list of row `key`.
+pub(super) fn write_top(conn: &Connection, key: Key, list: &TopList) -> Result<()> {
+    conn.prepare_cached("UPDATE positions SET top = ?2 WHERE key = ?1")?
+        .execute(params![key, (!list.is_empty()).then(|| top_to_blob(list))])?;
+    Ok(())
+}
+
+/// The top list of row `key` with `more` entries added, made canonical
+/// against the moves' counts as they are now, and stored.
+pub(super) fn merge_top(conn: &Connection, key: Key, more: &[TopEntry]) -> Result<()> {
+    let mut all = read_top(conn, key)?.entries();
+    all.extend_from_slice(more);
+    let singles: Vec<u16> = conn
+        .prepare_cached("SELECT move FROM moves WHERE parent = ?1 AND white + draws + black = 1")?
+        .query_map([key], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    let list = canonical(all, |mv| singles.contains(&mv.0));
+    write_top(conn, key, &list)
 }
 
 /// A move's rating sums: the mover's rating summed over the games where it
@@ -301,8 +425,15 @@ impl Book {
             .query_row([key], |r| r.get(0))
             .optional()?;
         match blob {
-            Some(b) => Ok(b.as_deref().and_then(top_from_blob).unwrap_or_default()),
-            None => Ok(self.tail_game_entry(key)?.map(|(e, _)| vec![e]).unwrap_or_default()),
+            Some(b) => Ok(b
+                .as_deref()
+                .and_then(top_from_blob)
+                .map(|l| l.trimmed().entries())
+                .unwrap_or_default()),
+            None => Ok(self
+                .tail_game_entry(key)?
+                .map(|(e, _)| vec![e])
+                .unwrap_or_default()),
         }
     }
 
@@ -336,4 +467,113 @@ pub(super) fn game_ratings(conn: &Connection, id: i64) -> Result<(u64, Option<u3
         .prepare_cached("SELECT hash, white_elo, black_elo FROM games WHERE id = ?1")?
         .query_row(params![id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
     Ok((hash_from_sql(hash), w, b))
+}
+
+/// A game's moves as `check` replays them for the explorer's data.
+pub struct GameMoves {
+    pub hash: u64,
+    pub copies: u32,
+    pub white_elo: Option<u32>,
+    pub black_elo: Option<u32>,
+    pub fen: Option<String>,
+    /// The stored moves (what the counts hold); `None` if unreadable.
+    pub moves: Option<Vec<MoveCode>>,
+    /// Stored moves and rest together make the whole game (`plies` moves).
+    pub whole: bool,
+}
+
+impl Book {
+    /// Whether some games came from a book older than schema 7, without
+    /// the explorer's data (ratings, top games, whole moves).
+    pub fn explorer_partial(&self) -> Result<bool> {
+        Ok(self.conn.query_row(
+            "SELECT count(*) FROM meta WHERE key = 'explorer' AND value = 'partial'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )? > 0)
+    }
+
+    /// Records that some games lack the explorer's data (a merged old book).
+    pub(super) fn mark_explorer_partial(&self) -> Result<()> {
+        self.conn.execute(
+            "INSERT OR REPLACE INTO meta(key, value) VALUES ('explorer', 'partial')",
+            [],
+        )?;
+        Ok(())
+    }
+
+    /// Calls `f` on every game's stored moves, in id order.
+    pub fn for_each_game_moves(&self, mut f: impl FnMut(GameMoves) -> Result<()>) -> Result<()> {
+        let mut stmt = self.conn.prepare(
+            "SELECT hash, copies, white_elo, black_elo, fen, moves, rest, plies FROM games ORDER BY id",
+        )?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            let moves: Option<Vec<u8>> = r.get(5)?;
+            let rest: Option<Vec<u8>> = r.get(6)?;
+            let plies: u32 = r.get(7)?;
+            let moves = moves
+                .as_deref()
+                .and_then(moves_from_blob)
+                .map(|m| m.into_iter().map(MoveCode).collect::<Vec<_>>());
+            let rest_len = match rest.as_deref() {
+                None => Some(0),
+                Some(b) => moves_from_blob(b).map(|m| m.len()),
+            };
+            let whole = match (&moves, rest_len) {
+                (Some(m), Some(r)) => (m.len() + r) as u32 == plies,
+                _ => false,
+            };
+            f(GameMoves {
+                hash: hash_from_sql(r.get(0)?),
+                copies: r.get(1)?,
+                white_elo: r.get(2)?,
+                black_elo: r.get(3)?,
+                fen: r.get(4)?,
+                moves,
+                whole,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Calls `f` on every row's stored top list (`None`: a damaged blob).
+    pub fn for_each_top(&self, mut f: impl FnMut(Key, Option<TopList>)) -> Result<()> {
+        let mut stmt = self.conn.prepare("SELECT key, top FROM positions")?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            let blob: Option<Vec<u8>> = r.get(1)?;
+            let list = match blob {
+                None => Some(TopList::default()),
+                Some(b) => top_from_blob(&b),
+            };
+            f(r.get(0)?, list);
+        }
+        Ok(())
+    }
+
+    /// Calls `f` on every move row's rating sums, with the parent.
+    pub fn for_each_move_rating(&self, mut f: impl FnMut(Key, MoveRating)) -> Result<()> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT parent, move, rating_sum, rated FROM moves")?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            f(
+                r.get(0)?,
+                MoveRating {
+                    mv: MoveCode(r.get(1)?),
+                    rating_sum: r.get::<_, i64>(2)?.max(0) as u64,
+                    rated: r.get(3)?,
+                },
+            );
+        }
+        Ok(())
+    }
+}
+
+impl PartialEq for TopList {
+    fn eq(&self, other: &TopList) -> bool {
+        self.0 == other.0
+    }
 }

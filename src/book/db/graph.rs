@@ -10,10 +10,11 @@ use crate::book::keys::{Key, MoveCode};
 use crate::book::minimax::{self, Graph, NodeInfo, ValueParams};
 
 /// Adds one move's counts (a new move, or more games for a known one).
-pub(super) const MOVE_UPSERT: &str = "INSERT INTO moves(parent, move, uci, child, white, draws, black) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+pub(super) const MOVE_UPSERT: &str = "INSERT INTO moves(parent, move, uci, child, white, draws, black, rating_sum, rated) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
      ON CONFLICT(parent, move) DO UPDATE SET
        child = excluded.child,
-       white = white + excluded.white, draws = draws + excluded.draws, black = black + excluded.black";
+       white = white + excluded.white, draws = draws + excluded.draws, black = black + excluded.black,
+       rating_sum = rating_sum + excluded.rating_sum, rated = rated + excluded.rated";
 
 /// The columns of a node, from `positions p LEFT JOIN analysis a`.
 pub(super) const NODE_COLS: &str =

@@ -7,6 +7,7 @@ use rusqlite::{params, Connection, Transaction, TransactionBehavior};
 
 use super::book::Book;
 use super::cache::{Cached, NodeCache, Sql};
+use super::explore::{rank_of, top_to_blob, TopEntry, TopList};
 use super::graph::{link_transposition, MOVE_UPSERT};
 use super::schema::{hash_to_sql, moves_to_blob, source_id};
 use super::tails::materialize_keys;
@@ -154,6 +155,7 @@ fn add_game(
                     children: Some(Vec::new()),
                     linked: Some(Vec::new()),
                     tail: false,
+                    top: TopList::default(),
                 },
             );
         }
@@ -164,27 +166,60 @@ fn add_game(
     {
         // A move the cache knows is updated; any other is upserted (it may
         // exist without a child, from a Polyglot import).
+        // Each returns the move's games now: the explorer's top list marks
+        // the game of a move played once.
         let mut update = tx.prepare_cached(
-            "UPDATE moves SET white = white + ?3, draws = draws + ?4, black = black + ?5
-             WHERE parent = ?1 AND move = ?2",
+            "UPDATE moves SET white = white + ?3, draws = draws + ?4, black = black + ?5,
+               rating_sum = rating_sum + ?6, rated = rated + ?7
+             WHERE parent = ?1 AND move = ?2 RETURNING white + draws + black",
         )?;
-        let mut upsert = tx.prepare_cached(MOVE_UPSERT)?;
-        for p in &game.plies {
+        let mut upsert =
+            tx.prepare_cached(&format!("{MOVE_UPSERT} RETURNING white + draws + black"))?;
+        let rank = rank_of(game.white_elo, game.black_elo);
+        for (ply, p) in game.plies.iter().enumerate() {
             let known = cache
                 .children(&mut sql, p.parent)?
                 .contains(&(p.mv, p.child));
-            if known {
-                update.execute(params![p.parent, p.mv.0, c.white, c.draws, c.black])?;
+            // The side to move plays: White at even plies.
+            let mover_elo = if (game.start_ply + ply as u32) % 2 == 0 {
+                game.white_elo
             } else {
-                upsert.execute(params![
-                    p.parent,
-                    p.mv.0,
-                    p.uci(),
-                    p.child,
-                    c.white,
-                    c.draws,
-                    c.black
-                ])?;
+                game.black_elo
+            };
+            let (sum, rated) = (
+                i64::from(mover_elo.unwrap_or(0)),
+                u32::from(mover_elo.is_some()),
+            );
+            let games: u32 = if known {
+                update.query_row(
+                    params![p.parent, p.mv.0, c.white, c.draws, c.black, sum, rated],
+                    |r| r.get(0),
+                )?
+            } else {
+                upsert.query_row(
+                    params![
+                        p.parent,
+                        p.mv.0,
+                        p.uci(),
+                        p.child,
+                        c.white,
+                        c.draws,
+                        c.black,
+                        sum,
+                        rated
+                    ],
+                    |r| r.get(0),
+                )?
+            };
+            if let Some(n) = cache.nodes.get_mut(&p.parent) {
+                let entry = TopEntry {
+                    mv: p.mv,
+                    rank,
+                    game: game.hash,
+                };
+                n.top.add(entry, games == c.total());
+            }
+            if !known {
                 if let Some(kids) = cache
                     .nodes
                     .get_mut(&p.parent)
@@ -213,7 +248,9 @@ fn add_game(
 /// Adds the game's row; `false` if the game is already in the book.
 fn insert_game_row(tx: &Transaction<'_>, game: &Game, source: &str) -> Result<bool> {
     let n = tx.prepare_cached(
-        "INSERT OR IGNORE INTO games(hash, source, white, black, result, plies, start, moves, expected) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        "INSERT OR IGNORE INTO games(hash, source, white, black, result, plies, start, moves, expected,
+           white_elo, black_elo, date, event, site, round, fen, rest)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
     )?
     .execute(params![
         hash_to_sql(game.hash),
@@ -224,7 +261,15 @@ fn insert_game_row(tx: &Transaction<'_>, game: &Game, source: &str) -> Result<bo
         game.total_plies,
         game.start,
         moves_to_blob(game.plies.iter().map(|p| p.mv.0)),
-        game.expected_milli()
+        game.expected_milli(),
+        game.white_elo,
+        game.black_elo,
+        game.tags.date,
+        game.tags.event,
+        game.tags.site,
+        game.tags.round,
+        game.tags.fen,
+        (!game.rest.is_empty()).then(|| moves_to_blob(game.rest.iter().copied()))
     ])?;
     Ok(n == 1)
 }
@@ -287,12 +332,12 @@ fn write_positions(
     let mut keys: Vec<Key> = changed.iter().copied().collect();
     keys.sort_unstable_by_key(|&k| k.to_sql());
     let mut insert = conn.prepare_cached(
-        "INSERT INTO positions(depth, white, draws, black, exact, value, best, parent, expected, key)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        "INSERT INTO positions(depth, white, draws, black, exact, value, best, parent, expected, key, top)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
     )?;
     let mut update = conn.prepare_cached(
         "UPDATE positions SET depth = ?1, white = ?2, draws = ?3, black = ?4, exact = ?5,
-           value = ?6, best = ?7, parent = ?8, expected = ?9 WHERE key = ?10",
+           value = ?6, best = ?7, parent = ?8, expected = ?9, top = ?11 WHERE key = ?10",
     )?;
     for key in keys {
         let Some(n) = cache.nodes.get(&key).filter(|n| !n.tail) else {
@@ -308,7 +353,8 @@ fn write_positions(
             n.best.map(|m| m.0),
             n.first_parent,
             n.info.expected,
-            key
+            key,
+            (!n.top.is_empty()).then(|| top_to_blob(&n.top.trimmed()))
         ];
         if new.contains(&key) {
             insert.execute(row)?;

@@ -16,10 +16,13 @@ use anyhow::{anyhow, bail, Context, Result};
 use rusqlite::{params, OptionalExtension, Transaction};
 
 use super::book::Book;
+use super::explore::{merge_top, top_from_blob};
 use super::graph::reevaluate_all;
 use super::schema::{hash_from_sql, moves_from_blob};
 use super::tail_index::{add as add_entries, for_each_bucket, key_range, prefix, read_bucket};
 use super::tails::{expand, materialize_keys, read_tail_game_in, tail_node, write_rows, Expansion};
+use shakmaty::fen::Fen;
+
 use crate::book::ingest::GameResult;
 use crate::book::keys::Key;
 use crate::book::minimax::ValueParams;
@@ -39,7 +42,8 @@ pub struct MergedShard {
 struct Correction {
     /// White wins, draws, black wins, expected points (thousandths).
     nodes: HashMap<Key, [i64; 4]>,
-    edges: HashMap<(Key, u16), [i64; 3]>,
+    /// White wins, draws, black wins, the mover's rating sum and rated games.
+    edges: HashMap<(Key, u16), [i64; 5]>,
     /// The shard's ids of those games: their tails are not added.
     games: HashSet<i64>,
 }
@@ -51,6 +55,9 @@ impl Book {
     pub fn merge_book(&mut self, shard: &Path, allow_duplicates: bool) -> Result<MergedShard> {
         let other = Book::open(shard)?;
         same_settings(self, &other)?;
+        if other.explorer_partial()? {
+            self.mark_explorer_partial()?;
+        }
         // Everything in the file itself, so the attached copy sees it all.
         other.checkpoint()?;
         drop(other);
@@ -80,9 +87,18 @@ impl Book {
         // more games reach: a row from now on.
         let hit = shard_rows_in_tails(&tx)?;
         materialize_keys(&tx, &self.settings.params, hit)?;
+        // Top lists of positions both books have are joined once the
+        // counts are final; the others are copied with their rows.
+        let both_tops: Vec<(Key, Vec<u8>)> = tx
+            .prepare(
+                "SELECT s.key, s.top FROM shard.positions s JOIN main.positions m ON m.key = s.key
+                 WHERE s.top IS NOT NULL",
+            )?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?;
         merged.positions = tx.execute(
-            "INSERT INTO main.positions(key, depth, white, draws, black, exact, expected)
-             SELECT key, depth, white, draws, black, exact, expected FROM shard.positions WHERE true
+            "INSERT INTO main.positions(key, depth, white, draws, black, exact, expected, top)
+             SELECT key, depth, white, draws, black, exact, expected, top FROM shard.positions WHERE true
              ON CONFLICT(key) DO UPDATE SET
                depth = CASE WHEN depth IS NULL OR excluded.depth < depth THEN excluded.depth ELSE depth END,
                white = white + excluded.white, draws = draws + excluded.draws, black = black + excluded.black,
@@ -91,11 +107,12 @@ impl Book {
             [],
         )? as u64;
         merged.moves = tx.execute(
-            "INSERT INTO main.moves(parent, move, uci, child, white, draws, black, weight)
-             SELECT parent, move, uci, child, white, draws, black, weight FROM shard.moves WHERE true
+            "INSERT INTO main.moves(parent, move, uci, child, white, draws, black, weight, rating_sum, rated)
+             SELECT parent, move, uci, child, white, draws, black, weight, rating_sum, rated FROM shard.moves WHERE true
              ON CONFLICT(parent, move) DO UPDATE SET
                child = coalesce(child, excluded.child),
                white = white + excluded.white, draws = draws + excluded.draws, black = black + excluded.black,
+               rating_sum = rating_sum + excluded.rating_sum, rated = rated + excluded.rated,
                weight = coalesce(weight, excluded.weight)",
             [],
         )? as u64;
@@ -110,9 +127,11 @@ impl Book {
         )?;
         merged.games = tx.execute(
             &format!(
-                "INSERT INTO main.games(hash, source, white, black, result, plies, start, copies, moves, expected, tail)
+                "INSERT INTO main.games(hash, source, white, black, result, plies, start, copies, moves, expected, tail,
+                   white_elo, black_elo, date, event, site, round, fen, rest)
                  SELECT g.hash, (SELECT m.id FROM main.sources m JOIN shard.sources s ON s.name = m.name WHERE s.id = g.source),
-                   g.white, g.black, g.result, g.plies, g.start, g.copies, g.moves, g.expected, g.tail
+                   g.white, g.black, g.result, g.plies, g.start, g.copies, g.moves, g.expected, g.tail,
+                   g.white_elo, g.black_elo, g.date, g.event, g.site, g.round, g.fen, g.rest
                  FROM shard.games g WHERE true ORDER BY g.id
                  ON CONFLICT(hash) DO UPDATE SET copies = {copies}"
             ),
@@ -133,12 +152,17 @@ impl Book {
                 node.execute(params![key, c[0], c[1], c[2], c[3]])?;
             }
             let mut edge = tx.prepare(
-                "UPDATE main.moves SET white = white - ?3, draws = draws - ?4, black = black - ?5
+                "UPDATE main.moves SET white = white - ?3, draws = draws - ?4, black = black - ?5,
+                   rating_sum = rating_sum - ?6, rated = rated - ?7
                  WHERE parent = ?1 AND move = ?2",
             )?;
             for ((key, mv), c) in &fix.edges {
-                edge.execute(params![key, mv, c[0], c[1], c[2]])?;
+                edge.execute(params![key, mv, c[0], c[1], c[2], c[3], c[4]])?;
             }
+        }
+        for (key, blob) in both_tops {
+            let shard_top = top_from_blob(&blob).unwrap_or_default();
+            merge_top(&tx, key, &shard_top.entries())?;
         }
         tx.commit()?;
         Ok(merged)
@@ -252,7 +276,8 @@ fn duplicate_paths(
 ) -> Result<Correction> {
     let mut fix = Correction::default();
     let mut games = tx.prepare(
-        "SELECT s.hash, s.result, s.moves, s.start, s.expected, s.copies, s.id, s.tail
+        "SELECT s.hash, s.result, s.moves, s.start, s.expected, s.copies, s.id, s.tail,
+           s.white_elo, s.black_elo, s.fen
          FROM shard.games s JOIN main.games m ON m.hash = s.hash",
     )?;
     let mut child_of =
@@ -269,6 +294,12 @@ fn duplicate_paths(
         fix.games.insert(r.get(6)?);
         // Its positions from this ply on are a tail, not rows of the shard.
         let tail: Option<u32> = r.get(7)?;
+        let elo: [Option<u32>; 2] = [r.get(8)?, r.get(9)?];
+        let fen: Option<String> = r.get(10)?;
+        // The side to move first: White, or the FEN's.
+        let black_first = fen
+            .and_then(|f| f.parse::<Fen>().ok())
+            .is_some_and(|f| f.as_setup().turn.is_black());
         let unusable = |why: &str| {
             anyhow!(
                 "{}: game {hash:016x} is in both books, and {why}; rebuild this book with this learnbook",
@@ -297,6 +328,10 @@ fn duplicate_paths(
             e[0] += copies * i64::from(c.white);
             e[1] += copies * i64::from(c.draws);
             e[2] += copies * i64::from(c.black);
+            if let Some(r) = elo[(i + usize::from(black_first)) % 2] {
+                e[3] += copies * i64::from(r);
+                e[4] += copies;
+            }
             if tail.is_some_and(|t| i + 1 >= t as usize) {
                 break;
             }

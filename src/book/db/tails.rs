@@ -25,6 +25,7 @@ use rayon::prelude::*;
 use rusqlite::{params, Connection, OptionalExtension};
 use shakmaty::{Chess, Position};
 
+use super::explore::{game_ratings, merge_top, rank_of, top_to_blob, TopEntry, TopList};
 use super::graph::{search_inputs, MOVE_UPSERT};
 use super::schema::moves_from_blob;
 use super::tail_index::{candidates, prefix, unlist};
@@ -358,8 +359,8 @@ pub(super) fn write_rows(
     add: bool,
 ) -> Result<()> {
     let mut insert = conn.prepare_cached(if add {
-        "INSERT INTO positions(key, depth, white, draws, black, exact, value, best, parent, expected)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+        "INSERT INTO positions(key, depth, white, draws, black, exact, value, best, parent, expected, top)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, NULL)
          ON CONFLICT(key) DO UPDATE SET
            depth = CASE WHEN depth IS NULL OR excluded.depth < depth THEN excluded.depth ELSE depth END,
            white = white + excluded.white, draws = draws + excluded.draws, black = black + excluded.black,
@@ -367,8 +368,8 @@ pub(super) fn write_rows(
            exact = coalesce(exact, excluded.exact),
            parent = coalesce(parent, excluded.parent)"
     } else {
-        "INSERT INTO positions(key, depth, white, draws, black, exact, value, best, parent, expected)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+        "INSERT INTO positions(key, depth, white, draws, black, exact, value, best, parent, expected, top)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
     })?;
     let mut mv_stmt = conn.prepare_cached(MOVE_UPSERT)?;
     // Two positions of one tail may share a prefix: keep what the rest needs.
@@ -377,9 +378,21 @@ pub(super) fn write_rows(
         .map(|n| prefix(n.key))
         .collect();
     let mut unlisted = Vec::new();
+    // The explorer's data of the game: each position's one move is its
+    // top game, the mover's rating is the move's rating sum.
+    let (hash, white_elo, black_elo) = game_ratings(conn, game)?;
+    let rank = rank_of(white_elo, black_elo);
+    let entry_at = |i: usize| {
+        exp.moves.get(i).map(|&(mv, _)| TopEntry {
+            mv,
+            rank,
+            game: hash,
+        })
+    };
     for i in 0..=upto {
         let n = &exp.nodes[i];
-        insert.execute(params![
+        let top = entry_at(i).map(|e| top_to_blob(&TopList::single(e)));
+        let row = params![
             n.key,
             n.depth,
             n.counts.white,
@@ -389,13 +402,25 @@ pub(super) fn write_rows(
             n.value,
             exp.best[i].map(|m| m.0),
             exp.parent_of(i),
-            n.expected
-        ])?;
+            n.expected,
+            top
+        ];
+        if add {
+            insert.execute(&row[..10])?;
+        } else {
+            insert.execute(row)?;
+        }
         if !kept.contains(&prefix(n.key)) {
             unlisted.push(prefix(n.key));
         }
         if let Some(child) = exp.nodes.get(i + 1) {
             let (mv, castle) = exp.moves[i];
+            // Tails are games from the standard start: White moves at even plies.
+            let mover_elo = if (exp.first_ply as usize + i) % 2 == 0 {
+                white_elo
+            } else {
+                black_elo
+            };
             mv_stmt.execute(params![
                 n.key,
                 mv.0,
@@ -403,8 +428,15 @@ pub(super) fn write_rows(
                 child.key,
                 n.counts.white,
                 n.counts.draws,
-                n.counts.black
+                n.counts.black,
+                i64::from(mover_elo.unwrap_or(0)),
+                u32::from(mover_elo.is_some())
             ])?;
+        }
+        if add {
+            if let Some(e) = entry_at(i) {
+                merge_top(conn, n.key, &[e])?;
+            }
         }
     }
     unlist(conn, game, &unlisted)
