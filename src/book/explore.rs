@@ -227,8 +227,12 @@ fn explore_in(book: &Book, pos: &Chess) -> Result<Explored> {
             .cmp(&a.counts.total())
             .then_with(|| a.uci.cmp(&b.uci))
     });
-    let mut top_games = Vec::new();
+    let mut top_games: Vec<(String, GameSummary)> = Vec::new();
     for t in top.iter().take(MAX_TOP_GAMES) {
+        // A game that came back here is listed under its first move.
+        if top_games.iter().any(|(_, g)| g.id == t.game) {
+            continue;
+        }
         let Some(g) = info_of(t.game) else { continue };
         let Some(m) = moves.iter().find(|m| m.mv == t.mv) else {
             continue;

@@ -35,10 +35,15 @@ pub struct TopEntry {
 const ENTRY_BYTES: usize = 12;
 
 impl TopEntry {
-    /// Higher ranks first, then lower hashes: a total order, so the list is
-    /// the same whatever order the games came in.
+    /// Higher ranks first, then lower hashes (then moves: a game that
+    /// comes back to a position is listed under each move it played
+    /// there): a total order, so the list is the same whatever order the
+    /// games came in.
     pub fn order(a: &TopEntry, b: &TopEntry) -> std::cmp::Ordering {
-        b.rank.cmp(&a.rank).then(a.game.cmp(&b.game))
+        b.rank
+            .cmp(&a.rank)
+            .then(a.game.cmp(&b.game))
+            .then(a.mv.cmp(&b.mv))
     }
 }
 
@@ -93,7 +98,7 @@ pub fn top_from_blob(blob: &[u8]) -> Option<TopList> {
 /// and every entry whose move `single` says was played once (marked so).
 pub fn canonical(mut entries: Vec<TopEntry>, single: impl Fn(MoveCode) -> bool) -> TopList {
     entries.sort_unstable_by(TopEntry::order);
-    entries.dedup_by_key(|e| e.game);
+    entries.dedup_by_key(|e| (e.game, e.mv));
     let mut i = 0;
     TopList(
         entries
@@ -133,7 +138,7 @@ impl TopList {
             }
         }
         // A game counted twice (`--allow-duplicates`) is listed once.
-        if self.0.iter().any(|(e, _)| e.game == entry.game) {
+        if self.0.iter().any(|(e, _)| *e == entry) {
             return 0;
         }
         let before = self.0.len() as i64;
