@@ -5,7 +5,7 @@
 //! at `/PATH`; `/` is `index.html`.
 //!
 //! Paths are looked up in the embedded table, never on the file system;
-//! a path with a `..`, `.` or empty segment, a backslash or a NUL (after
+//! a path with a `..` or `.` segment, a backslash or a NUL (after
 //! percent-decoding) is refused before the lookup all the same, so a
 //! traversal attempt gets a clear 400 rather than a 404.
 //!
@@ -51,12 +51,9 @@ pub fn get(raw_path: &str) -> Result<Asset, AssetError> {
             super::query::quote(path.as_bytes())
         )));
     }
-    if path
-        .split('/')
-        .any(|seg| seg.is_empty() || seg == "." || seg == "..")
-    {
+    if path.split('/').any(|seg| seg == "." || seg == "..") {
         return Err(AssetError::Bad(format!(
-            "bad path {}: empty, . and .. segments are not allowed",
+            "bad path {}: . and .. segments are not allowed",
             super::query::quote(path.as_bytes())
         )));
     }
@@ -92,5 +89,6 @@ mod tests {
         }
         assert!(matches!(get("%zz"), Err(AssetError::Bad(_))));
         assert_eq!(get("no-such-file.js").err(), Some(AssetError::Missing));
+        assert_eq!(get("a//b").err(), Some(AssetError::Missing));
     }
 }

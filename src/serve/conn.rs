@@ -10,14 +10,30 @@
 //! vectored, so a head arrives in one `poll_write`; the rewritten bytes
 //! are queued and sent before anything else (flush and shutdown drain
 //! them first).
+//!
+//! After such an answer the client may still be sending (a 1 MB request
+//! line is refused after the first 400 KB): closing then would reset the
+//! connection and could destroy the answer in the client's buffers, so the
+//! close lingers as nginx's does: the write side is shut, and what the
+//! client still sends is read and dropped until it closes too, for at most
+//! [`LINGER`] and [`LINGER_BYTES`].
 
 use std::{
+    future::Future,
     io,
     pin::Pin,
     task::{ready, Context, Poll},
 };
 
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::{
+    io::{AsyncRead, AsyncWrite, ReadBuf},
+    time::{sleep, Duration, Sleep},
+};
+
+/// The longest a close after a refused request lingers.
+pub const LINGER: Duration = Duration::from_secs(2);
+/// The most it reads (and drops) meanwhile.
+pub const LINGER_BYTES: usize = 4 << 20;
 
 pub struct JsonErrors<S> {
     inner: S,
@@ -25,6 +41,14 @@ pub struct JsonErrors<S> {
     pending: Vec<u8>,
     sent: usize,
     cors: bool,
+    /// Set once an answer was rewritten: the close lingers.
+    linger: Option<Linger>,
+}
+
+struct Linger {
+    shut: bool,
+    read: usize,
+    deadline: Option<Pin<Box<Sleep>>>,
 }
 
 impl<S> JsonErrors<S> {
@@ -34,6 +58,7 @@ impl<S> JsonErrors<S> {
             pending: Vec::new(),
             sent: 0,
             cors,
+            linger: None,
         }
     }
 }
@@ -43,7 +68,7 @@ fn message(status: &[u8]) -> Option<&'static str> {
     Some(match status {
         b"400" => "malformed HTTP request (a request line or header that is not valid HTTP/1.1, e.g. bytes that are not ASCII in the target)",
         b"414" => "URI too long: the request target is longer than the server reads",
-        b"431" => "request header fields too large: the request head is longer than the server reads",
+        b"431" => "request too large: the request line and headers are longer than the server reads (about 400 KB)",
         _ => return None,
     })
 }
@@ -101,7 +126,7 @@ impl<S: AsyncRead + Unpin> AsyncRead for JsonErrors<S> {
     }
 }
 
-impl<S: AsyncWrite + Unpin> AsyncWrite for JsonErrors<S> {
+impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for JsonErrors<S> {
     fn poll_write(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -111,6 +136,11 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for JsonErrors<S> {
         ready!(this.poll_drain(cx))?;
         if let Some(out) = rewrite(buf, this.cors) {
             this.pending = out;
+            this.linger = Some(Linger {
+                shut: false,
+                read: 0,
+                deadline: None,
+            });
             // Started now; the rest goes with the next write, flush or shutdown.
             if let Poll::Ready(Err(e)) = this.poll_drain(cx) {
                 return Poll::Ready(Err(e));
@@ -129,7 +159,31 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for JsonErrors<S> {
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         ready!(this.poll_drain(cx))?;
-        Pin::new(&mut this.inner).poll_shutdown(cx)
+        let Some(linger) = this.linger.as_mut() else {
+            return Pin::new(&mut this.inner).poll_shutdown(cx);
+        };
+        if !linger.shut {
+            ready!(Pin::new(&mut this.inner).poll_shutdown(cx))?;
+            linger.shut = true;
+        }
+        let deadline = linger
+            .deadline
+            .get_or_insert_with(|| Box::pin(sleep(LINGER)));
+        if deadline.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Ok(()));
+        }
+        let mut scratch = [0u8; 16 << 10];
+        while linger.read < LINGER_BYTES {
+            let mut buf = ReadBuf::new(&mut scratch);
+            match Pin::new(&mut this.inner).poll_read(cx, &mut buf) {
+                Poll::Ready(Ok(())) if buf.filled().is_empty() => return Poll::Ready(Ok(())),
+                Poll::Ready(Ok(())) => linger.read += buf.filled().len(),
+                // The client is gone: nothing left to protect.
+                Poll::Ready(Err(_)) => return Poll::Ready(Ok(())),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        Poll::Ready(Ok(()))
     }
 
     /// Not vectored: hyper then hands a response head over in one buffer.

@@ -16,7 +16,7 @@
 //!   or null).
 
 use serde::Serialize;
-use shakmaty::{fen::Fen, uci::UciMove, Chess, Color, EnPassantMode, Position};
+use shakmaty::{fen::Fen, san::SanPlus, uci::UciMove, Chess, Color, EnPassantMode};
 
 use super::query::MastersQuery;
 use crate::book::{
@@ -161,32 +161,48 @@ pub fn game(g: &GameSummary) -> GameJson {
     }
 }
 
-/// The name of the position after `m`, exact match only (lichess names a
-/// move only when it reaches a named position).
-fn move_opening(pos: &Chess, m: &ExploredMove) -> Option<OpeningJson> {
-    let uci = UciMove::from_ascii(m.uci.as_bytes()).ok()?;
-    let mv = uci.to_move(pos).ok()?;
-    let mut after = pos.clone();
-    after.play_unchecked(mv);
-    opening(openings::lookup(polyglot_key(&after)))
-}
-
+/// A move's SAN and name. SAN with its check suffix (`Qa5+`), as lichess
+/// writes it; the name of the position the move reaches, exact match only
+/// (lichess names a move only when it reaches a named position).
 fn move_json(pos: &Chess, m: &ExploredMove) -> MoveJson {
+    let legal = UciMove::from_ascii(m.uci.as_bytes())
+        .ok()
+        .and_then(|u| u.to_move(pos).ok());
+    let (san, opening_after) = match legal {
+        Some(mv) => {
+            let mut after = pos.clone();
+            let san = SanPlus::from_move_and_play_unchecked(&mut after, mv).to_string();
+            (san, opening(openings::lookup(polyglot_key(&after))))
+        }
+        // Not legal here (cannot happen for a book move): the book's SAN.
+        None => (m.san.clone(), None),
+    };
     let c = counts(m.counts);
     MoveJson {
         uci: m.uci.clone(),
-        san: m.san.clone(),
+        san,
         average_rating: m.average_rating.unwrap_or(0),
         white: c.white,
         draws: c.draws,
         black: c.black,
         game: m.game.as_ref().map(game),
-        opening: move_opening(pos, m),
+        opening: opening_after,
         value: m.value,
         weighted: m.weighted,
         choice: m.choice,
         analysis: m.analysis.map(score),
     }
+}
+
+/// SAN with its check suffix of the move `uci` in `pos`, else `fallback`.
+fn san_plus(pos: &Chess, uci: &str, fallback: &str) -> String {
+    UciMove::from_ascii(uci.as_bytes())
+        .ok()
+        .and_then(|u| u.to_move(pos).ok())
+        .map_or_else(
+            || fallback.to_string(),
+            |mv| SanPlus::from_move(pos.clone(), mv).to_string(),
+        )
 }
 
 /// The response to `q`, from the book's view of its position.
@@ -221,7 +237,7 @@ pub fn masters(q: &MastersQuery, e: &Explored) -> Masters {
         analysis: e.analysis.map(score),
         deviation: e.deviation.as_ref().map(|d| DeviationJson {
             uci: d.uci.clone(),
-            san: d.san.clone(),
+            san: san_plus(&q.pos, &d.uci, &d.san),
             score: d.score.cp,
             depth: d.score.depth,
         }),

@@ -113,7 +113,7 @@ pub fn decode_component(raw: &[u8], what: &str) -> Result<String, QueryError> {
     }
     String::from_utf8(out).map_err(|e| {
         QueryError::bad(format!(
-            "{what} is not UTF-8 once percent-decoded (byte {} is not)",
+            "{what} is not UTF-8 once percent-decoded (invalid at byte {})",
             e.utf8_error().valid_up_to()
         ))
     })
