@@ -185,6 +185,28 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 3)]
         full_runs: usize,
     },
+    /// The explorer under load: `/masters` requests/s and p50/p99 latency at 1, 8 and 64
+    /// connections on loopback, beside the constant endpoint (HTTP's own cost) and the same
+    /// lookups in process; then 64 connections while `learn` adds games to the book (a copy).
+    Serve {
+        /// The book (copied; the copy is served and learned into).
+        #[arg(long)]
+        book: PathBuf,
+        /// Seconds of load per measurement.
+        #[arg(long, default_value_t = 5.0)]
+        seconds: f64,
+        /// Games `learn` adds during the last load (generated from the book, new to it).
+        #[arg(long, default_value_t = 1000)]
+        learn_games: u64,
+        /// Distinct positions queried, drawn from the book by popularity.
+        #[arg(long, default_value_t = 2000)]
+        queries: usize,
+        /// The server's threads (default: the cores).
+        #[arg(long)]
+        threads: Option<usize>,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
 }
 
 pub fn run(cmd: BenchCommand) -> Result<()> {
@@ -296,6 +318,25 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             n,
             full_runs,
         } => bench_learn(&book, &games, skip, n, full_runs),
+        BenchCommand::Serve {
+            book,
+            seconds,
+            learn_games,
+            queries,
+            threads,
+            seed,
+        } => {
+            let report = crate::serve::bench::run(&crate::serve::bench::Options {
+                book,
+                seconds,
+                learn_games,
+                queries,
+                threads,
+                seed,
+            })?;
+            print!("{report}");
+            Ok(())
+        }
     }
 }
 

@@ -26,6 +26,7 @@
 //! shells report it.
 
 pub mod assets;
+pub mod bench;
 pub mod conn;
 pub mod http;
 pub mod json;
