@@ -118,6 +118,15 @@ impl Book {
         })
     }
 
+    /// SQLite's `PRAGMA data_version` of this connection: it changes
+    /// whenever another connection commits to the book.
+    pub fn data_version(&self) -> Result<i64> {
+        Ok(self
+            .conn
+            .prepare_cached("PRAGMA data_version")?
+            .query_row([], |r| r.get(0))?)
+    }
+
     pub fn is_empty(&self) -> Result<bool> {
         Ok(self
             .conn
