@@ -8,7 +8,7 @@
 use anyhow::Result;
 use shakmaty::{san::San, Chess, Color};
 
-use super::db::{Book, BookMove, GameInfo};
+use super::db::{Book, BookMove};
 use super::ingest::{Counts, GameResult};
 use super::keys::{polyglot_key, Key, MoveCode};
 use super::minimax::option_weights;
@@ -18,18 +18,7 @@ use super::select::{best_of, choice_of};
 pub use super::db::explore::TOP_GAMES as MAX_TOP_GAMES;
 
 /// A game as a row of the explorer: who played it, when, and who won.
-#[derive(Clone, Debug, PartialEq)]
-pub struct GameSummary {
-    /// The game's hash (`games.hash`): its id in URLs, as 16 hex digits.
-    pub id: u64,
-    pub white: String,
-    pub black: String,
-    pub white_elo: Option<u32>,
-    pub black_elo: Option<u32>,
-    pub result: GameResult,
-    /// The PGN `Date` tag as written (`1992.??.??`), if any.
-    pub date: Option<String>,
-}
+pub use super::db::explore::GameHeader as GameSummary;
 
 impl GameSummary {
     pub fn id_text(&self) -> String {
@@ -174,8 +163,9 @@ fn explore_in(book: &Book, pos: &Chess) -> Result<Explored> {
     let mut hashes: Vec<u64> = top.iter().map(|t| t.game).collect();
     hashes.sort_unstable();
     hashes.dedup();
-    let infos = book.game_infos(&hashes)?;
-    let info_of = |h: u64| infos.iter().find(|g| g.hash == h).map(summary);
+    let infos = book.game_headers(&hashes)?;
+    let info_of = |h: u64| infos.iter().find(|g| g.id == h).cloned();
+    let child_scores = book.child_analyses(key)?;
 
     let san_of = |mv: MoveCode, uci: &str| {
         mv.to_move(pos)
@@ -201,13 +191,12 @@ fn explore_in(book: &Book, pos: &Chess) -> Result<Explored> {
         } else {
             None
         };
-        let analysis = match m.child {
-            Some(c) => book.analysis(c)?.map(|a| Score {
-                cp: -a.score,
-                depth: a.depth,
-            }),
-            None => None,
-        };
+        let analysis = m.child.and_then(|c| {
+            child_scores
+                .iter()
+                .find(|a| a.0 == c)
+                .map(|&(_, score, depth)| Score { cp: -score, depth })
+        });
         out_moves.push(ExploredMove {
             san: san_of(m.mv, &m.uci),
             uci: m.uci.clone(),
@@ -268,18 +257,6 @@ fn explore_in(book: &Book, pos: &Chess) -> Result<Explored> {
         moves: out_moves,
         top_games,
     })
-}
-
-fn summary(g: &GameInfo) -> GameSummary {
-    GameSummary {
-        id: g.hash,
-        white: g.white.clone(),
-        black: g.black.clone(),
-        white_elo: g.white_elo,
-        black_elo: g.black_elo,
-        result: g.result,
-        date: g.date.clone(),
-    }
 }
 
 /// A game of the book as PGN, as lichess's `/masters/pgn/{id}` gives it:

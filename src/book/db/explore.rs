@@ -229,6 +229,20 @@ pub struct MoveRating {
     pub rated: u32,
 }
 
+/// A game as a row of the explorer: who played it, when, and who won.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GameHeader {
+    /// The game's hash (`games.hash`): its id in URLs, as 16 hex digits.
+    pub id: u64,
+    pub white: String,
+    pub black: String,
+    pub white_elo: Option<u32>,
+    pub black_elo: Option<u32>,
+    pub result: GameResult,
+    /// The PGN `Date` tag as written (`1992.??.??`), if any.
+    pub date: Option<String>,
+}
+
 /// A game as the explorer shows it and `/masters/pgn` writes it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GameInfo {
@@ -384,15 +398,42 @@ impl Book {
         Ok(row.map(|(g, _)| g))
     }
 
-    /// The games of `ids` that the book has (any order).
-    pub fn game_infos(&self, ids: &[u64]) -> Result<Vec<GameInfo>> {
+    /// Who played the games of `ids` and how they ended, for those the
+    /// book has (any order; their moves are not read).
+    pub fn game_headers(&self, ids: &[u64]) -> Result<Vec<GameHeader>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT hash, white, black, white_elo, black_elo, result, date FROM games WHERE hash = ?1",
+        )?;
         let mut out = Vec::with_capacity(ids.len());
         for &id in ids {
-            if let Some(g) = self.game_info(id)? {
-                out.push(g);
-            }
+            let row = stmt
+                .query_row([hash_to_sql(id)], |r| {
+                    let result: String = r.get(5)?;
+                    Ok(GameHeader {
+                        id: hash_from_sql(r.get(0)?),
+                        white: r.get::<_, Option<String>>(1)?.unwrap_or_default(),
+                        black: r.get::<_, Option<String>>(2)?.unwrap_or_default(),
+                        white_elo: r.get(3)?,
+                        black_elo: r.get(4)?,
+                        result: GameResult::parse(&result).unwrap_or(GameResult::Unknown),
+                        date: r.get(6)?,
+                    })
+                })
+                .optional()?;
+            out.extend(row);
         }
         Ok(out)
+    }
+
+    /// The analysis of every child of `key` that has one: `(child, score
+    /// for the child's side to move, depth)`.
+    pub fn child_analyses(&self, key: Key) -> Result<Vec<(Key, i32, u32)>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT a.key, a.score, a.depth FROM moves m JOIN analysis a ON a.key = m.child
+             WHERE m.parent = ?1",
+        )?;
+        let rows = stmt.query_map([key], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
     /// The rating sums of the moves of `key` (a row's moves, or a tail
