@@ -7,7 +7,7 @@
 # and every distinct error message; the logs go to OUTDIR.
 #
 # usage: scripts/fuzz.sh [SECS] [SEED] [OUTDIR] [TARGET...]
-#   TARGET: pgn polyglot checkpoint weights uci (default: all)
+#   TARGET: pgn polyglot checkpoint weights uci serve-query (default: all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${1:-600}
@@ -15,13 +15,14 @@ SEED=${2:-$(date +%Y%m%d)}
 OUT=${3:-target/fuzz}
 shift $(( $# < 3 ? $# : 3 ))
 TARGETS=("$@")
-[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(pgn polyglot checkpoint weights uci)
+[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(pgn polyglot checkpoint weights uci serve-query)
 declare -A TEST=(
   [pgn]=pgn_ingest_survives_random_and_mutated_games
   [polyglot]=polyglot_books_survive_random_and_mutated_entries
   [checkpoint]=checkpoints_survive_random_and_mutated_files
   [weights]=weights_and_parameter_files_survive_random_and_mutated_text
   [uci]=uci_survives_random_and_mutated_command_lines
+  [serve-query]=serve_query_survives_random_and_mutated_queries
 )
 mkdir -p "$OUT"
 cargo test --release --test fuzz --no-run

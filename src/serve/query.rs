@@ -213,9 +213,10 @@ fn replay(mut pos: Chess, play: &str) -> Result<(Chess, Vec<Key>), QueryError> {
         })?;
         let mv = uci.to_move(&pos).map_err(|_| {
             QueryError::bad(format!(
-                "illegal move in play: {uci} (move {}) is not legal in {}",
+                "illegal move in play: {:?} (move {}) is not legal in {:?}",
+                uci.to_string(),
                 i + 1,
-                Fen::from_position(&pos, shakmaty::EnPassantMode::Legal)
+                Fen::from_position(&pos, shakmaty::EnPassantMode::Legal).to_string()
             ))
         })?;
         pos.play_unchecked(mv);
