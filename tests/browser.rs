@@ -405,10 +405,12 @@ impl Browser {
         )
     }
 
-    /// The board's box in viewport pixels: left, top, width, height.
+    /// The board's box in viewport pixels (scrolled into view first):
+    /// left, top, width, height.
     fn board_box(&self) -> (f64, f64, f64, f64) {
         let r = self.js(
-            "const r = document.querySelector('#board cg-board').getBoundingClientRect();
+            "document.getElementById('board').scrollIntoView({ block: 'nearest' });
+             const r = document.querySelector('#board cg-board').getBoundingClientRect();
              return [r.left, r.top, r.width, r.height];",
             json!([]),
         );
@@ -691,6 +693,22 @@ fn explorer_page_in_chromium() {
         json!([]),
     );
     assert_eq!(browser.state()["fen"], PASTED);
+
+    // A promotion on the board asks for the piece.
+    browser.type_into("#paste", "8/P7/8/8/8/8/8/k6K w - - 0 1");
+    browser.click("#paste-go");
+    browser.wait_position("8/P7/8/8/8/8/8/k6K w - - 0 1");
+    let a7 = browser.square_point("a7", true);
+    let a8 = browser.square_point("a8", true);
+    browser.click_points(&[a7, a8]);
+    browser.wait_for(
+        "the promotion choice",
+        "return !document.getElementById('promotion').hidden;",
+        json!([]),
+    );
+    browser.click("#promotion button[data-role='n']");
+    browser.wait_position("N7/8/8/8/8/8/8/k6K b - - 0 1");
+    assert_eq!(browser.state()["line"], json!(["a8=N"]));
 
     // A PGN pasted: the line becomes its moves, at its end.
     browser.type_into("#paste", NAJDORF_PGN);

@@ -413,8 +413,11 @@ function render(data) {
   // The position at a glance.
   const g = data.games || { white: data.white, draws: data.draws, black: data.black };
   const gTotal = g.white + g.draws + g.black;
-  el.sTurn.textContent = toMove;
-  el.sGames.innerHTML = data.inBook === false ? '<span class="muted">not in book</span>' : int(gTotal);
+  if (chess.isCheckmate()) el.sTurn.innerHTML = `${toMove} <small>mated</small>`;
+  else if (chess.isStalemate()) el.sTurn.innerHTML = `${toMove} <small>stalemate</small>`;
+  else if (chess.isDraw()) el.sTurn.innerHTML = `${toMove} <small>draw</small>`;
+  else el.sTurn.textContent = toMove;
+  el.sGames.textContent = int(gTotal);
   el.sGames.title = gTotal ? `White wins ${int(g.white)}, draws ${int(g.draws)}, Black wins ${int(g.black)}` : '';
   el.sValue.innerHTML = fmtValue(data.value);
   el.sValue.title = `the book's value for ${toMove} (−1 … +1)`;
