@@ -3,7 +3,10 @@
 //! [`Explored`], with learnbook's own fields beside lichess's (clients
 //! ignore fields they do not know):
 //!
-//! * top level: `fen` (the position explored, after `play`), `inBook`,
+//! * top level: `fen` (the position explored, after `play`; its en
+//!   passant square written wherever a pseudo-legal capture exists, as the
+//!   book's Polyglot keys hash it, so asking it again finds the same
+//!   position), `inBook`,
 //!   `games` (`{white, draws, black}` of every game through the position,
 //!   those that end there included), `value` (the book's value, side to
 //!   move, -1..1, or null), `choice` (the book's move as UCI, or null),
@@ -228,7 +231,9 @@ pub fn masters(q: &MastersQuery, e: &Explored) -> Masters {
                 game: game(g),
             })
             .collect(),
-        fen: Fen::from_position(&q.pos, EnPassantMode::Legal).to_string(),
+        // The en passant square wherever a pseudo-legal capture exists: the
+        // book's keys hash it so, and this FEN asked again is this position.
+        fen: Fen::from_position(&q.pos, EnPassantMode::PseudoLegal).to_string(),
         in_book: e.in_book,
         games: counts(e.counts),
         value: e.value,

@@ -216,7 +216,7 @@ fn replay(mut pos: Chess, play: &str) -> Result<(Chess, Vec<Key>), QueryError> {
                 "illegal move in play: {:?} (move {}) is not legal in {:?}",
                 uci.to_string(),
                 i + 1,
-                Fen::from_position(&pos, shakmaty::EnPassantMode::Legal).to_string()
+                Fen::from_position(&pos, shakmaty::EnPassantMode::PseudoLegal).to_string()
             ))
         })?;
         pos.play_unchecked(mv);
