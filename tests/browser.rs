@@ -244,12 +244,24 @@ impl Browser {
             .as_str()
             .unwrap_or_else(|| panic!("no session in {answer}"))
             .to_string();
-        Browser {
+        let browser = Browser {
             driver,
             session,
             _chromedriver: chromedriver,
             _profile: profile,
-        }
+        };
+        // The window's size is not the page's: set the viewport itself
+        // (through chromedriver's DevTools bridge), so screenshots are
+        // exactly width x height.
+        browser.call(
+            "POST",
+            "/goog/cdp/execute",
+            Some(json!({
+                "cmd": "Emulation.setDeviceMetricsOverride",
+                "params": { "width": width, "height": height, "deviceScaleFactor": 1, "mobile": false },
+            })),
+        );
+        browser
     }
 
     fn call(&self, method: &str, path: &str, body: Option<Value>) -> Value {
@@ -434,6 +446,7 @@ impl Browser {
     }
 
     fn screenshot(&self, path: &Path) {
+        self.js("window.scrollTo(0, 0); return true;", json!([]));
         let data = self.call("GET", "/screenshot", None);
         let png = base64_decode(data.as_str().expect("base64 screenshot"));
         assert!(png.starts_with(b"\x89PNG"), "a PNG");
