@@ -650,6 +650,9 @@ struct ServeArgs {
     /// Book connections and the threads that read them (default: all cores).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     threads: Option<u32>,
+    /// /masters answers kept while the book does not change (0: none kept, every request reads the book).
+    #[arg(long, default_value_t = learnbook::serve::cache::DEFAULT_ENTRIES)]
+    cache: usize,
 }
 
 /// Arguments of `learnbook weights`.
@@ -1287,6 +1290,7 @@ impl ServeArgs {
             bind: self.bind,
             cors: self.cors,
             threads: self.threads.map(|n| n as usize),
+            cache: self.cache,
         })?;
         Ok(ExitCode::from(stopped.exit_code()))
     }

@@ -18,7 +18,7 @@
 use std::sync::Arc;
 
 use axum::{
-    body::Body,
+    body::{Body, Bytes},
     extract::{Request, State},
     http::{header, HeaderValue, Method, StatusCode, Uri},
     middleware::{self, Next},
@@ -27,14 +27,21 @@ use axum::{
     Router,
 };
 
-use super::{assets, json, pool::Pool, query};
+use super::{assets, cache::AnswerCache, json, pool::Pool, query};
 use crate::book::explore::{game_id_text, game_pgn, parse_game_id};
 
 /// The body of `/bench/constant`.
 pub const CONSTANT_BODY: &str = r#"{"constant":true}"#;
 
+/// What the handlers share: the book's connections and the answers kept.
+#[derive(Clone)]
+pub struct Shared {
+    pub pool: Arc<Pool>,
+    pub cache: Arc<AnswerCache>,
+}
+
 /// The application: routes, then the error and CORS layer.
-pub fn router(pool: Arc<Pool>, cors: bool) -> Router {
+pub fn router(pool: Arc<Pool>, cache: Arc<AnswerCache>, cors: bool) -> Router {
     Router::new()
         .route("/masters", get(masters))
         .route("/master", get(masters))
@@ -42,7 +49,7 @@ pub fn router(pool: Arc<Pool>, cors: bool) -> Router {
         .route("/master/pgn/{id}", get(pgn))
         .route("/bench/constant", get(constant))
         .fallback(files)
-        .with_state(pool)
+        .with_state(Shared { pool, cache })
         .layer(middleware::from_fn_with_state(cors, finish))
 }
 
@@ -52,17 +59,26 @@ pub fn error(status: StatusCode, message: impl Into<String>) -> Response {
     (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
-fn json_ok(body: Vec<u8>) -> Response {
+fn json_ok(body: impl Into<Body>) -> Response {
     (
         StatusCode::OK,
         [(header::CONTENT_TYPE, "application/json")],
-        body,
+        body.into(),
     )
         .into_response()
 }
 
-async fn masters(State(pool): State<Arc<Pool>>, uri: Uri) -> Response {
+async fn masters(State(app): State<Shared>, uri: Uri) -> Response {
     let raw = uri.query().unwrap_or("");
+    // The book's version first: the answer read after it is at least as new.
+    let version = if app.cache.enabled() {
+        app.cache.version().ok()
+    } else {
+        None
+    };
+    if let Some(body) = version.and_then(|v| app.cache.get(raw, v)) {
+        return json_ok(body);
+    }
     let q = match query::parse(raw.as_bytes()) {
         Ok(q) => q,
         Err(e) => {
@@ -71,9 +87,15 @@ async fn masters(State(pool): State<Arc<Pool>>, uri: Uri) -> Response {
         }
     };
     let pos = q.pos.clone();
-    match pool.with_book(move |book| book.explore(&pos)).await {
+    match app.pool.with_book(move |book| book.explore(&pos)).await {
         Ok(explored) => match serde_json::to_vec(&json::masters(&q, &explored)) {
-            Ok(body) => json_ok(body),
+            Ok(body) => {
+                let body = Bytes::from(body);
+                if let Some(v) = version {
+                    app.cache.put(raw, v, body.clone());
+                }
+                json_ok(body)
+            }
             Err(e) => error(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 format!("cannot write the answer: {e}"),
@@ -86,7 +108,7 @@ async fn masters(State(pool): State<Arc<Pool>>, uri: Uri) -> Response {
     }
 }
 
-async fn pgn(State(pool): State<Arc<Pool>>, uri: Uri) -> Response {
+async fn pgn(State(app): State<Shared>, uri: Uri) -> Response {
     // The raw last segment: a game id is 16 hex digits, nothing to decode.
     let raw = uri.path().rsplit('/').next().unwrap_or("");
     let Some(id) = parse_game_id(raw) else {
@@ -98,7 +120,7 @@ async fn pgn(State(pool): State<Arc<Pool>>, uri: Uri) -> Response {
             ),
         );
     };
-    match pool.with_book(move |book| game_pgn(book, id)).await {
+    match app.pool.with_book(move |book| game_pgn(book, id)).await {
         Ok(Some(text)) => (
             StatusCode::OK,
             [(header::CONTENT_TYPE, "application/x-chess-pgn")],

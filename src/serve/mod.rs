@@ -27,6 +27,7 @@
 
 pub mod assets;
 pub mod bench;
+pub mod cache;
 pub mod conn;
 pub mod http;
 pub mod json;
@@ -68,6 +69,8 @@ pub struct Options {
     pub cors: bool,
     /// Blocking workers and book connections (default: the cores).
     pub threads: Option<usize>,
+    /// `/masters` answers kept while the book does not change ([`cache`]).
+    pub cache: usize,
 }
 
 /// How the server stopped.
@@ -114,7 +117,8 @@ pub fn run(opts: &Options) -> Result<Stopped> {
         .enable_all()
         .build()
         .context("cannot start the server's threads")?;
-    let app = http::router(pool, opts.cors);
+    let cache = Arc::new(cache::AnswerCache::open(&opts.book, opts.cache)?);
+    let app = http::router(pool, cache, opts.cors);
     let stopped = runtime.block_on(serve(listener, app, opts.cors));
     // Reads still under way after the drain end with the process.
     runtime.shutdown_timeout(Duration::from_secs(1));
