@@ -51,6 +51,7 @@ use hyper_util::{
 use tokio::signal::unix::{signal, SignalKind};
 
 use crate::book::{openings, Book};
+use pool::Pool;
 
 /// A client must send a whole request head within this time.
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
@@ -124,8 +125,6 @@ pub fn run(opts: &Options) -> Result<Stopped> {
     runtime.shutdown_timeout(Duration::from_secs(1));
     stopped
 }
-
-use pool::Pool;
 
 fn resolve(bind: &str) -> Result<SocketAddr> {
     bind.to_socket_addrs()
