@@ -409,7 +409,11 @@ impl Browser {
                  san: tr.cells[0].textContent,
                  games: tr.cells[1].textContent,
                  choice: tr.classList.contains('choice'),
+                 value: tr.cells[5].textContent,
+                 book: tr.cells[6].textContent,
+                 eval: tr.cells[7].textContent,
                })),
+               analysis: t('s-analysis'),
                total: document.querySelector('#moves tfoot td:nth-child(2)')?.textContent,
                games: [...document.querySelectorAll('#top-games tr[data-id]')].map(tr => tr.dataset.id),
              };",
@@ -549,12 +553,59 @@ fn assert_table(page: &Value, api: &Value) {
         assert_eq!(row["san"], m["san"]);
         assert_eq!(digits(&row["games"]), games(m), "games of {}", m["uci"]);
         assert_eq!(row["choice"], m["choice"], "choice mark of {}", m["uci"]);
+        assert_eq!(
+            row["value"] == "–",
+            m["value"].is_null(),
+            "value of {}",
+            m["uci"]
+        );
+        let weighted = m["weighted"].as_f64().expect("weighted");
+        assert_eq!(
+            row["book"].as_str().expect("book").ends_with('%'),
+            weighted > 0.0,
+            "probability of {}: {row}",
+            m["uci"]
+        );
+        assert_eq!(
+            row["eval"],
+            score_text(&m["analysis"]),
+            "eval of {}",
+            m["uci"]
+        );
+    }
+    if !api["analysis"].is_null() {
+        let summary = page["analysis"].as_str().expect("analysis");
+        assert!(
+            summary.starts_with(&score_text(&api["analysis"])),
+            "{summary} against {}",
+            api["analysis"]
+        );
     }
     assert_eq!(digits(&page["total"]), games(api), "total row");
     let top = api["topGames"].as_array().expect("topGames");
     let ids: Vec<&Value> = top.iter().map(|g| &g["id"]).collect();
     let shown: Vec<&Value> = page["games"].as_array().expect("games").iter().collect();
     assert_eq!(shown, ids, "top games");
+}
+
+/// A search score as the page writes it: pawns with two decimals and a
+/// sign (`+0.31`, `−0.05`, `±0.00`), mate as `#3` or `#−3`, or `–` for
+/// none.
+fn score_text(analysis: &Value) -> String {
+    let Some(cp) = analysis["score"].as_i64() else {
+        return "–".to_string();
+    };
+    if cp.abs() >= 29_000 {
+        // Mate in n moves: (30000 - plies) centipawns.
+        let moves = (30_000 - cp.abs() + 1) / 2;
+        return format!("{}{moves}", if cp > 0 { "#" } else { "#−" });
+    }
+    let sign = match cp.signum() {
+        1 => "+",
+        -1 => "−",
+        _ => "±",
+    };
+    format!("{sign}{}.{:02}", cp.abs() / 100, cp.abs() % 100)
 }
 
 fn has_row(page: &Value, uci: &str) -> bool {
@@ -577,7 +628,9 @@ fn explorer_page_in_chromium() {
         None => {
             let book = dir.path().join("sample.sqlite");
             ok(&["build", "--book", s(&book), s(&sample())]);
-            ok(&["analyze", "--book", s(&book)]);
+            // The positions with the most games (and their children):
+            // enough for the page's analysis columns, in a few seconds.
+            ok(&["analyze", "--book", s(&book), "--min-games", "150"]);
             book
         }
     };
@@ -601,6 +654,7 @@ fn explorer_page_in_chromium() {
     browser.goto(&url);
     browser.wait_position(START);
     let api = masters(&addr, START, &[]);
+    assert!(!api["analysis"].is_null(), "the start is analysed: {api}");
     let page = browser.state();
     assert!(has_row(&page, "e2e4") && has_row(&page, "d2d4"), "{page}");
     assert_table(&page, &api);
