@@ -141,19 +141,42 @@ fn masters(addr: &str, fen: &str, play: &[&str]) -> Value {
 
 // ------------------------------------------------------------------ processes
 
-/// A child process killed (by its own id) and reaped when dropped.
-struct Reaped(Child);
+/// A child process killed (by its own id) and reaped when dropped; with
+/// `group`, it leads a process group of its own (see [`own_group`]) and
+/// the whole group is killed: chromedriver's chromium too, which would
+/// outlive chromedriver otherwise.
+struct Reaped {
+    child: Child,
+    group: bool,
+}
 
 impl Drop for Reaped {
     fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        if self.group {
+            if let Ok(pid) = libc::pid_t::try_from(self.child.id()) {
+                // SAFETY: kill(2) with a negative pid signals the process
+                // group that the child leads; it touches no memory.
+                unsafe { libc::kill(-pid, libc::SIGKILL) };
+            }
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
-/// Starts `program` and returns it with the first stdout line that
-/// contains `marker`, read within [`WAIT`].
-fn start_and_read(mut cmd: Command, marker: &'static str) -> (Reaped, String) {
+/// `cmd` will start in a process group of its own (led by it), which its
+/// own children join.
+fn own_group(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    cmd.process_group(0);
+}
+
+/// Starts `cmd` (in a process group of its own if `group`) and returns it
+/// with the first stdout line that contains `marker`, read within [`WAIT`].
+fn start_and_read(mut cmd: Command, marker: &'static str, group: bool) -> (Reaped, String) {
+    if group {
+        own_group(&mut cmd);
+    }
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -161,7 +184,7 @@ fn start_and_read(mut cmd: Command, marker: &'static str) -> (Reaped, String) {
         .spawn()
         .unwrap_or_else(|e| panic!("start {cmd:?}: {e}"));
     let stdout = child.stdout.take().expect("stdout");
-    let child = Reaped(child);
+    let child = Reaped { child, group };
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let mut sent = false;
@@ -195,7 +218,7 @@ impl Browser {
     fn start(width: u32, height: u32) -> Browser {
         let mut cmd = Command::new(CHROMEDRIVER);
         cmd.arg("--port=0");
-        let (chromedriver, line) = start_and_read(cmd, "started successfully on port");
+        let (chromedriver, line) = start_and_read(cmd, "started successfully on port", true);
         let port: u16 = line
             .trim_end_matches('.')
             .rsplit(' ')
@@ -637,7 +660,7 @@ fn explorer_page_in_chromium() {
 
     let mut serve = Command::new(bin());
     serve.args(["serve", "--book", s(&book), "--bind", "127.0.0.1:0"]);
-    let (_server, line) = start_and_read(serve, "listening on http://");
+    let (_server, line) = start_and_read(serve, "listening on http://", false);
     let url = line
         .split_whitespace()
         .find(|w| w.starts_with("http://"))
