@@ -132,7 +132,6 @@ function drawBoard() {
     lastMove: last ? [last.from, last.to] : undefined,
     movable: { color: turn, dests: legalDests(chess) },
   });
-  if (!last) ground.set({ lastMove: undefined });
   el.board.dataset.fen = ground.getFen();
 }
 
