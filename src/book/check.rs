@@ -19,7 +19,7 @@ use anyhow::Result;
 
 use shakmaty::{fen::Fen, CastlingMode, Chess, Position};
 
-use super::db::explore::{rank_of, TopEntry, TopList};
+use super::db::explore::{mover_elo, rank_of, TopEntry, TopList};
 use super::db::Book;
 use super::ingest::{next_key, Counts};
 use super::keys::{polyglot_key, Key, KeyMap, KeySet};
@@ -183,12 +183,8 @@ fn check_explorer(book: &Book, report: &mut CheckReport) -> Result<()> {
                 break;
             };
             if rows.contains(&key) {
-                let white_moves = (i % 2 == 0) != black_first;
-                let elo = if white_moves {
-                    g.white_elo
-                } else {
-                    g.black_elo
-                };
+                let ply = i as u64 + u64::from(black_first);
+                let elo = mover_elo(ply, g.white_elo, g.black_elo);
                 for _ in 0..g.copies {
                     let e = edges.entry((key, code.0)).or_default();
                     e.0 += 1;

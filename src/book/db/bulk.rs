@@ -9,7 +9,7 @@ use rusqlite::{params, Connection};
 use shakmaty::Chess;
 
 use super::book::Book;
-use super::explore::{merge_top, rank_of, top_to_blob, TopEntry, TopList};
+use super::explore::{merge_top, mover_elo, rank_of, top_to_blob, TopEntry, TopList};
 use super::graph::{reevaluate_all, MOVE_UPSERT};
 use super::schema::{hash_to_sql, moves_from_blob, moves_to_blob, source_id};
 use super::tail_index::{prefix, IndexWriter};
@@ -182,13 +182,7 @@ impl Aggregate {
                 _ => self.edges.entry((key, p.mv.0)).or_insert_with(new),
             };
             let first_of_move = e.counts.total() == 0;
-            // The side to move plays: White at even plies.
-            let mover_elo = if depth % 2 == 0 {
-                game.white_elo
-            } else {
-                game.black_elo
-            };
-            e.add(c, mover_elo);
+            e.add(c, mover_elo(depth.into(), game.white_elo, game.black_elo));
             let entry = TopEntry {
                 mv: p.mv,
                 rank,
@@ -554,6 +548,8 @@ impl Book {
 /// What the thread that prepares the rows sends before it values them:
 /// the moves and the parent links.
 type MoveRows = (Vec<((i64, u16), EdgeAgg)>, Links);
+/// The rows' top lists ([`top_to_blob`]; `None`: empty), in key order.
+type Tops = Vec<Option<Vec<u8>>>;
 /// `(child, parent)` of every move, sorted (see [`parent_links`]).
 type Links = Vec<(i64, i64)>;
 
@@ -562,8 +558,8 @@ type Links = Vec<(i64, i64)>;
 fn moves_then_graph(
     tx: &Connection,
     recv: &std::sync::mpsc::Receiver<MoveRows>,
-    worker: std::thread::ScopedJoinHandle<'_, (Graph, usize, Vec<Option<Vec<u8>>>)>,
-) -> Result<(Graph, (usize, Vec<Option<Vec<u8>>>), Links)> {
+    worker: std::thread::ScopedJoinHandle<'_, (Graph, usize, Tops)>,
+) -> Result<(Graph, (usize, Tops), Links)> {
     let Ok((edge_rows, links)) = recv.recv() else {
         return Err(anyhow!("the thread preparing the rows panicked"));
     };
@@ -761,12 +757,8 @@ fn game_tail(
                 let mut n = alone(i);
                 if let Some(p) = game.plies.get(i) {
                     let mut e = EdgeAgg::new(p.child, p.castle);
-                    let mover_elo = if i % 2 == 0 {
-                        game.white_elo
-                    } else {
-                        game.black_elo
-                    };
-                    e.add(game.result.counts(), mover_elo);
+                    let elo = mover_elo(i as u64, game.white_elo, game.black_elo);
+                    e.add(game.result.counts(), elo);
                     n.first = Some((p.mv.0, e));
                     n.top = TopList::single(TopEntry {
                         mv: p.mv,
@@ -939,8 +931,7 @@ struct Prepared {
     /// The rows in key order, then the first position of each tail.
     node_list: Vec<NodeInfo>,
     rows: usize,
-    /// The rows' top lists ([`top_to_blob`]; `None`: empty), in key order.
-    tops: Vec<Option<Vec<u8>>>,
+    tops: Tops,
 }
 
 /// Values each tail from its last position back and leaves its positions

@@ -54,6 +54,16 @@ pub fn rank_of(white_elo: Option<u32>, black_elo: Option<u32>) -> u16 {
     sum.min(u32::from(u16::MAX)) as u16
 }
 
+/// The rating of the side that moves at `ply` (counted from the standard
+/// start: White moves at even plies).
+pub fn mover_elo(ply: u64, white_elo: Option<u32>, black_elo: Option<u32>) -> Option<u32> {
+    if ply.is_multiple_of(2) {
+        white_elo
+    } else {
+        black_elo
+    }
+}
+
 /// `positions.top` as stored: per entry the move code (u16, its top bit
 /// set while the entry is the only game of its move), the rank (u16) and
 /// the hash (u64), little-endian, in [`TopEntry::order`].
@@ -495,7 +505,7 @@ impl Book {
         let (hash, white_elo, black_elo) = game_ratings(&self.conn, exp.game)?;
         // Tails are games from the standard start: White moves at even plies.
         let ply = exp.first_ply + i as u32;
-        let mover = if ply % 2 == 0 { white_elo } else { black_elo };
+        let mover = mover_elo(u64::from(ply), white_elo, black_elo);
         Ok(Some((
             TopEntry {
                 mv,

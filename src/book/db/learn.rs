@@ -7,7 +7,7 @@ use rusqlite::{params, Connection, Transaction, TransactionBehavior};
 
 use super::book::Book;
 use super::cache::{Cached, NodeCache, Sql};
-use super::explore::{rank_of, top_to_blob, TopEntry, TopList};
+use super::explore::{mover_elo, rank_of, top_to_blob, TopEntry, TopList};
 use super::graph::{link_transposition, MOVE_UPSERT};
 use super::schema::{hash_to_sql, moves_to_blob, source_id};
 use super::tails::materialize_keys;
@@ -180,12 +180,11 @@ fn add_game(
             let known = cache
                 .children(&mut sql, p.parent)?
                 .contains(&(p.mv, p.child));
-            // The side to move plays: White at even plies.
-            let mover_elo = if (game.start_ply + ply as u32) % 2 == 0 {
-                game.white_elo
-            } else {
-                game.black_elo
-            };
+            let mover_elo = mover_elo(
+                u64::from(game.start_ply) + ply as u64,
+                game.white_elo,
+                game.black_elo,
+            );
             let (sum, rated) = (
                 i64::from(mover_elo.unwrap_or(0)),
                 u32::from(mover_elo.is_some()),

@@ -25,7 +25,7 @@ use rayon::prelude::*;
 use rusqlite::{params, Connection, OptionalExtension};
 use shakmaty::{Chess, Position};
 
-use super::explore::{game_ratings, merge_top, rank_of, top_to_blob, TopEntry, TopList};
+use super::explore::{game_ratings, merge_top, mover_elo, rank_of, top_to_blob, TopEntry, TopList};
 use super::graph::{search_inputs, MOVE_UPSERT};
 use super::schema::moves_from_blob;
 use super::tail_index::{candidates, prefix, unlist};
@@ -415,12 +415,8 @@ pub(super) fn write_rows(
         }
         if let Some(child) = exp.nodes.get(i + 1) {
             let (mv, castle) = exp.moves[i];
-            // Tails are games from the standard start: White moves at even plies.
-            let mover_elo = if (exp.first_ply as usize + i) % 2 == 0 {
-                white_elo
-            } else {
-                black_elo
-            };
+            // Tails are games from the standard start.
+            let mover_elo = mover_elo(u64::from(exp.first_ply) + i as u64, white_elo, black_elo);
             mv_stmt.execute(params![
                 n.key,
                 mv.0,
