@@ -22,7 +22,7 @@ use learnbook::book::{
     name = "learnbook",
     version,
     about = "Opening books that learn: PGN -> SQLite minimax book -> Polyglot",
-    after_help = "Exit codes: 0 success; 1 a negative answer (check: the book is not consistent; choose: no book move); 2 an error (bad input, unreadable file, engine failure: the message says which); 130 interrupted by Ctrl-C after storing what was done (analyze, tune, selfplay)."
+    after_help = "Exit codes: 0 success; 1 a negative answer (check: the book is not consistent; choose: no book move); 2 an error (bad input, unreadable file, engine failure: the message says which); 130 interrupted by Ctrl-C after storing what was done (analyze, tune, selfplay; serve stops gracefully: 130 on Ctrl-C, 143 on SIGTERM)."
 )]
 struct Cli {
     #[command(subcommand)]
