@@ -197,7 +197,7 @@ fn check_explorer(book: &Book, report: &mut CheckReport) -> Result<()> {
                         rank,
                         game: g.hash,
                     };
-                    tops.entry(key).or_default().add(entry, e.0 == 1);
+                    tops.entry(key).or_default().add(entry, e.0 - 1);
                 }
             }
             key = next_key(&mut pos, key, mv);

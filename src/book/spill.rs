@@ -293,7 +293,7 @@ impl JournalReader {
                 .get(at + 4..at + len)
                 .ok_or_else(|| anyhow!("a damaged journal (record at {at})"))
                 .with_context(what)?;
-            f(decode(record).with_context(what)?)?;
+            f(decode(record, Fields::Counts).with_context(what)?)?;
             at += len;
         }
         Ok(())
@@ -322,13 +322,13 @@ impl JournalReader {
                 .and_then(|at| bytes.get(at + 4..at + entry.len as usize))
                 .ok_or_else(|| anyhow!("a damaged journal (record at {})", entry.offset))
                 .with_context(what)?;
-            return decode(record).with_context(what);
+            return decode(record, Fields::All).with_context(what);
         }
         buf.resize(entry.len as usize, 0);
         self.file
             .read_exact_at(buf, entry.offset)
             .with_context(what)?;
-        decode(&buf[4..]).with_context(what)
+        decode(&buf[4..], Fields::All).with_context(what)
     }
 }
 
@@ -369,7 +369,7 @@ fn read_records(path: &Path, end: u64, mut f: impl FnMut(Game) -> Result<()>) ->
                 let last = records.len() < BATCH || failed.is_some();
                 let games: Result<Vec<Game>> = records
                     .par_iter()
-                    .map(|b| decode(b).with_context(what))
+                    .map(|b| decode(b, Fields::Counts).with_context(what))
                     .collect();
                 let games = match failed {
                     Some(e) => Err(e),
@@ -446,8 +446,18 @@ fn encode(g: &Game, out: &mut Vec<u8>) {
     out[..4].copy_from_slice(&len.to_le_bytes());
 }
 
+/// What [`decode`] reads of a record.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Fields {
+    /// Everything: the game as the book stores it.
+    All,
+    /// What the counts need: no names, tags or moves past max-ply (the
+    /// passes that count read every record, some twice).
+    Counts,
+}
+
 /// Reads what [`encode`] wrote (after the length).
-fn decode(b: &[u8]) -> Result<Game> {
+fn decode(b: &[u8], fields: Fields) -> Result<Game> {
     let mut r = Cursor { b, at: 0 };
     let hash = r.u64()?;
     let result = match r.u8()? {
@@ -468,8 +478,13 @@ fn decode(b: &[u8]) -> Result<Game> {
         let v = r.u32()?;
         *e = has.then_some(v);
     }
-    let white = r.string()?;
-    let black = r.string()?;
+    let (white, black) = if fields == Fields::All {
+        (r.string()?, r.string()?)
+    } else {
+        r.skip_string()?;
+        r.skip_string()?;
+        (String::new(), String::new())
+    };
     let n = r.u32()? as usize;
     let mut plies = Vec::with_capacity(n.min(b.len()));
     let mut parent = start;
@@ -485,19 +500,24 @@ fn decode(b: &[u8]) -> Result<Game> {
         });
         parent = child;
     }
-    let mut tag = || r.optional_string();
-    let tags = GameTags {
-        event: tag()?,
-        site: tag()?,
-        date: tag()?,
-        round: tag()?,
-        fen: tag()?,
+    let (tags, rest) = if fields == Fields::All {
+        let mut tag = || r.optional_string();
+        let tags = GameTags {
+            event: tag()?,
+            site: tag()?,
+            date: tag()?,
+            round: tag()?,
+            fen: tag()?,
+        };
+        let n = r.u32()? as usize;
+        let mut rest = Vec::with_capacity(n.min(b.len()));
+        for _ in 0..n {
+            rest.push(r.u16()?);
+        }
+        (tags, rest)
+    } else {
+        (GameTags::default(), Vec::new())
     };
-    let n = r.u32()? as usize;
-    let mut rest = Vec::with_capacity(n.min(b.len()));
-    for _ in 0..n {
-        rest.push(r.u16()?);
-    }
     Ok(Game {
         white,
         black,
@@ -551,6 +571,10 @@ impl Cursor<'_> {
         let n = self.u32()? as usize;
         String::from_utf8(self.take(n)?.to_vec())
             .map_err(|_| anyhow!("a damaged journal record (a name is not UTF-8)"))
+    }
+    fn skip_string(&mut self) -> Result<()> {
+        let n = self.u32()? as usize;
+        self.take(n).map(|_| ())
     }
     /// A string or nothing (length `u32::MAX`).
     fn optional_string(&mut self) -> Result<Option<String>> {

@@ -181,14 +181,14 @@ impl Aggregate {
                 Some((mv, e)) if *mv == p.mv.0 => e,
                 _ => self.edges.entry((key, p.mv.0)).or_insert_with(new),
             };
-            let first_of_move = e.counts.total() == 0;
+            let before = e.counts.total();
             e.add(c, mover_elo(depth.into(), game.white_elo, game.black_elo));
             let entry = TopEntry {
                 mv: p.mv,
                 rank,
                 game: game.hash,
             };
-            self.top_entries += n.top.add(entry, first_of_move);
+            self.top_entries += n.top.add(entry, before);
         }
         if let Some(e) = game.terminal {
             let last = game.plies.last().map_or(game.start, |p| p.child);

@@ -135,10 +135,12 @@ impl TopList {
         TopList(vec![(entry, true)])
     }
 
-    /// Counts a game; `first_of_move`: no game played its move here before.
-    /// Returns the change in the number of entries held.
-    pub fn add(&mut self, entry: TopEntry, first_of_move: bool) -> i64 {
-        if !first_of_move {
+    /// Counts a game; `before`: the games that played its move here before
+    /// it. Returns the change in the number of entries held.
+    pub fn add(&mut self, entry: TopEntry, before: u32) -> i64 {
+        let first_of_move = before == 0;
+        if before == 1 {
+            // The move's one game is no longer its only one.
             if let Some(e) = self
                 .0
                 .iter_mut()
@@ -146,6 +148,16 @@ impl TopList {
             {
                 e.1 = false;
             }
+        }
+        // Below the first TOP_GAMES and not its move's only game: not kept
+        // (most games at a popular position; decided without a scan).
+        if !first_of_move
+            && self
+                .0
+                .get(TOP_GAMES - 1)
+                .is_some_and(|(last, _)| TopEntry::order(&entry, last).is_gt())
+        {
+            return 0;
         }
         // A game counted twice (`--allow-duplicates`) is listed once.
         if self.0.iter().any(|(e, _)| *e == entry) {

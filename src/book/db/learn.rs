@@ -216,7 +216,7 @@ fn add_game(
                     rank,
                     game: game.hash,
                 };
-                n.top.add(entry, games == c.total());
+                n.top.add(entry, games - c.total());
             }
             if !known {
                 if let Some(kids) = cache
