@@ -188,7 +188,9 @@ impl Aggregate {
                 rank,
                 game: game.hash,
             };
-            self.top_entries += n.top.add(entry, before);
+            let held = n.top.len() as i64;
+            n.top.add(entry, before);
+            self.top_entries += n.top.len() as i64 - held;
         }
         if let Some(e) = game.terminal {
             let last = game.plies.last().map_or(game.start, |p| p.child);

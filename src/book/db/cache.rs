@@ -43,6 +43,8 @@ pub(super) struct Cached {
     pub(super) tail: bool,
     /// `positions.top`: the explorer's top games.
     pub(super) top: TopList,
+    /// `top` changed since it was read (its row must write it).
+    pub(super) top_changed: bool,
 }
 
 /// The statements the cache reads through, prepared once per transaction.
@@ -110,6 +112,7 @@ impl NodeCache {
                 linked: Some(Vec::new()),
                 tail: true,
                 top: TopList::default(),
+                top_changed: false,
             }),
         };
         Ok(match row {
@@ -181,6 +184,7 @@ fn cached_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Cached> {
             .as_deref()
             .and_then(top_from_blob)
             .unwrap_or_default(),
+        top_changed: false,
     })
 }
 

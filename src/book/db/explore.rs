@@ -136,9 +136,10 @@ impl TopList {
     }
 
     /// Counts a game; `before`: the games that played its move here before
-    /// it. Returns the change in the number of entries held.
-    pub fn add(&mut self, entry: TopEntry, before: u32) -> i64 {
+    /// it. Returns whether the list changed.
+    pub fn add(&mut self, entry: TopEntry, before: u32) -> bool {
         let first_of_move = before == 0;
+        let mut changed = false;
         if before == 1 {
             // The move's one game is no longer its only one.
             if let Some(e) = self
@@ -147,6 +148,7 @@ impl TopList {
                 .find(|(e, single)| *single && e.mv == entry.mv)
             {
                 e.1 = false;
+                changed = true;
             }
         }
         // Below the first TOP_GAMES and not its move's only game: not kept
@@ -157,13 +159,12 @@ impl TopList {
                 .get(TOP_GAMES - 1)
                 .is_some_and(|(last, _)| TopEntry::order(&entry, last).is_gt())
         {
-            return 0;
+            return changed;
         }
         // A game counted twice (`--allow-duplicates`) is listed once.
         if self.0.iter().any(|(e, _)| *e == entry) {
-            return 0;
+            return changed;
         }
-        let before = self.0.len() as i64;
         let at = self
             .0
             .partition_point(|(e, _)| TopEntry::order(e, &entry).is_lt());
@@ -175,7 +176,7 @@ impl TopList {
                 i <= TOP_GAMES || single
             });
         }
-        self.0.len() as i64 - before
+        true
     }
 
     /// The list with only what it keeps: the first [`TOP_GAMES`] and the
@@ -201,6 +202,11 @@ impl TopList {
 
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+
+    /// Entries held (kept ones and those not yet dropped).
+    pub fn len(&self) -> usize {
+        self.0.len()
     }
 
     /// `(entry, single)` pairs, ranked.

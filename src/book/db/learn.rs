@@ -156,6 +156,7 @@ fn add_game(
                     linked: Some(Vec::new()),
                     tail: false,
                     top: TopList::default(),
+                    top_changed: false,
                 },
             );
         }
@@ -216,7 +217,9 @@ fn add_game(
                     rank,
                     game: game.hash,
                 };
-                n.top.add(entry, games - c.total());
+                if n.top.add(entry, games - c.total()) {
+                    n.top_changed = true;
+                }
             }
             if !known {
                 if let Some(kids) = cache
@@ -239,6 +242,11 @@ fn add_game(
         }
     }
     let re = reevaluate_path(&tx, &mut sql, cache, params, &path, changed, &new)?;
+    for key in &path {
+        if let Some(n) = cache.nodes.get_mut(key) {
+            n.top_changed = false;
+        }
+    }
     drop(sql);
     tx.commit()?;
     Ok(Some(re))
@@ -338,6 +346,11 @@ fn write_positions(
         "UPDATE positions SET depth = ?1, white = ?2, draws = ?3, black = ?4, exact = ?5,
            value = ?6, best = ?7, parent = ?8, expected = ?9, top = ?11 WHERE key = ?10",
     )?;
+    // Most rows a game changes keep their top list: it is not rewritten.
+    let mut update_counts = conn.prepare_cached(
+        "UPDATE positions SET depth = ?1, white = ?2, draws = ?3, black = ?4, exact = ?5,
+           value = ?6, best = ?7, parent = ?8, expected = ?9 WHERE key = ?10",
+    )?;
     for key in keys {
         let Some(n) = cache.nodes.get(&key).filter(|n| !n.tail) else {
             continue;
@@ -353,12 +366,16 @@ fn write_positions(
             n.first_parent,
             n.info.expected,
             key,
-            (!n.top.is_empty()).then(|| top_to_blob(&n.top.trimmed()))
+            (n.top_changed || new.contains(&key))
+                .then(|| top_to_blob(&n.top.trimmed()))
+                .filter(|b| !b.is_empty())
         ];
         if new.contains(&key) {
             insert.execute(row)?;
-        } else {
+        } else if n.top_changed {
             update.execute(row)?;
+        } else {
+            update_counts.execute(&row[..10])?;
         }
     }
     Ok(())
