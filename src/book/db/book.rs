@@ -82,33 +82,24 @@ impl Book {
 
     /// Opens an existing book; fails if there is none.
     pub fn open(path: &Path) -> Result<Book> {
-        if !path.exists() {
-            bail!(
-                "no book at {} (create one with `learnbook build`)",
-                path.display()
-            );
-        }
-        let conn = open_conn(path)?;
-        let settings = read_settings(&conn, path)?;
-        Ok(Book {
-            conn,
-            path: path.to_path_buf(),
-            settings,
-            cache: NodeCache::default(),
-        })
+        Book::open_existing(path, open_conn)
     }
 
     /// Opens an existing book for reading only (a server's connections):
     /// it sees what other connections commit, and never writes. Open it
     /// once with [`Book::open`] first, which upgrades an older book.
     pub fn open_read_only(path: &Path) -> Result<Book> {
+        Book::open_existing(path, open_conn_read_only)
+    }
+
+    fn open_existing(path: &Path, connect: fn(&Path) -> Result<Connection>) -> Result<Book> {
         if !path.exists() {
             bail!(
                 "no book at {} (create one with `learnbook build`)",
                 path.display()
             );
         }
-        let conn = open_conn_read_only(path)?;
+        let conn = connect(path)?;
         let settings = read_settings(&conn, path)?;
         Ok(Book {
             conn,

@@ -271,16 +271,10 @@ pub struct GameHeader {
     pub date: Option<String>,
 }
 
-/// A game as the explorer shows it and `/masters/pgn` writes it.
+/// A game as `/masters/pgn` writes it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GameInfo {
-    pub hash: u64,
-    pub white: String,
-    pub black: String,
-    pub white_elo: Option<u32>,
-    pub black_elo: Option<u32>,
-    pub result: GameResult,
-    pub date: Option<String>,
+    pub header: GameHeader,
     pub event: Option<String>,
     pub site: Option<String>,
     pub round: Option<String>,
@@ -298,6 +292,7 @@ impl GameInfo {
     /// for a game from a position, and the moves in SAN.
     pub fn pgn(&self) -> Result<String> {
         use std::fmt::Write;
+        let h = &self.header;
         let mut s = String::new();
         let tag = |s: &mut String, name: &str, value: &str| {
             let escaped = value.replace('\\', "\\\\").replace('"', "\\\"");
@@ -305,15 +300,15 @@ impl GameInfo {
         };
         tag(&mut s, "Event", self.event.as_deref().unwrap_or("?"));
         tag(&mut s, "Site", self.site.as_deref().unwrap_or("?"));
-        tag(&mut s, "Date", self.date.as_deref().unwrap_or("????.??.??"));
+        tag(&mut s, "Date", h.date.as_deref().unwrap_or("????.??.??"));
         tag(&mut s, "Round", self.round.as_deref().unwrap_or("?"));
-        tag(&mut s, "White", &self.white);
-        tag(&mut s, "Black", &self.black);
-        tag(&mut s, "Result", self.result.as_str());
-        if let Some(e) = self.white_elo {
+        tag(&mut s, "White", &h.white);
+        tag(&mut s, "Black", &h.black);
+        tag(&mut s, "Result", h.result.as_str());
+        if let Some(e) = h.white_elo {
             tag(&mut s, "WhiteElo", &e.to_string());
         }
-        if let Some(e) = self.black_elo {
+        if let Some(e) = h.black_elo {
             tag(&mut s, "BlackElo", &e.to_string());
         }
         let mut pos = match &self.fen {
@@ -331,7 +326,7 @@ impl GameInfo {
         for (i, code) in self.moves.iter().enumerate() {
             let mv = code
                 .to_move(&pos)
-                .ok_or_else(|| anyhow!("game {:016x}: move {} is illegal", self.hash, i + 1))?;
+                .ok_or_else(|| anyhow!("game {:016x}: move {} is illegal", h.id, i + 1))?;
             if pos.turn().is_white() {
                 let _ = write!(line, "{}. ", pos.fullmoves());
             } else if i == 0 {
@@ -344,7 +339,7 @@ impl GameInfo {
             // A game from before schema 7: only its stored moves are known.
             line.push_str("{ the rest of the game is not in the book } ");
         }
-        line.push_str(self.result.as_str());
+        line.push_str(h.result.as_str());
         // Lines of at most 80 characters, as PGN export format asks.
         let mut width = 0;
         for word in line.split(' ') {
@@ -366,7 +361,7 @@ impl GameInfo {
 const GAME_INFO_COLS: &str =
     "hash, white, black, white_elo, black_elo, result, date, event, site, round, fen, moves, rest, plies";
 
-fn game_info_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(GameInfo, Option<String>)> {
+fn game_info_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<GameInfo> {
     let moves: Option<Vec<u8>> = r.get(11)?;
     let rest: Option<Vec<u8>> = r.get(12)?;
     let mut all: Vec<MoveCode> = moves
@@ -383,15 +378,8 @@ fn game_info_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(GameInfo, Opti
             .into_iter()
             .map(MoveCode),
     );
-    let result: String = r.get(5)?;
     let info = GameInfo {
-        hash: hash_from_sql(r.get(0)?),
-        white: r.get::<_, Option<String>>(1)?.unwrap_or_default(),
-        black: r.get::<_, Option<String>>(2)?.unwrap_or_default(),
-        white_elo: r.get(3)?,
-        black_elo: r.get(4)?,
-        result: GameResult::parse(&result).unwrap_or(GameResult::Unknown),
-        date: r.get(6)?,
+        header: header_from_row(r)?,
         event: r.get(7)?,
         site: r.get(8)?,
         round: r.get(9)?,
@@ -399,8 +387,25 @@ fn game_info_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(GameInfo, Opti
         moves: all,
         plies: r.get(13)?,
     };
-    let bad = GameResult::parse(&result).is_none().then_some(result);
-    Ok((info, bad))
+    Ok(info)
+}
+
+/// The columns [`header_from_row`] reads, first in [`GAME_INFO_COLS`] too.
+const HEADER_COLS: &str = "hash, white, black, white_elo, black_elo, result, date";
+
+/// A [`GameHeader`] from the [`HEADER_COLS`] of a `games` row (an unknown
+/// result reads as `*`).
+fn header_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<GameHeader> {
+    let result: String = r.get(5)?;
+    Ok(GameHeader {
+        id: hash_from_sql(r.get(0)?),
+        white: r.get::<_, Option<String>>(1)?.unwrap_or_default(),
+        black: r.get::<_, Option<String>>(2)?.unwrap_or_default(),
+        white_elo: r.get(3)?,
+        black_elo: r.get(4)?,
+        result: GameResult::parse(&result).unwrap_or(GameResult::Unknown),
+        date: r.get(6)?,
+    })
 }
 
 impl Book {
@@ -423,30 +428,19 @@ impl Book {
             ))?
             .query_row([hash_to_sql(id)], game_info_from_row)
             .optional()?;
-        Ok(row.map(|(g, _)| g))
+        Ok(row)
     }
 
     /// Who played the games of `ids` and how they ended, for those the
     /// book has (any order; their moves are not read).
     pub fn game_headers(&self, ids: &[u64]) -> Result<Vec<GameHeader>> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT hash, white, black, white_elo, black_elo, result, date FROM games WHERE hash = ?1",
-        )?;
+        let mut stmt = self
+            .conn
+            .prepare_cached(&format!("SELECT {HEADER_COLS} FROM games WHERE hash = ?1"))?;
         let mut out = Vec::with_capacity(ids.len());
         for &id in ids {
             let row = stmt
-                .query_row([hash_to_sql(id)], |r| {
-                    let result: String = r.get(5)?;
-                    Ok(GameHeader {
-                        id: hash_from_sql(r.get(0)?),
-                        white: r.get::<_, Option<String>>(1)?.unwrap_or_default(),
-                        black: r.get::<_, Option<String>>(2)?.unwrap_or_default(),
-                        white_elo: r.get(3)?,
-                        black_elo: r.get(4)?,
-                        result: GameResult::parse(&result).unwrap_or(GameResult::Unknown),
-                        date: r.get(6)?,
-                    })
-                })
+                .query_row([hash_to_sql(id)], header_from_row)
                 .optional()?;
             out.extend(row);
         }
