@@ -1551,7 +1551,7 @@ fn gen_serve_query(rng: &mut StdRng) -> Vec<u8> {
 
 fn run_serve_query(bytes: Vec<u8>) -> CaseResult {
     use learnbook::{
-        book::{explore::Explored, ingest::Counts, keys::polyglot_key},
+        book::{explore::Explored, keys::polyglot_key},
         serve::{json, query},
     };
     let q = match query::parse(&bytes) {
@@ -1575,19 +1575,7 @@ fn run_serve_query(bytes: Vec<u8>) -> CaseResult {
     }
     // The answer for a position the book does not have: names looked up
     // along the line, JSON that reads back.
-    let empty = Explored {
-        key: polyglot_key(&q.pos),
-        in_book: false,
-        counts: Counts::default(),
-        moves_total: Counts::default(),
-        value: None,
-        choice: None,
-        leave_weight: 0.0,
-        analysis: None,
-        deviation: None,
-        moves: Vec::new(),
-        top_games: Vec::new(),
-    };
+    let empty = Explored::not_in_book(polyglot_key(&q.pos));
     let text = serde_json::to_string(&json::masters(&q, &empty)).map_err(|e| e.to_string())?;
     let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
     // The position asked again by the FEN the answer gives is the same

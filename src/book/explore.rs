@@ -127,18 +127,10 @@ pub struct Explored {
     pub top_games: Vec<(String, GameSummary)>,
 }
 
-impl Book {
-    /// The explorer's view of `pos`, read in one snapshot.
-    pub fn explore(&self, pos: &Chess) -> Result<Explored> {
-        self.read_snapshot(|book| explore_in(book, pos))
-    }
-}
-
-fn explore_in(book: &Book, pos: &Chess) -> Result<Explored> {
-    let key = polyglot_key(pos);
-    let node = book.position(key)?;
-    let Some(node) = node else {
-        return Ok(Explored {
+impl Explored {
+    /// A position the book does not have: no games, no moves.
+    pub fn not_in_book(key: Key) -> Explored {
+        Explored {
             key,
             in_book: false,
             counts: Counts::default(),
@@ -150,7 +142,22 @@ fn explore_in(book: &Book, pos: &Chess) -> Result<Explored> {
             deviation: None,
             moves: Vec::new(),
             top_games: Vec::new(),
-        });
+        }
+    }
+}
+
+impl Book {
+    /// The explorer's view of `pos`, read in one snapshot.
+    pub fn explore(&self, pos: &Chess) -> Result<Explored> {
+        self.read_snapshot(|book| explore_in(book, pos))
+    }
+}
+
+fn explore_in(book: &Book, pos: &Chess) -> Result<Explored> {
+    let key = polyglot_key(pos);
+    let node = book.position(key)?;
+    let Some(node) = node else {
+        return Ok(Explored::not_in_book(key));
     };
     let params = book.settings.params;
     let moves: Vec<BookMove> = book.moves(key)?;
