@@ -9,7 +9,7 @@ use rusqlite::{params, Connection};
 use shakmaty::Chess;
 
 use super::book::Book;
-use super::explore::{merge_top, mover_elo, rank_of, top_to_blob, TopEntry, TopList};
+use super::explore::{merge_top, mover_elo, rank_of, write_top_blob, TopEntry, TopList};
 use super::graph::{reevaluate_all, MOVE_UPSERT};
 use super::schema::{hash_to_sql, moves_from_blob, moves_to_blob, source_id};
 use super::tail_index::{prefix, IndexWriter};
@@ -334,6 +334,7 @@ impl Book {
         })?;
         insert_position_rows(&tx, &g, rows, &tops, &links)?;
         tx.commit()?;
+        drop_apart((g, tops, links));
         Ok(())
     }
 
@@ -450,6 +451,7 @@ impl Book {
         })?;
         insert_position_rows(&tx, &g, rows, &tops, &links)?;
         tx.commit()?;
+        drop_apart((g, tops, links));
         Ok(())
     }
 
@@ -550,10 +552,16 @@ impl Book {
 /// What the thread that prepares the rows sends before it values them:
 /// the moves and the parent links.
 type MoveRows = (Vec<((i64, u16), EdgeAgg)>, Links);
-/// The rows' top lists ([`top_to_blob`]; `None`: empty), in key order.
-type Tops = Vec<Option<Vec<u8>>>;
+/// The rows' top lists, in key order.
+type Tops = Vec<TopList>;
 /// `(child, parent)` of every move, sorted (see [`parent_links`]).
 type Links = Vec<(i64, i64)>;
+
+/// Frees `value` on a thread of its own: a build's tables hold millions of
+/// small allocations, and the book is complete before they are freed.
+fn drop_apart<T: Send + 'static>(value: T) {
+    std::thread::spawn(move || drop(value));
+}
 
 /// The moves written as soon as the thread preparing the rows sends them
 /// (they need no values), then its valued graph and its number of rows.
@@ -657,12 +665,12 @@ fn insert_position_rows(
     tx: &Connection,
     g: &Graph,
     rows: usize,
-    tops: &[Option<Vec<u8>>],
+    tops: &[TopList],
     links: &[(i64, i64)],
 ) -> Result<()> {
     // Both lists are sorted by key: the first link of a child is its smallest parent.
     let mut link = links.iter().peekable();
-    type Row<'a> = (&'a NodeInfo, Option<u16>, Option<i64>, Option<&'a Vec<u8>>);
+    type Row<'a> = (&'a NodeInfo, Option<u16>, Option<i64>, &'a TopList);
     let rows: Vec<Row> = g
         .nodes
         .iter()
@@ -676,10 +684,12 @@ fn insert_position_rows(
                 n,
                 best.map(|m| m.0),
                 link.peek().filter(|l| l.0 == key).map(|l| l.1),
-                top.as_ref(),
+                top,
             )
         })
         .collect();
+    // SQLite copies a bound blob: one buffer serves every row.
+    let blob = std::cell::RefCell::new(Vec::new());
     insert_chunked(
         tx,
         "INSERT INTO positions(key, depth, white, draws, black, exact, value, best, parent, expected, top)",
@@ -696,7 +706,9 @@ fn insert_position_rows(
             st.raw_bind_parameter(i + 7, best)?;
             st.raw_bind_parameter(i + 8, parent)?;
             st.raw_bind_parameter(i + 9, n.expected)?;
-            st.raw_bind_parameter(i + 10, top)
+            let mut blob = blob.borrow_mut();
+            write_top_blob(top, &mut blob);
+            st.raw_bind_parameter(i + 10, (!blob.is_empty()).then_some(&*blob))
         },
     )
 }
@@ -991,18 +1003,14 @@ fn prepare_graph(
         .collect();
     let links = parent_links(&edge_rows);
     moves_ready((edge_rows, links));
-    let mut rows: Vec<(NodeInfo, Option<Vec<u8>>)> = nodes
+    // The lists are moved, not encoded here: this thread values the graph
+    // next, and the writer encodes each list as it binds it.
+    let mut rows: Vec<(NodeInfo, TopList)> = nodes
         .into_iter()
-        .map(|(key, n)| {
-            let top = n.top.trimmed();
-            (
-                node_info(key, &n),
-                (!top.is_empty()).then(|| top_to_blob(&top)),
-            )
-        })
+        .map(|(key, n)| (node_info(key, &n), n.top))
         .collect();
     rows.par_sort_unstable_by_key(|(n, _)| n.key.to_sql());
-    let (mut node_list, tops): (Vec<NodeInfo>, Vec<Option<Vec<u8>>>) = rows.into_iter().unzip();
+    let (mut node_list, tops): (Vec<NodeInfo>, Tops) = rows.into_iter().unzip();
     let rows = node_list.len();
     node_list.extend(heads);
     Prepared {

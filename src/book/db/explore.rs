@@ -66,16 +66,24 @@ pub fn mover_elo(ply: u64, white_elo: Option<u32>, black_elo: Option<u32>) -> Op
 
 /// `positions.top` as stored: per entry the move code (u16, its top bit
 /// set while the entry is the only game of its move), the rank (u16) and
-/// the hash (u64), little-endian, in [`TopEntry::order`].
+/// the hash (u64), little-endian, in [`TopEntry::order`]; only the entries
+/// the list keeps ([`TopList::kept`]).
 pub fn top_to_blob(list: &TopList) -> Vec<u8> {
-    let mut out = Vec::with_capacity(list.0.len() * ENTRY_BYTES);
-    for &(e, single) in &list.0 {
+    let mut out = Vec::new();
+    write_top_blob(list, &mut out);
+    out
+}
+
+/// [`top_to_blob`] into `out` (cleared first): a bulk write reuses one
+/// buffer instead of allocating a blob a position.
+pub fn write_top_blob(list: &TopList, out: &mut Vec<u8>) {
+    out.clear();
+    for (e, single) in list.kept() {
         let mv = e.mv.0 | if single { SINGLE_BIT } else { 0 };
         out.extend_from_slice(&mv.to_le_bytes());
         out.extend_from_slice(&e.rank.to_le_bytes());
         out.extend_from_slice(&e.game.to_le_bytes());
     }
-    out
 }
 
 /// Marks an entry that is the only game of its move (Polyglot move codes
@@ -182,17 +190,16 @@ impl TopList {
     /// The list with only what it keeps: the first [`TOP_GAMES`] and the
     /// entries marked single.
     pub fn trimmed(&self) -> TopList {
-        let mut i = 0;
-        TopList(
-            self.0
-                .iter()
-                .filter(|&&(_, single)| {
-                    i += 1;
-                    i <= TOP_GAMES || single
-                })
-                .copied()
-                .collect(),
-        )
+        TopList(self.kept().collect())
+    }
+
+    /// The `(entry, single)` pairs [`TopList::trimmed`] keeps, ranked.
+    pub fn kept(&self) -> impl Iterator<Item = (TopEntry, bool)> + '_ {
+        self.0
+            .iter()
+            .enumerate()
+            .filter(|&(i, &(_, single))| i < TOP_GAMES || single)
+            .map(|(_, &e)| e)
     }
 
     /// The entries, ranked.

@@ -367,7 +367,7 @@ fn write_positions(
             n.info.expected,
             key,
             (n.top_changed || new.contains(&key))
-                .then(|| top_to_blob(&n.top.trimmed()))
+                .then(|| top_to_blob(&n.top))
                 .filter(|b| !b.is_empty())
         ];
         if new.contains(&key) {
