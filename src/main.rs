@@ -130,6 +130,16 @@ enum Command {
     Export(ExportArgs),
     /// Read a Polyglot .bin book into a book (moves and weights, no results).
     Import(ImportArgs),
+    /// Write an opening suite for engine tests (EPD or PGN) from the book's lines.
+    ///
+    /// Lines of book moves from the start end at --plies; an exit qualifies by its games,
+    /// the analysed score for White (--window, pawns), the draw rate a model fitted on the
+    /// book predicts from that score (--draw-rate), and the side to move. Each end position
+    /// once; exits the book calls lost for the side to move are left out. --count samples
+    /// with --seed (the same command writes the same file), --stratify spreads the suite
+    /// over the openings in proportion to their games. EPD: one FEN a line (what fastchess,
+    /// cutechess and `play --openings` read); PGN: the moves with the seven tag roster.
+    Suite(SuiteArgs),
     /// Print the book move for a position (exit 1 when the book has none there).
     Choose(ChooseArgs),
     /// Benchmarks. Alone: the engine's fixed-depth search (nodes, nps, signature);
@@ -327,6 +337,60 @@ struct ExportArgs {
     /// Keep moves of positions before this ply.
     #[arg(long)]
     max_ply: Option<u32>,
+}
+
+/// Arguments of `learnbook suite`.
+#[derive(Args)]
+struct SuiteArgs {
+    #[command(flatten)]
+    book: BookArg,
+    /// The suite to write: .epd or .pgn.
+    #[arg(long, value_name = "S.epd|S.pgn")]
+    out: PathBuf,
+    /// Plies at which lines end: 16 (after 8 moves) or a range, 12..16.
+    #[arg(long, default_value = "16")]
+    plies: book::suite::Interval<u32>,
+    /// Games through every position of a line, its exit included.
+    #[arg(long, default_value_t = 20)]
+    min_games: u32,
+    /// Keep exits whose analysed score for White is in this range, pawns: 0.80..1.09
+    /// (UHO), -0.20..0.20 (balanced). Needs the exits analysed (`learnbook analyze`).
+    #[arg(long, value_name = "LO..HI", allow_hyphen_values = true)]
+    window: Option<book::suite::Interval<f64>>,
+    /// Keep exits whose predicted draw rate is in this range: 0.48..0.52. The model
+    /// (win/loss logistic in the score) is fitted on the book's analysed positions.
+    #[arg(long, value_name = "LO..HI")]
+    draw_rate: Option<book::suite::Interval<f64>>,
+    /// The side to move at the exits.
+    #[arg(long, value_enum, default_value = "both")]
+    side: book::suite::SideToMove,
+    /// Exits to keep (default all that qualify), sampled with --seed.
+    #[arg(long)]
+    count: Option<usize>,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Spread the exits over openings in proportion to their games.
+    #[arg(long, value_enum)]
+    stratify: Option<book::suite::Stratify>,
+    /// Keep exits whose book value calls the side to move lost.
+    #[arg(long)]
+    keep_lost: bool,
+    /// First search the exits not yet analysed by --engine at this budget (stored in the
+    /// book as `analyze` stores its leaves; resumable: Ctrl-C keeps what is done).
+    #[arg(long)]
+    analyze: bool,
+    /// With --analyze: builtin (the search core) or a UCI engine: "cmd=stockfish,option.Threads=1".
+    #[arg(long, requires = "analyze")]
+    engine: Option<String>,
+    /// With --analyze: nodes per search.
+    #[arg(long, requires = "analyze", default_value_t = learnbook::analyze::DEFAULT_NODES)]
+    nodes: u64,
+    /// With --analyze: milliseconds per search, instead of --nodes.
+    #[arg(long, requires = "analyze")]
+    movetime: Option<u64>,
+    /// With --analyze: engines searching in parallel (default: all cores).
+    #[arg(long, requires = "analyze")]
+    threads: Option<usize>,
 }
 
 /// Arguments of `learnbook import`.
@@ -687,6 +751,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Export(args) => args.run(),
         Command::Import(args) => args.run(),
         Command::Choose(args) => args.run(),
+        Command::Suite(args) => args.run(),
         Command::Bench(args) => args.run(),
         Command::Uci(args) => args.run(),
         Command::Play(args) => args.run(),
@@ -885,6 +950,54 @@ impl ExportArgs {
             },
         )?;
         println!("wrote {n} entries to {}", polyglot.display());
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+impl SuiteArgs {
+    fn run(self) -> Result<ExitCode> {
+        if self.analyze {
+            let opts = AnalysisArgs {
+                nodes: self.nodes,
+                movetime: self.movetime,
+                threads: self.threads,
+                min_games: self.min_games,
+                engine: self.engine.clone(),
+            }
+            .options(true)?;
+            let mut b = Book::open(&self.book.book)?;
+            let exits = book::suite::exits(&b, self.plies, self.min_games)?;
+            let positions: Vec<_> = exits.into_iter().map(|e| (e.key, e.pos)).collect();
+            learnbook::interrupt::stop_on_sigint();
+            let summary = learnbook::analyze::run_on_positions(&mut b, &positions, &opts)?;
+            eprint!("exits: {}", summary.report());
+            if summary.interrupted {
+                return Ok(ExitCode::from(130));
+            }
+        }
+        let b = Book::open_read_only(&self.book.book)?;
+        let opts = book::suite::SuiteOptions {
+            plies: self.plies,
+            min_games: self.min_games,
+            window: self.window,
+            draw_rate: self.draw_rate,
+            side: self.side,
+            count: self.count,
+            seed: self.seed,
+            stratify: self.stratify,
+            keep_lost: self.keep_lost,
+        };
+        let (exits, summary) = book::suite::select(&b, &opts)?;
+        let event = format!(
+            "learnbook suite {}",
+            self.book
+                .book
+                .file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+        );
+        book::suite::write(&self.out, &exits, &event)?;
+        println!("{}", summary.text());
+        println!("wrote {} positions to {}", exits.len(), self.out.display());
         Ok(ExitCode::SUCCESS)
     }
 }

@@ -272,6 +272,20 @@ pub fn run(book: &mut Book, opts: &Options) -> Result<Summary> {
     Ok(s)
 }
 
+/// Searches `positions` (key and board) that this engine at this budget
+/// has not analysed yet, as leaves: `suite --analyze` on its exits.
+pub fn run_on_positions(
+    book: &mut Book,
+    positions: &[(crate::book::keys::Key, shakmaty::Chess)],
+    opts: &Options,
+) -> Result<Summary> {
+    let engine = opts.engine.label();
+    let found = targets::leaves(book, positions, &engine, &opts.budget.to_string())?;
+    let mut s = run_targets(book, found.todo, opts)?;
+    s.already = found.done;
+    Ok(s)
+}
+
 /// Analyses what one learned game added or changed (`positions`: the game's
 /// boards, start first).
 pub fn run_on_game(

@@ -171,3 +171,32 @@ pub fn on_path(
     }
     Ok(walk.out)
 }
+
+/// `positions` as leaf targets (the position searched, not its moves),
+/// each once: the exits of an opening suite, say.
+pub fn leaves(
+    book: &Book,
+    positions: &[(Key, Chess)],
+    engine: &str,
+    budget: &str,
+) -> Result<Targets> {
+    let mut walk = Walk {
+        book,
+        min_games: u32::MAX,
+        engine,
+        budget,
+        seen: HashSet::new(),
+        out: Targets::default(),
+    };
+    for (key, pos) in positions {
+        if walk.seen.insert(*key) {
+            walk.add(Target {
+                key: *key,
+                pos: pos.clone(),
+                interior: false,
+                book_moves: Vec::new(),
+            })?;
+        }
+    }
+    Ok(walk.out)
+}

@@ -15,5 +15,6 @@ pub mod polyglot;
 pub mod report;
 pub mod select;
 pub mod spill;
+pub mod suite;
 
 pub use db::{Book, BookSettings};

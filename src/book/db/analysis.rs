@@ -58,6 +58,24 @@ impl Book {
             .optional()?)
     }
 
+    /// `(search score for White, [White wins, draws, Black wins])` of every
+    /// analysed position with at least `min_games` games: what a score
+    /// predicts of results (`suite --draw-rate` fits its model on them).
+    pub fn analysed_results(&self, min_games: u32) -> Result<Vec<(i32, [u32; 3])>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT a.score, p.depth, p.white, p.draws, p.black
+             FROM analysis a JOIN positions p ON p.key = a.key
+             WHERE p.white + p.draws + p.black >= ?1 AND p.depth IS NOT NULL",
+        )?;
+        let rows = stmt.query_map([min_games], |r| {
+            let score: i32 = r.get(0)?;
+            let depth: u32 = r.get(1)?;
+            let white = if depth.is_multiple_of(2) { score } else { -score };
+            Ok((white, [r.get(2)?, r.get(3)?, r.get(4)?]))
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
     /// Number of analysed positions (interior, all).
     pub fn analysed_count(&self) -> Result<(i64, i64)> {
         Ok(self.conn.query_row(
