@@ -167,6 +167,83 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = crate::analyze::DEFAULT_MIN_GAMES)]
         min_games: u32,
     },
+    /// Opening suites compared by the resolution they give a match: nElo and expected SPRT length.
+    ///
+    /// The same two engines play --pairs game pairs over each --suite: each opening twice,
+    /// colours swapped, the openings in an order shuffled with --seed (the same engines,
+    /// limits and number of pairs for every suite; a suite with fewer openings than pairs
+    /// has them taken again, and the output says so). A suite whose pairs vary less tells
+    /// the engines apart in fewer games: the SPRT's cost goes as 1/nElo^2.
+    ///
+    /// Prints, per suite: pairs, games, wins/draws/losses from the first engine's side and
+    /// the draw rate; the pentanomial counts [LL, LD, DD+WL, WD, WW], the share of pairs
+    /// scoring 1-1 and of pairs with both games drawn; the score and the Elo with its 95%
+    /// interval (pentanomial); the variance per pair and nElo with its 95% interval
+    /// (fishtest's definitions); the GSPRT's expected length in games for --elo0/--elo1
+    /// (logistic Elo, --alpha, --beta) by Wald's approximation with the suite's measured
+    /// variance, if the true Elo is elo1 and at the measured score. Then one table row per
+    /// suite: draw rate, nElo [95%], nElo over the first suite's, expected SPRT games.
+    ///
+    /// Runs are long (hours for the thousands of pairs a useful comparison needs): give
+    /// --pgnout-dir. Each suite's games are appended to DIR/<suite name>.pgn as they end,
+    /// and the same command run again counts the games already there and plays only the
+    /// rest, so a killed bench resumes where it stopped.
+    Suite {
+        /// An opening suite: EPD (one position a line) or PGN (.gz, .zst). Once per suite;
+        /// the first is the one the others are compared with.
+        #[arg(long = "suite", value_name = "FILE", required = true)]
+        suites: Vec<PathBuf>,
+        /// name=N,cmd=CMD[,proto=uci|xboard][,option.X=V][,dir=D][,tc=|nodes=|depth=];
+        /// cmd=builtin[,weights=W]. Twice, with different names; results are the first's.
+        #[arg(long = "engine", required = true, num_args = 1)]
+        engines: Vec<String>,
+        /// Game pairs per suite (2 games each).
+        #[arg(long)]
+        pairs: usize,
+        /// Games played at once (each worker owns its engine processes).
+        #[arg(long, default_value_t = 1)]
+        concurrency: usize,
+        /// Time control moves/seconds+increment (10+0.1, 40/60).
+        #[arg(long, conflicts_with_all = ["nodes", "depth"])]
+        tc: Option<String>,
+        /// Fixed nodes per move (UCI and builtin engines).
+        #[arg(long, conflicts_with = "depth")]
+        nodes: Option<u64>,
+        /// Fixed depth per move.
+        #[arg(long)]
+        depth: Option<u32>,
+        /// Seed of each suite's opening order.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// The SPRT's H0, logistic Elo (for the expected length).
+        #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
+        elo0: f64,
+        /// The SPRT's H1, logistic Elo.
+        #[arg(long, default_value_t = 5.0, allow_negative_numbers = true)]
+        elo1: f64,
+        /// The SPRT's type I error.
+        #[arg(long, default_value_t = 0.05)]
+        alpha: f64,
+        /// The SPRT's type II error.
+        #[arg(long, default_value_t = 0.05)]
+        beta: f64,
+        /// movenumber=N,movecount=N,score=CP: adjudicate draws.
+        #[arg(long)]
+        draw: Option<String>,
+        /// movecount=N,score=CP: adjudicate losses.
+        #[arg(long)]
+        resign: Option<String>,
+        /// A draw after this many moves.
+        #[arg(long)]
+        maxmoves: Option<u32>,
+        /// Append each suite's games to DIR/<suite name>.pgn; games already there from an
+        /// earlier run of the same command are counted, not played again.
+        #[arg(long, value_name = "DIR")]
+        pgnout_dir: Option<PathBuf>,
+        /// Also write the results as JSON to this file.
+        #[arg(long, value_name = "FILE")]
+        json: Option<PathBuf>,
+    },
     /// Adding one game and re-evaluating, against a full re-evaluation, on a copy of BOOK.
     Learn {
         /// The book to copy (it is not changed).
@@ -318,6 +395,45 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             n,
             full_runs,
         } => bench_learn(&book, &games, skip, n, full_runs),
+        BenchCommand::Suite {
+            suites,
+            engines,
+            pairs,
+            concurrency,
+            tc,
+            nodes,
+            depth,
+            seed,
+            elo0,
+            elo1,
+            alpha,
+            beta,
+            draw,
+            resign,
+            maxmoves,
+            pgnout_dir,
+            json,
+        } => {
+            use crate::play::{game::Adjudication, spec, suite_bench};
+            let cfg = suite_bench::SuiteBench {
+                suites,
+                engines: suite_bench::Engines::parse(&engines, tc.as_deref(), nodes, depth)?,
+                pairs,
+                concurrency,
+                seed,
+                // parse_sprt checks the bounds as `play --sprt` does.
+                sprt: spec::parse_sprt(&format!(
+                    "elo0={elo0},elo1={elo1},alpha={alpha},beta={beta}"
+                ))?,
+                adjudication: Adjudication {
+                    draw: draw.as_deref().map(spec::parse_draw).transpose()?,
+                    resign: resign.as_deref().map(spec::parse_resign).transpose()?,
+                    max_moves: maxmoves,
+                },
+                pgnout_dir,
+            };
+            bench_suite(&cfg, json.as_deref())
+        }
         BenchCommand::Serve {
             book,
             seconds,
@@ -338,6 +454,18 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             Ok(())
         }
     }
+}
+
+/// `bench suite`: the report on stdout and, with `json`, in that file.
+fn bench_suite(cfg: &crate::play::suite_bench::SuiteBench, json: Option<&Path>) -> Result<()> {
+    let report = crate::play::suite_bench::bench_suites(cfg)?;
+    print!("{report}");
+    if let Some(path) = json {
+        let text = serde_json::to_string_pretty(&report).context("--json")?;
+        crate::atomic_file::write(path, text.as_bytes())
+            .with_context(|| format!("--json: cannot write {}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// Wall time and peak resident memory of a child process.

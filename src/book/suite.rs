@@ -506,13 +506,17 @@ fn stratified(kept: Vec<Exit>, how: Stratify, count: Option<usize>, rng: &mut St
         .values()
         .map(|v| v.iter().map(|e| u64::from(e.games)).sum())
         .collect();
-    let quotas: Vec<(String, usize)> = groups.keys().cloned().zip(quotas(&games, n)).collect();
+    let sizes: Vec<usize> = groups.values().map(Vec::len).collect();
+    let quotas: Vec<(String, usize)> = groups
+        .keys()
+        .cloned()
+        .zip(capped_quotas(&games, &sizes, n))
+        .collect();
     let mut out = Vec::new();
     for (g, quota) in quotas {
         let Some(mut v) = groups.remove(&g) else {
             continue;
         };
-        // A group with fewer exits than its share gives all it has.
         v.shuffle(rng);
         v.truncate(quota);
         out.extend(v);
@@ -542,6 +546,23 @@ fn quotas(weights: &[u64], n: usize) -> Vec<usize> {
         }
         out[i] += 1;
         left -= 1;
+    }
+    out
+}
+
+/// [`quotas`] with no group given more than it has (`caps`): what a small
+/// group cannot fill goes to the others, again in proportion.
+fn capped_quotas(weights: &[u64], caps: &[usize], n: usize) -> Vec<usize> {
+    let mut out = vec![0; weights.len()];
+    let mut left = n.min(caps.iter().sum());
+    while left > 0 {
+        let open: Vec<usize> = (0..out.len()).filter(|&i| out[i] < caps[i]).collect();
+        let open_weights: Vec<u64> = open.iter().map(|&i| weights[i]).collect();
+        for (j, add) in quotas(&open_weights, left).into_iter().enumerate() {
+            let i = open[j];
+            out[i] = (out[i] + add).min(caps[i]);
+        }
+        left = n.min(caps.iter().sum()) - out.iter().sum::<usize>();
     }
     out
 }
@@ -687,6 +708,19 @@ mod tests {
         assert_eq!(quotas(&[1, 1, 1], 2), vec![1, 1, 0]);
         assert_eq!(quotas(&[5], 3), vec![3]);
         assert_eq!(quotas(&[0, 0], 0), vec![0, 0]);
+    }
+
+    #[test]
+    fn what_a_small_group_cannot_fill_goes_to_the_others() {
+        // Shares 6, 3, 1 of 10, but the first group has 2 exits.
+        assert_eq!(
+            capped_quotas(&[60, 30, 10], &[2, 100, 100], 10),
+            vec![2, 6, 2]
+        );
+        // Fewer exits than asked for: all of them.
+        assert_eq!(capped_quotas(&[60, 30, 10], &[1, 2, 3], 10), vec![1, 2, 3]);
+        // Groups without games still fill.
+        assert_eq!(capped_quotas(&[0, 0], &[1, 5], 4), vec![1, 3]);
     }
 
     #[test]

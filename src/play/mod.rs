@@ -8,3 +8,4 @@ pub mod runner;
 pub mod selfplay;
 pub mod spec;
 pub mod stats;
+pub mod suite_bench;

@@ -115,6 +115,29 @@ impl Pentanomial {
     pub fn pairs(&self) -> u32 {
         self.0.iter().sum()
     }
+
+    /// `(pairs, mean, variance)` of a pair's score divided by 2 (0, 0.25,
+    /// .. 1), as fishtest's LLRcalc counts them: an empty class counts 0.001
+    /// pairs, so that a match of identical pairs still has a (tiny) variance
+    /// and its normalized Elo is defined.
+    pub fn pair_moments(&self) -> (f64, f64, f64) {
+        let counts = self.0.map(|c| if c == 0 { 1e-3 } else { f64::from(c) });
+        let n: f64 = counts.iter().sum();
+        let x = |i: usize| i as f64 / 4.0;
+        let mean = counts
+            .iter()
+            .enumerate()
+            .map(|(i, c)| c * x(i))
+            .sum::<f64>()
+            / n;
+        let var = counts
+            .iter()
+            .enumerate()
+            .map(|(i, c)| c * (x(i) - mean).powi(2))
+            .sum::<f64>()
+            / n;
+        (n, mean, var)
+    }
 }
 
 /// The generalized SPRT between `elo0` and `elo1` (logistic Elo).
@@ -224,6 +247,23 @@ mod tests {
         .summary();
         assert!((even.los - 0.5).abs() < 1e-9);
         assert!((erf(1.0) - 0.842_700_79).abs() < 1e-6);
+    }
+
+    #[test]
+    fn pair_moments_of_known_counts() {
+        // fishtest's example: pairs [39, 2226, 31451, 2412, 40] (no empty class).
+        let (n, mean, var) = Pentanomial([39, 2226, 31451, 2412, 40]).pair_moments();
+        assert_eq!(n, 36168.0);
+        assert!((mean - 0.501_299_491).abs() < 1e-9);
+        assert!((var - 0.008_559_056).abs() < 1e-9);
+        // Pair scores 1, 1, 1.5, 1.5: mean 0.625, each 0.125 from it; the
+        // three empty classes add 0.001 pairs each.
+        let (n, mean, var) = Pentanomial([0, 0, 2, 2, 0]).pair_moments();
+        assert!((n - 4.003).abs() < 1e-12);
+        assert!((mean - 0.625).abs() < 1e-3 && (var - 0.015_625).abs() < 1e-3);
+        // All pairs 1-1: the mean is exactly even, the variance tiny but not 0.
+        let (_, mean, var) = Pentanomial([0, 0, 10, 0, 0]).pair_moments();
+        assert!((mean - 0.5).abs() < 1e-12 && var > 0.0 && var < 1e-4);
     }
 
     #[test]

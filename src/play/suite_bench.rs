@@ -1,0 +1,838 @@
+//! `learnbook bench suite`: opening suites compared by the resolution they
+//! give a match. The same two engines play the same number of game pairs
+//! over each suite; a suite whose pairs vary less (fewer dead draws, fewer
+//! pairs decided by the opening alone) tells the engines apart in fewer
+//! games. The measure is normalized Elo (fishtest's nElo, Michel Van den
+//! Bergh's LLRcalc): the SPRT's cost goes as 1/nElo^2.
+
+use std::{
+    collections::BTreeMap,
+    fmt::Write as _,
+    path::{Path, PathBuf},
+};
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde::Serialize;
+use shakmaty::Color;
+
+use super::{
+    game::{Adjudication, GameRecord, Limit, Opening},
+    runner::{read_openings, run_match, MatchConfig, PlayerSpec, Standing},
+    spec,
+    stats::{elo_from_score, score_from_elo, Pentanomial, Sprt},
+};
+use crate::book::ingest::GameStream;
+
+/// Normalized Elo per unit of normalized t-value (LLRcalc's `nelo_divided_by_nt`).
+pub const NELO_PER_NT: f64 = 800.0 / std::f64::consts::LN_10;
+
+/// The two-sided 95% quantile of the normal law.
+const Z95: f64 = 1.959_963_984_540_054;
+
+/// The Event tag of the games: with the players' names and the round, it
+/// tells the runner which games of a `--pgnout` file a rerun may count.
+const EVENT: &str = "learnbook bench suite";
+
+/// A value and its 95% interval.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Interval {
+    pub value: f64,
+    pub low: f64,
+    pub high: f64,
+}
+
+/// What a match's pentanomial counts say about its resolution.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Resolution {
+    /// Mean of a pair's score / 2 (fishtest's regularized counts).
+    pub pair_mean: f64,
+    /// Variance of a pair's score / 2.
+    pub variance_per_pair: f64,
+    /// sqrt(2 * variance_per_pair): the standard deviation of one game's
+    /// score once the pairing has taken the opening's bias out.
+    pub sigma_per_game: f64,
+    /// Logistic Elo, 95% interval from the pentanomial variance.
+    pub elo: Interval,
+    /// Normalized Elo, the same interval of the mean mapped with sigma fixed.
+    pub nelo: Interval,
+}
+
+/// Normalized Elo of an expected score `score` when one game's score has
+/// standard deviation `sigma_per_game`.
+pub fn nelo(score: f64, sigma_per_game: f64) -> f64 {
+    (score - 0.5) / sigma_per_game * NELO_PER_NT
+}
+
+impl Resolution {
+    pub fn of(pairs: &Pentanomial) -> Resolution {
+        let (n, mean, var) = pairs.pair_moments();
+        let sigma = (2.0 * var).sqrt();
+        let margin = Z95 * (var / n).sqrt();
+        let (low, high) = (mean - margin, mean + margin);
+        Resolution {
+            pair_mean: mean,
+            variance_per_pair: var,
+            sigma_per_game: sigma,
+            elo: Interval {
+                value: elo_from_score(mean),
+                low: elo_from_score(low),
+                high: elo_from_score(high),
+            },
+            nelo: Interval {
+                value: nelo(mean, sigma),
+                low: nelo(low, sigma),
+                high: nelo(high, sigma),
+            },
+        }
+    }
+}
+
+/// Expected number of game pairs the GSPRT of `sprt` runs when a pair's
+/// score / 2 has mean `mean` and variance `var`. The LLR is taken as a
+/// Brownian motion with fishtest's normal-approximation drift and variance
+/// per pair (LLRcalc's `LLR_drift_variance_alt2`) between Wald's bounds;
+/// the overshoot at the bounds is ignored (Wald's approximation).
+pub fn expected_sprt_pairs(sprt: &Sprt, mean: f64, var: f64) -> f64 {
+    let (s0, s1) = (score_from_elo(sprt.elo0), score_from_elo(sprt.elo1));
+    let (a, b) = sprt.bounds();
+    let drift = (mean - (s0 + s1) / 2.0) * (s1 - s0) / var;
+    let spread = (s1 - s0).powi(2) / var;
+    let h = 2.0 * drift / spread;
+    if (h * (b - a)).abs() < 1e-6 {
+        // No drift: the expected exit time of a Brownian motion from (a, b).
+        return -a * b / spread;
+    }
+    // P(the upper bound first), written so that no exponent is positive.
+    let p_upper = if h > 0.0 {
+        ((h * a).exp() - 1.0) / ((h * (a - b)).exp() - 1.0)
+    } else {
+        ((h * b).exp() - (h * (b - a)).exp()) / (1.0 - (h * (b - a)).exp())
+    };
+    (p_upper * b + (1.0 - p_upper) * a) / drift
+}
+
+/// The GSPRT's expected length in games, at two true strengths.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct SprtLength {
+    /// If the true Elo is `elo1`, with the measured variance. (LLRcalc's
+    /// small-shift estimate var + (s1 - mean)^2 is not used: between
+    /// engines far apart in strength the shift would swamp the variance,
+    /// the very thing that tells suites apart.)
+    pub games_at_elo1: f64,
+    /// If the true score is the measured one.
+    pub games_at_score: f64,
+}
+
+impl SprtLength {
+    pub fn of(sprt: &Sprt, r: &Resolution) -> SprtLength {
+        let s1 = score_from_elo(sprt.elo1);
+        SprtLength {
+            games_at_elo1: 2.0 * expected_sprt_pairs(sprt, s1, r.variance_per_pair),
+            games_at_score: 2.0 * expected_sprt_pairs(sprt, r.pair_mean, r.variance_per_pair),
+        }
+    }
+}
+
+/// The two players and their limits, as `learnbook play` takes them.
+#[derive(Clone, Debug)]
+pub struct Engines {
+    pub players: [PlayerSpec; 2],
+    pub limit: Limit,
+    /// Per-engine `tc=`, `nodes=`, `depth=`, overriding `limit`.
+    pub limits: [Option<Limit>; 2],
+}
+
+impl Engines {
+    /// Two `--engine` specs and at most one of --tc, --nodes, --depth (else
+    /// a per-engine limit stands for both), as `play` reads them.
+    pub fn parse(
+        specs: &[String],
+        tc: Option<&str>,
+        nodes: Option<u64>,
+        depth: Option<u32>,
+    ) -> Result<Engines> {
+        let [a, b] = specs else {
+            bail!("--engine must be given exactly twice");
+        };
+        let (pa, la) = spec::parse_player_and_limit(a).context("--engine")?;
+        let (pb, lb) = spec::parse_player_and_limit(b).context("--engine")?;
+        if pa.name() == pb.name() {
+            bail!(
+                "both engines are named {:?}: give them different name= (the games are told apart by it)",
+                pa.name()
+            );
+        }
+        let limit = match (tc, nodes, depth) {
+            (Some(tc), None, None) => Limit::Clock(tc.parse().map_err(|e: String| anyhow!(e))?),
+            (None, Some(n), None) => Limit::Nodes(n),
+            (None, None, Some(d)) => Limit::Depth(d),
+            (None, None, None) => match (la, lb) {
+                (Some(l), _) | (None, Some(l)) => l,
+                _ => {
+                    bail!("give one of --tc, --nodes, --depth (or tc=, nodes=, depth= per engine)")
+                }
+            },
+            _ => bail!("give one of --tc, --nodes, --depth"),
+        };
+        Ok(Engines {
+            players: [pa, pb],
+            limit,
+            limits: [la, lb],
+        })
+    }
+}
+
+/// What `bench suite` plays.
+pub struct SuiteBench {
+    pub suites: Vec<PathBuf>,
+    pub engines: Engines,
+    /// Game pairs per suite.
+    pub pairs: usize,
+    pub concurrency: usize,
+    /// Seed of each suite's opening order.
+    pub seed: u64,
+    /// The test whose expected length is reported.
+    pub sprt: Sprt,
+    pub adjudication: Adjudication,
+    /// Each suite's games go to DIR/<suite>.pgn, and a rerun counts them.
+    pub pgnout_dir: Option<PathBuf>,
+}
+
+/// The SPRT settings, for the JSON report.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct SprtSettings {
+    pub elo0: f64,
+    pub elo1: f64,
+    pub alpha: f64,
+    pub beta: f64,
+}
+
+/// One suite's match, from the first engine's point of view.
+#[derive(Clone, Debug, Serialize)]
+pub struct SuiteResult {
+    /// The file name without .epd/.pgn and compression.
+    pub name: String,
+    pub path: String,
+    /// Openings in the file.
+    pub openings: usize,
+    /// More pairs than openings: the runner took them again, in the same order.
+    pub openings_reused: bool,
+    pub pgn: Option<String>,
+    /// Games an earlier run wrote to `pgn`, counted and not played again.
+    pub resumed_games: usize,
+    /// Games lost because an engine could not start.
+    pub start_failures: usize,
+    pub pairs: u32,
+    pub games: u32,
+    pub wins: u32,
+    pub draws: u32,
+    pub losses: u32,
+    pub score: f64,
+    pub draw_rate: f64,
+    /// Pairs scoring 0, 0.5, 1, 1.5, 2 points: [LL, LD, DD+WL, WD, WW].
+    pub pentanomial: [u32; 5],
+    /// Pairs scoring 1-1 (two draws, or a win and a loss).
+    pub pair_draw_rate: f64,
+    /// Pairs whose two games were both drawn; None when some game's result
+    /// is not known one by one.
+    pub both_drawn_rate: Option<f64>,
+    #[serde(flatten)]
+    pub resolution: Resolution,
+    /// This suite's nElo over the first suite's.
+    pub nelo_ratio_to_first: f64,
+    #[serde(flatten)]
+    pub sprt: SprtLength,
+}
+
+/// Every suite's result, in the order given.
+#[derive(Clone, Debug, Serialize)]
+pub struct SuiteReport {
+    pub engines: [String; 2],
+    pub pairs_per_suite: usize,
+    pub seed: u64,
+    pub sprt: SprtSettings,
+    pub suites: Vec<SuiteResult>,
+}
+
+/// A suite read and checked before any game is played.
+struct Suite {
+    path: PathBuf,
+    name: String,
+    openings: Vec<Opening>,
+}
+
+/// The file name without its compression and format extensions.
+fn suite_name(path: &Path) -> String {
+    let mut name = path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    for exts in [[".gz", ".zst"], [".epd", ".pgn"]] {
+        for ext in exts {
+            let lower = name.to_ascii_lowercase();
+            if lower.ends_with(ext) && lower.len() > ext.len() {
+                name.truncate(name.len() - ext.len());
+            }
+        }
+    }
+    name
+}
+
+/// Reads every suite first: a bad file fails the run before hours of games.
+fn read_suites(paths: &[PathBuf]) -> Result<Vec<Suite>> {
+    if paths.is_empty() {
+        bail!("give at least one --suite");
+    }
+    let mut suites: Vec<Suite> = Vec::new();
+    for path in paths {
+        let name = suite_name(path);
+        if let Some(other) = suites.iter().find(|s| s.name == name) {
+            bail!(
+                "--suite {} and {} have the same name {name:?} (their games would share a PGN file)",
+                other.path.display(),
+                path.display()
+            );
+        }
+        let openings = read_openings(path).context("--suite")?;
+        suites.push(Suite {
+            path: path.clone(),
+            name,
+            openings,
+        });
+    }
+    Ok(suites)
+}
+
+/// Plays (or resumes) every suite's match and measures it.
+pub fn bench_suites(cfg: &SuiteBench) -> Result<SuiteReport> {
+    if cfg.pairs == 0 {
+        bail!("--pairs must be at least 1");
+    }
+    let suites = read_suites(&cfg.suites)?;
+    if let Some(dir) = &cfg.pgnout_dir {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("--pgnout-dir: cannot create {}", dir.display()))?;
+    }
+    let mut results = Vec::with_capacity(suites.len());
+    for suite in suites {
+        results.push(play_suite(cfg, suite)?);
+    }
+    // A first suite with no measured difference has no ratio to give.
+    let first = results
+        .first()
+        .map(|r| r.resolution.nelo.value)
+        .filter(|v| v.abs() > 1e-6)
+        .unwrap_or(f64::NAN);
+    for r in &mut results {
+        r.nelo_ratio_to_first = r.resolution.nelo.value / first;
+    }
+    let [a, b] = &cfg.engines.players;
+    Ok(SuiteReport {
+        engines: [a.name().to_string(), b.name().to_string()],
+        pairs_per_suite: cfg.pairs,
+        seed: cfg.seed,
+        sprt: SprtSettings {
+            elo0: cfg.sprt.elo0,
+            elo1: cfg.sprt.elo1,
+            alpha: cfg.sprt.alpha,
+            beta: cfg.sprt.beta,
+        },
+        suites: results,
+    })
+}
+
+/// The first player's score in a finished game.
+fn first_player_score(cfg: &MatchConfig, record: &GameRecord) -> f64 {
+    let color = if record.white == cfg.players[0].name() {
+        Color::White
+    } else {
+        Color::Black
+    };
+    record.score_of(color)
+}
+
+/// A suite's match as the runner left it.
+struct Played {
+    standing: Standing,
+    /// Game index -> the first player's score, to tell two draws from a win and a loss.
+    scores: BTreeMap<usize, f64>,
+    /// Games lost because an engine could not start.
+    start_failures: usize,
+}
+
+fn play_suite(cfg: &SuiteBench, suite: Suite) -> Result<SuiteResult> {
+    let Suite {
+        path,
+        name,
+        openings,
+    } = suite;
+    let n_openings = openings.len();
+    let pgn = cfg
+        .pgnout_dir
+        .as_ref()
+        .map(|dir| dir.join(format!("{name}.pgn")));
+    let mcfg = MatchConfig {
+        players: cfg.engines.players.clone(),
+        limit: cfg.engines.limit,
+        limits: cfg.engines.limits,
+        games: 2 * cfg.pairs,
+        concurrency: cfg.concurrency,
+        openings,
+        random_seed: Some(cfg.seed),
+        repeat: true,
+        noswap: false,
+        pgn_out: pgn.clone(),
+        sprt: None,
+        adjudication: cfg.adjudication,
+        learn: None,
+        after_learn: None,
+        event: EVENT.into(),
+    };
+    let played = play_match(&mcfg, &name).with_context(|| format!("suite {}", path.display()))?;
+    let st = &played.standing;
+    let (games, pairs) = (st.wdl.games(), st.pairs.pairs());
+    let share = |k: u32, of: u32| f64::from(k) / f64::from(of.max(1));
+    let resolution = Resolution::of(&st.pairs);
+    Ok(SuiteResult {
+        name,
+        path: path.display().to_string(),
+        openings: n_openings,
+        openings_reused: cfg.pairs > n_openings,
+        pgn: pgn.map(|p| p.display().to_string()),
+        resumed_games: st.resumed,
+        start_failures: played.start_failures,
+        pairs,
+        games,
+        wins: st.wdl.wins,
+        draws: st.wdl.draws,
+        losses: st.wdl.losses,
+        score: (f64::from(st.wdl.wins) + 0.5 * f64::from(st.wdl.draws)) / f64::from(games.max(1)),
+        draw_rate: share(st.wdl.draws, games),
+        pentanomial: st.pairs.0,
+        pair_draw_rate: share(st.pairs.0[2], pairs),
+        both_drawn_rate: pairs_both_drawn(&played.scores, pairs).map(|k| share(k, pairs)),
+        resolution,
+        nelo_ratio_to_first: f64::NAN,
+        sprt: SprtLength::of(&cfg.sprt, &resolution),
+    })
+}
+
+/// Runs (or resumes) the match, with a progress line on stderr now and then.
+fn play_match(mcfg: &MatchConfig, name: &str) -> Result<Played> {
+    let games = mcfg.games;
+    let mut scores = BTreeMap::new();
+    let (mut start_failures, mut why) = (0usize, None::<String>);
+    let every = (games / 20).max(1);
+    let standing = run_match(mcfg, |round, record, st| {
+        scores.insert(round - 1, first_player_score(mcfg, record));
+        if record.termination.contains("could not start") {
+            start_failures += 1;
+            why.get_or_insert_with(|| record.termination.clone());
+        }
+        if st.played % every == 0 || st.played == games {
+            eprintln!(
+                "{name}: {}/{games} games, +{} ={} -{}",
+                st.played, st.wdl.wins, st.wdl.draws, st.wdl.losses
+            );
+        }
+    })?;
+    // An engine that never starts loses every game at once: say so rather
+    // than report a match that was not played.
+    if let (Some(why), true) = (&why, start_failures == standing.played - standing.resumed) {
+        bail!("every game was lost because {why}");
+    }
+    if let (Some(pgn), true) = (&mcfg.pgn_out, standing.resumed > 0) {
+        scores_from_pgn(pgn, mcfg, &mut scores)?;
+    }
+    Ok(Played {
+        standing,
+        scores,
+        start_failures,
+    })
+}
+
+/// Pairs whose two games were drawn, if every one of the `pairs` complete
+/// pairs is in `scores` (game 2k and 2k + 1 make pair k).
+fn pairs_both_drawn(scores: &BTreeMap<usize, f64>, pairs: u32) -> Option<u32> {
+    let (mut complete, mut both) = (0u32, 0u32);
+    for (&i, &first) in scores.iter().filter(|(i, _)| i.is_multiple_of(2)) {
+        if let Some(&second) = scores.get(&(i + 1)) {
+            complete += 1;
+            both += u32::from(first == 0.5 && second == 0.5);
+        }
+    }
+    (complete == pairs).then_some(both)
+}
+
+/// Adds the scores of this match's games in `pgn` that `scores` lacks (the
+/// games an earlier run wrote, which the runner counted without replaying).
+/// The runner has already checked that they are this match's games.
+fn scores_from_pgn(pgn: &Path, cfg: &MatchConfig, scores: &mut BTreeMap<usize, f64>) -> Result<()> {
+    let bytes = std::fs::read(pgn).with_context(|| format!("cannot read {}", pgn.display()))?;
+    let names = [cfg.players[0].name(), cfg.players[1].name()];
+    let event = format!("Event={}", cfg.event);
+    let mut stream = GameStream::from_bytes(bytes);
+    loop {
+        let batch = stream.next_batch(1024);
+        if batch.is_empty() {
+            break;
+        }
+        for raw in batch {
+            let players_match = (raw.white == names[0] && raw.black == names[1])
+                || (raw.white == names[1] && raw.black == names[0]);
+            let round = raw
+                .identity
+                .iter()
+                .find_map(|t| t.strip_prefix("Round=")?.parse::<usize>().ok());
+            let (true, true, Some(round)) = (raw.identity.contains(&event), players_match, round)
+            else {
+                continue;
+            };
+            if round == 0 || round > cfg.games {
+                continue;
+            }
+            let first_won = if raw.white == names[0] { "1-0" } else { "0-1" };
+            let score = match raw.result_tag.as_deref() {
+                Some("1/2-1/2") => 0.5,
+                Some(r) if r == first_won => 1.0,
+                _ => 0.0,
+            };
+            scores.entry(round - 1).or_insert(score);
+        }
+    }
+    Ok(())
+}
+
+fn signed(x: f64) -> String {
+    // No "-0.0" for a rounding error's worth below zero.
+    let x = if x.abs() < 0.05 { 0.0 } else { x };
+    if x.is_finite() {
+        format!("{x:+.1}")
+    } else {
+        "-".into()
+    }
+}
+
+fn percent(x: f64) -> String {
+    format!("{:.1}%", 100.0 * x)
+}
+
+/// Games as a whole number, or "-" when the expectation is not finite.
+fn whole(x: f64) -> String {
+    if x.is_finite() {
+        format!("{x:.0}")
+    } else {
+        "-".into()
+    }
+}
+
+impl SuiteResult {
+    fn block(&self, engines: &[String; 2], sprt: &SprtSettings) -> String {
+        let mut s = String::new();
+        let reused = if self.openings_reused {
+            " (fewer openings than pairs: the runner took them again, in the same order)"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            s,
+            "suite {} ({}): {} openings, {} used{reused}",
+            self.name,
+            self.path,
+            self.openings,
+            (self.pairs as usize).min(self.openings)
+        );
+        let _ = writeln!(
+            s,
+            "  {} vs {}: {} pairs, {} games, +{} ={} -{}, draw rate {}",
+            engines[0],
+            engines[1],
+            self.pairs,
+            self.games,
+            self.wins,
+            self.draws,
+            self.losses,
+            percent(self.draw_rate)
+        );
+        let both = self
+            .both_drawn_rate
+            .map_or_else(|| "unknown".into(), percent);
+        let _ = writeln!(
+            s,
+            "  pairs [LL, LD, DD+WL, WD, WW]: {:?}; pair-draw rate (1-1) {}, both games drawn {both}",
+            self.pentanomial,
+            percent(self.pair_draw_rate)
+        );
+        let (r, e, n) = (
+            &self.resolution,
+            &self.resolution.elo,
+            &self.resolution.nelo,
+        );
+        let _ = writeln!(
+            s,
+            "  score {}, Elo {} [{}, {}] (95%, pentanomial)",
+            percent(self.score),
+            signed(e.value),
+            signed(e.low),
+            signed(e.high)
+        );
+        let _ = writeln!(
+            s,
+            "  variance per pair {:.5}, sigma per game {:.4}; nElo {} [{}, {}] (95%)",
+            r.variance_per_pair,
+            r.sigma_per_game,
+            signed(n.value),
+            signed(n.low),
+            signed(n.high)
+        );
+        let _ = writeln!(
+            s,
+            "  expected SPRT length (elo0={} elo1={} alpha={} beta={}, logistic; Wald's approximation \
+             with this suite's measured variance per pair): {} games if the true Elo is elo1, {} games at the measured score",
+            sprt.elo0,
+            sprt.elo1,
+            sprt.alpha,
+            sprt.beta,
+            whole(self.sprt.games_at_elo1),
+            whole(self.sprt.games_at_score)
+        );
+        if let (Some(pgn), true) = (&self.pgn, self.resumed_games > 0) {
+            let _ = writeln!(
+                s,
+                "  ({} of the games read back from {pgn}, written by an earlier run)",
+                self.resumed_games
+            );
+        }
+        if self.start_failures > 0 {
+            let _ = writeln!(
+                s,
+                "  ({} games lost because an engine could not start)",
+                self.start_failures
+            );
+        }
+        s
+    }
+}
+
+impl std::fmt::Display for SuiteReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for r in &self.suites {
+            writeln!(f, "{}", r.block(&self.engines, &self.sprt))?;
+        }
+        let width = self
+            .suites
+            .iter()
+            .map(|r| r.name.len())
+            .chain([5])
+            .max()
+            .unwrap_or(5);
+        writeln!(
+            f,
+            "{:<width$}  {:>6}  {:>26}  {:>11}  {:>15}  {:>15}",
+            "suite", "draws", "nElo [95%]", "nElo/first", "SPRT games@elo1", "@measured score"
+        )?;
+        for r in &self.suites {
+            let n = &r.resolution.nelo;
+            let nelo = format!(
+                "{} [{}, {}]",
+                signed(n.value),
+                signed(n.low),
+                signed(n.high)
+            );
+            let ratio = if r.nelo_ratio_to_first.is_finite() {
+                format!("{:.3}", r.nelo_ratio_to_first)
+            } else {
+                "-".into()
+            };
+            writeln!(
+                f,
+                "{:<width$}  {:>6}  {nelo:>26}  {ratio:>11}  {:>15}  {:>15}",
+                r.name,
+                percent(r.draw_rate),
+                whole(r.sprt.games_at_elo1),
+                whole(r.sprt.games_at_score)
+            )?;
+        }
+        writeln!(
+            f,
+            "(the SPRT's cost goes as 1/nElo^2: a suite with nElo ratio r needs about 1/r^2 the games)"
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sprt(elo0: f64, elo1: f64) -> Sprt {
+        Sprt {
+            elo0,
+            elo1,
+            alpha: 0.05,
+            beta: 0.05,
+        }
+    }
+
+    #[test]
+    fn even_pairs_have_no_normalized_elo() {
+        let r = Resolution::of(&Pentanomial([0, 0, 10, 0, 0]));
+        assert!(r.nelo.value.abs() < 1e-9 && r.elo.value.abs() < 1e-9);
+        let r = Resolution::of(&Pentanomial([3, 5, 10, 5, 3]));
+        assert!(r.nelo.value.abs() < 1e-9);
+        assert!((r.nelo.low + r.nelo.high).abs() < 1e-9);
+    }
+
+    #[test]
+    fn hand_computed_pairs() {
+        // Pair scores 1, 1, 1.5, 1.5 (plus fishtest's 0.001 in each empty
+        // class): mean 0.625, variance 0.015625, sigma per game 0.1768,
+        // nt = 0.125 / 0.1768 = 0.7071, nElo = 0.7071 * 347.44 = 245.7.
+        let r = Resolution::of(&Pentanomial([0, 0, 2, 2, 0]));
+        assert!((r.pair_mean - 0.625).abs() < 1e-3);
+        assert!((r.sigma_per_game - 0.176_78).abs() < 2e-3);
+        assert!((r.nelo.value - 245.7).abs() < 2.0, "{}", r.nelo.value);
+        assert!((r.elo.value - elo_from_score(0.625)).abs() < 0.5);
+    }
+
+    #[test]
+    fn fishtest_example() {
+        // fishtest's stat_util tests give these pairs with logistic bounds
+        // (0.2, 0.9) as normalized bounds (0.764, 3.439).
+        let r = Resolution::of(&Pentanomial([39, 2226, 31451, 2412, 40]));
+        assert!((nelo(score_from_elo(0.2), r.sigma_per_game) - 0.764).abs() < 5e-4);
+        assert!((nelo(score_from_elo(0.9), r.sigma_per_game) - 3.439).abs() < 5e-4);
+        // Computed from LLRcalc's formulas: nElo 3.4508 [0.9189, 5.9827],
+        // Elo 0.9030 [0.2405, 1.5655].
+        assert!((r.nelo.value - 3.4508).abs() < 1e-3);
+        assert!((r.nelo.low - 0.9189).abs() < 1e-3 && (r.nelo.high - 5.9827).abs() < 1e-3);
+        assert!((r.elo.value - 0.9030).abs() < 1e-3);
+        assert!((r.elo.low - 0.2405).abs() < 1e-3 && (r.elo.high - 1.5655).abs() < 1e-3);
+    }
+
+    #[test]
+    fn nelo_scales_with_the_spread_and_the_interval_with_the_pairs() {
+        let base = Resolution::of(&Pentanomial([10, 20, 40, 30, 20]));
+        let more = Resolution::of(&Pentanomial([40, 80, 160, 120, 80]));
+        // The same distribution: the same nElo, an interval half as wide.
+        assert!((base.nelo.value - more.nelo.value).abs() < 1e-9);
+        let width = |r: &Resolution| r.nelo.high - r.nelo.low;
+        assert!((width(&base) / width(&more) - 2.0).abs() < 1e-9);
+        // The same mean with half the spread (pairs pulled toward 1-1 pairs
+        // symmetrically) doubles the normalized t-value.
+        let mean = base.pair_mean;
+        let sigma = base.sigma_per_game;
+        assert!((nelo(mean, sigma / 2.0) - 2.0 * base.nelo.value).abs() < 1e-9);
+        assert!((base.nelo.value - (mean - 0.5) / sigma * NELO_PER_NT).abs() < 1e-12);
+    }
+
+    #[test]
+    fn expected_sprt_length_in_closed_forms() {
+        let t = sprt(0.0, 5.0);
+        let (a, b) = t.bounds();
+        let (s0, s1) = (score_from_elo(0.0), score_from_elo(5.0));
+        let var = 0.03;
+        let spread = (s1 - s0).powi(2) / var;
+        // Halfway between the hypotheses there is no drift: -a*b / spread.
+        let mid = expected_sprt_pairs(&t, (s0 + s1) / 2.0, var);
+        assert!((mid - (-a * b / spread)).abs() / mid < 1e-9);
+        // At H1 the drift is spread/2 and H1 is accepted with probability
+        // 1 - beta: Wald's ((1-beta) b + beta a) / (spread / 2).
+        let at_h1 = expected_sprt_pairs(&t, s1, var);
+        let wald = (0.95 * b + 0.05 * a) / (spread / 2.0);
+        assert!((at_h1 - wald).abs() / wald < 1e-9, "{at_h1} {wald}");
+        // At H0 symmetrically.
+        let at_h0 = expected_sprt_pairs(&t, s0, var);
+        let wald0 = (0.05 * b + 0.95 * a) / (-spread / 2.0);
+        assert!((at_h0 - wald0).abs() / wald0 < 1e-9);
+        // The length goes as the variance (as 1/nElo^2).
+        let half = expected_sprt_pairs(&t, s1, var / 2.0);
+        assert!((at_h1 / half - 2.0).abs() < 1e-9);
+        // Far from both bounds: finite, a few pairs, no overflow.
+        let far = expected_sprt_pairs(&sprt(0.0, 0.5), 0.999, 1e-3);
+        assert!(far.is_finite() && far > 0.0 && far < 10.0, "{far}");
+        let far = expected_sprt_pairs(&sprt(0.0, 0.5), 0.001, 1e-3);
+        assert!(far.is_finite() && far > 0.0 && far < 10.0, "{far}");
+    }
+
+    #[test]
+    fn sprt_length_at_elo1_uses_the_measured_variance() {
+        let r = Resolution::of(&Pentanomial([10, 20, 40, 30, 20]));
+        let t = sprt(0.0, 5.0);
+        let len = SprtLength::of(&t, &r);
+        let s1 = score_from_elo(5.0);
+        let pairs = expected_sprt_pairs(&t, s1, r.variance_per_pair);
+        assert!((len.games_at_elo1 - 2.0 * pairs).abs() < 1e-9);
+        // This match is far above elo1: measured, the test ends much sooner.
+        assert!(len.games_at_score < len.games_at_elo1);
+        // A suite with less variance per pair: a higher nElo and a shorter test.
+        let tight = Resolution::of(&Pentanomial([5, 20, 50, 30, 15]));
+        assert!(tight.variance_per_pair < r.variance_per_pair);
+        assert!(tight.nelo.value > r.nelo.value);
+        assert!(SprtLength::of(&t, &tight).games_at_elo1 < len.games_at_elo1);
+    }
+
+    #[test]
+    fn both_drawn_pairs_need_every_game() {
+        let scores: BTreeMap<usize, f64> =
+            [(0, 0.5), (1, 0.5), (2, 1.0), (3, 0.0), (4, 0.5), (5, 0.5)].into();
+        assert_eq!(pairs_both_drawn(&scores, 3), Some(2));
+        let mut missing = scores.clone();
+        missing.remove(&5);
+        assert_eq!(pairs_both_drawn(&missing, 3), None);
+    }
+
+    #[test]
+    fn suite_names_drop_format_and_compression() {
+        assert_eq!(suite_name(Path::new("a/8moves_v3.pgn.gz")), "8moves_v3");
+        assert_eq!(
+            suite_name(Path::new("8mvs_big_+80_+109.epd.gz")),
+            "8mvs_big_+80_+109"
+        );
+        assert_eq!(suite_name(Path::new("x/UHO.EPD")), "UHO");
+        assert_eq!(suite_name(Path::new("plain")), "plain");
+    }
+
+    #[test]
+    fn engines_need_two_names_and_a_limit() {
+        let two = |a: &str, b: &str| vec![a.to_string(), b.to_string()];
+        let e = Engines::parse(
+            &two("name=a,cmd=builtin", "name=b,cmd=builtin,nodes=5"),
+            None,
+            Some(300),
+            None,
+        )
+        .unwrap();
+        assert_eq!(e.limit, Limit::Nodes(300));
+        assert_eq!(e.limits[1], Some(Limit::Nodes(5)));
+        let e = Engines::parse(
+            &two("name=a,cmd=builtin", "name=b,cmd=builtin,depth=3"),
+            None,
+            None,
+            None,
+        )
+        .unwrap();
+        assert_eq!(e.limit, Limit::Depth(3));
+        assert!(Engines::parse(
+            &two("name=a,cmd=builtin", "name=a,cmd=builtin"),
+            None,
+            Some(1),
+            None
+        )
+        .is_err());
+        assert!(Engines::parse(
+            &two("name=a,cmd=builtin", "name=b,cmd=builtin"),
+            None,
+            None,
+            None
+        )
+        .is_err());
+        assert!(Engines::parse(&["name=a,cmd=builtin".to_string()], None, Some(1), None).is_err());
+        assert!(Engines::parse(
+            &two("name=a,cmd=builtin", "name=b,cmd=builtin"),
+            Some("x"),
+            None,
+            None
+        )
+        .is_err());
+    }
+}
