@@ -70,7 +70,11 @@ impl Book {
         let rows = stmt.query_map([min_games], |r| {
             let score: i32 = r.get(0)?;
             let depth: u32 = r.get(1)?;
-            let white = if depth.is_multiple_of(2) { score } else { -score };
+            let white = if depth.is_multiple_of(2) {
+                score
+            } else {
+                -score
+            };
             Ok((white, [r.get(2)?, r.get(3)?, r.get(4)?]))
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
