@@ -430,10 +430,21 @@ pub fn select(book: &Book, opts: &SuiteOptions) -> Result<(Vec<Exit>, SuiteSumma
         );
     }
     if opts.draw_rate.is_some() {
-        sum.model = DrawModel::fit(&fit_samples(book, opts.min_games)?);
-        if sum.model.is_none() {
+        let Some(model) = DrawModel::fit(&fit_samples(book, opts.min_games)?) else {
             bail!("no analysed position with games to fit the draw model on");
+        };
+        // The model's draws are highest at an even score.
+        let highest = model.draw_rate(0.0);
+        if let Some(range) = opts.draw_rate.filter(|r| r.lo > highest) {
+            bail!(
+                "--draw-rate {}..{}: the book's games draw less at any score (the model fitted on {} analysed positions predicts at most {:.1}%, at 0.00)",
+                range.lo,
+                range.hi,
+                model.positions,
+                100.0 * highest
+            );
         }
+        sum.model = Some(model);
     }
     let mut kept = Vec::new();
     for e in all {
