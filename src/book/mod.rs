@@ -11,6 +11,7 @@ pub mod merge;
 pub mod minimax;
 pub mod movetext;
 pub mod openings;
+pub mod pgn_out;
 pub mod polyglot;
 pub mod report;
 pub mod select;

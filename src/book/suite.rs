@@ -20,6 +20,7 @@ use shakmaty::{
 use super::db::book::Book;
 use super::keys::{polyglot_key, Key};
 use super::openings;
+use super::pgn_out::wrap_movetext;
 
 /// A closed interval `lo..hi` (a single number is both ends).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -662,27 +663,9 @@ pub fn render(exits: &[Exit], format: SuiteFormat, event: &str) -> String {
                     let _ = write!(text, "{san} ");
                 }
                 text.push('*');
-                let _ = writeln!(out, "{}\n", wrap(&text, 79));
+                let _ = writeln!(out, "{}\n", wrap_movetext(&text));
             }
         }
-    }
-    out
-}
-
-/// Words of `text` in lines of at most `width` characters (PGN's export format).
-fn wrap(text: &str, width: usize) -> String {
-    let mut out = String::new();
-    let mut len = 0;
-    for word in text.split(' ') {
-        if len > 0 && len + 1 + word.len() > width {
-            out.push('\n');
-            len = 0;
-        } else if len > 0 {
-            out.push(' ');
-            len += 1;
-        }
-        out.push_str(word);
-        len += word.len();
     }
     out
 }

@@ -18,6 +18,7 @@ use super::schema::{hash_from_sql, hash_to_sql, moves_from_blob};
 use super::tails::tail_node;
 use crate::book::ingest::GameResult;
 use crate::book::keys::{Key, MoveCode};
+use crate::book::pgn_out::wrap_movetext;
 
 /// Top games kept per position, as lichess's masters explorer keeps.
 pub const TOP_GAMES: usize = 15;
@@ -347,19 +348,7 @@ impl GameInfo {
             line.push_str("{ the rest of the game is not in the book } ");
         }
         line.push_str(h.result.as_str());
-        // Lines of at most 80 characters, as PGN export format asks.
-        let mut width = 0;
-        for word in line.split(' ') {
-            if width > 0 && width + 1 + word.len() > 80 {
-                s.push('\n');
-                width = 0;
-            } else if width > 0 {
-                s.push(' ');
-                width += 1;
-            }
-            s.push_str(word);
-            width += word.len();
-        }
+        s.push_str(&wrap_movetext(&line));
         s.push('\n');
         Ok(s)
     }
