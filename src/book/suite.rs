@@ -143,7 +143,7 @@ impl Exit {
 /// positions with at least `min_games` games.
 pub fn exits(book: &Book, plies: Interval<u32>, min_games: u32) -> Result<Vec<Exit>> {
     let mut out = Vec::new();
-    let mut seen = HashSet::new();
+    let mut seen = Walked::default();
     let mut line = Vec::new();
     let mut keys = Vec::new();
     let start = Chess::default();
@@ -151,6 +151,15 @@ pub fn exits(book: &Book, plies: Interval<u32>, min_games: u32) -> Result<Vec<Ex
         book, &start, 0, plies, min_games, &mut line, &mut keys, &mut seen, &mut out,
     )?;
     Ok(out)
+}
+
+/// What [`exits`] has walked: the earliest ply each position was walked on
+/// from (a transposition reached earlier is walked again, its subtree
+/// reaching further before the last ply), and the exits taken.
+#[derive(Default)]
+struct Walked {
+    reached: std::collections::HashMap<Key, u32>,
+    exits: HashSet<Key>,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -162,13 +171,15 @@ fn walk(
     min_games: u32,
     line: &mut Vec<Move>,
     keys: &mut Vec<Key>,
-    seen: &mut HashSet<Key>,
+    seen: &mut Walked,
     out: &mut Vec<Exit>,
 ) -> Result<()> {
     let key = polyglot_key(pos);
-    if !seen.insert(key) {
+    // Walked on from here already, as early or earlier: nothing new below.
+    if seen.reached.get(&key).is_some_and(|&p| p <= ply) {
         return Ok(());
     }
+    seen.reached.insert(key, ply);
     let Some(node) = book.position(key)? else {
         return Ok(());
     };
@@ -176,7 +187,7 @@ fn walk(
         return Ok(());
     }
     keys.push(key);
-    if plies.contains(&ply) {
+    if plies.contains(&ply) && seen.exits.insert(key) {
         let white_cp = book.analysis(key)?.map(|a| {
             if pos.turn() == Color::White {
                 a.score
