@@ -417,7 +417,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             use crate::play::{game::Adjudication, spec, suite_bench};
             let cfg = suite_bench::SuiteBench {
                 suites,
-                engines: suite_bench::Engines::parse(&engines, tc.as_deref(), nodes, depth)?,
+                engines: suite_bench::engines(&engines, tc.as_deref(), nodes, depth)?,
                 pairs,
                 concurrency,
                 seed,

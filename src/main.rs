@@ -1082,27 +1082,15 @@ impl PlayArgs {
             event,
         } = self;
         use learnbook::play::{game, runner, spec};
-        let [a, b] = engines.as_slice() else {
-            anyhow::bail!("--engine must be given exactly twice");
-        };
-        let (pa, la) = spec::parse_player_and_limit(a)?;
-        let (pb, lb) = spec::parse_player_and_limit(b)?;
-        let limit = match (tc, nodes, depth) {
-            (Some(tc), None, None) => game::Limit::Clock(tc.parse().map_err(anyhow::Error::msg)?),
-            (None, Some(n), None) => game::Limit::Nodes(n),
-            (None, None, Some(d)) => game::Limit::Depth(d),
-            (None, None, None) => match (la, lb) {
-                (Some(l), _) | (None, Some(l)) => l,
-                _ => anyhow::bail!(
-                    "give one of --tc, --nodes, --depth (or tc=, nodes=, depth= per engine)"
-                ),
-            },
-            _ => anyhow::bail!("give one of --tc, --nodes, --depth"),
-        };
-        let cfg = runner::MatchConfig {
-            players: [pa, pb],
+        let spec::MatchEngines {
+            players,
             limit,
-            limits: [la, lb],
+            limits,
+        } = spec::MatchEngines::parse(&engines, tc.as_deref(), nodes, depth)?;
+        let cfg = runner::MatchConfig {
+            players,
+            limit,
+            limits,
             games,
             concurrency,
             openings: match openings {

@@ -201,3 +201,46 @@ mod tests {
         assert!(parse_resign("movecount=3").is_err());
     }
 }
+
+/// The two players of a match and their limits, from two `--engine` specs
+/// and at most one of --tc, --nodes, --depth (without one, a per-engine
+/// limit stands for both): what `play` and `bench suite` read.
+#[derive(Clone, Debug)]
+pub struct MatchEngines {
+    pub players: [PlayerSpec; 2],
+    pub limit: Limit,
+    /// Per-engine `tc=`, `nodes=`, `depth=`, overriding `limit`.
+    pub limits: [Option<Limit>; 2],
+}
+
+impl MatchEngines {
+    pub fn parse(
+        specs: &[String],
+        tc: Option<&str>,
+        nodes: Option<u64>,
+        depth: Option<u32>,
+    ) -> Result<MatchEngines> {
+        let [a, b] = specs else {
+            bail!("--engine must be given exactly twice");
+        };
+        let (pa, la) = parse_player_and_limit(a)?;
+        let (pb, lb) = parse_player_and_limit(b)?;
+        let limit = match (tc, nodes, depth) {
+            (Some(tc), None, None) => Limit::Clock(tc.parse().map_err(|e: String| anyhow!(e))?),
+            (None, Some(n), None) => Limit::Nodes(n),
+            (None, None, Some(d)) => Limit::Depth(d),
+            (None, None, None) => match (la, lb) {
+                (Some(l), _) | (None, Some(l)) => l,
+                _ => {
+                    bail!("give one of --tc, --nodes, --depth (or tc=, nodes=, depth= per engine)")
+                }
+            },
+            _ => bail!("give one of --tc, --nodes, --depth"),
+        };
+        Ok(MatchEngines {
+            players: [pa, pb],
+            limit,
+            limits: [la, lb],
+        })
+    }
+}

@@ -11,14 +11,14 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use shakmaty::Color;
 
 use super::{
-    game::{Adjudication, GameRecord, Limit, Opening},
-    runner::{read_openings, run_match, MatchConfig, PlayerSpec, Standing},
-    spec,
+    game::{Adjudication, GameRecord, Opening},
+    runner::{read_openings, run_match, MatchConfig, Standing},
+    spec::MatchEngines as Engines,
     stats::{elo_from_score, score_from_elo, Pentanomial, Sprt},
 };
 use crate::book::ingest::GameStream;
@@ -133,53 +133,23 @@ impl SprtLength {
     }
 }
 
-/// The two players and their limits, as `learnbook play` takes them.
-#[derive(Clone, Debug)]
-pub struct Engines {
-    pub players: [PlayerSpec; 2],
-    pub limit: Limit,
-    /// Per-engine `tc=`, `nodes=`, `depth=`, overriding `limit`.
-    pub limits: [Option<Limit>; 2],
-}
-
-impl Engines {
-    /// Two `--engine` specs and at most one of --tc, --nodes, --depth (else
-    /// a per-engine limit stands for both), as `play` reads them.
-    pub fn parse(
-        specs: &[String],
-        tc: Option<&str>,
-        nodes: Option<u64>,
-        depth: Option<u32>,
-    ) -> Result<Engines> {
-        let [a, b] = specs else {
-            bail!("--engine must be given exactly twice");
-        };
-        let (pa, la) = spec::parse_player_and_limit(a).context("--engine")?;
-        let (pb, lb) = spec::parse_player_and_limit(b).context("--engine")?;
-        if pa.name() == pb.name() {
-            bail!(
-                "both engines are named {:?}: give them different name= (the games are told apart by it)",
-                pa.name()
-            );
-        }
-        let limit = match (tc, nodes, depth) {
-            (Some(tc), None, None) => Limit::Clock(tc.parse().map_err(|e: String| anyhow!(e))?),
-            (None, Some(n), None) => Limit::Nodes(n),
-            (None, None, Some(d)) => Limit::Depth(d),
-            (None, None, None) => match (la, lb) {
-                (Some(l), _) | (None, Some(l)) => l,
-                _ => {
-                    bail!("give one of --tc, --nodes, --depth (or tc=, nodes=, depth= per engine)")
-                }
-            },
-            _ => bail!("give one of --tc, --nodes, --depth"),
-        };
-        Ok(Engines {
-            players: [pa, pb],
-            limit,
-            limits: [la, lb],
-        })
+/// The two players and their limits as `play` reads them, with different
+/// names (a suite's games are told apart by them).
+pub fn engines(
+    specs: &[String],
+    tc: Option<&str>,
+    nodes: Option<u64>,
+    depth: Option<u32>,
+) -> Result<Engines> {
+    let e = Engines::parse(specs, tc, nodes, depth)?;
+    let [a, b] = &e.players;
+    if a.name() == b.name() {
+        bail!(
+            "both engines are named {:?}: give them different name= (the games are told apart by it)",
+            a.name()
+        );
     }
+    Ok(e)
 }
 
 /// What `bench suite` plays.
@@ -663,6 +633,7 @@ impl std::fmt::Display for SuiteReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::play::game::Limit;
 
     fn sprt(elo0: f64, elo1: f64) -> Sprt {
         Sprt {
@@ -795,7 +766,7 @@ mod tests {
     #[test]
     fn engines_need_two_names_and_a_limit() {
         let two = |a: &str, b: &str| vec![a.to_string(), b.to_string()];
-        let e = Engines::parse(
+        let e = engines(
             &two("name=a,cmd=builtin", "name=b,cmd=builtin,nodes=5"),
             None,
             Some(300),
@@ -804,7 +775,7 @@ mod tests {
         .unwrap();
         assert_eq!(e.limit, Limit::Nodes(300));
         assert_eq!(e.limits[1], Some(Limit::Nodes(5)));
-        let e = Engines::parse(
+        let e = engines(
             &two("name=a,cmd=builtin", "name=b,cmd=builtin,depth=3"),
             None,
             None,
@@ -812,22 +783,22 @@ mod tests {
         )
         .unwrap();
         assert_eq!(e.limit, Limit::Depth(3));
-        assert!(Engines::parse(
+        assert!(engines(
             &two("name=a,cmd=builtin", "name=a,cmd=builtin"),
             None,
             Some(1),
             None
         )
         .is_err());
-        assert!(Engines::parse(
+        assert!(engines(
             &two("name=a,cmd=builtin", "name=b,cmd=builtin"),
             None,
             None,
             None
         )
         .is_err());
-        assert!(Engines::parse(&["name=a,cmd=builtin".to_string()], None, Some(1), None).is_err());
-        assert!(Engines::parse(
+        assert!(engines(&["name=a,cmd=builtin".to_string()], None, Some(1), None).is_err());
+        assert!(engines(
             &two("name=a,cmd=builtin", "name=b,cmd=builtin"),
             Some("x"),
             None,
