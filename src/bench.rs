@@ -203,15 +203,8 @@ pub enum BenchCommand {
         /// Games played at once (each worker owns its engine processes).
         #[arg(long, default_value_t = 1)]
         concurrency: usize,
-        /// Time control moves/seconds+increment (10+0.1, 40/60).
-        #[arg(long, conflicts_with_all = ["nodes", "depth"])]
-        tc: Option<String>,
-        /// Fixed nodes per move (UCI and builtin engines).
-        #[arg(long, conflicts_with = "depth")]
-        nodes: Option<u64>,
-        /// Fixed depth per move.
-        #[arg(long)]
-        depth: Option<u32>,
+        #[command(flatten)]
+        limit: crate::play::spec::LimitArgs,
         /// Seed of each suite's opening order.
         #[arg(long, default_value_t = 1)]
         seed: u64,
@@ -400,9 +393,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             engines,
             pairs,
             concurrency,
-            tc,
-            nodes,
-            depth,
+            limit,
             seed,
             elo0,
             elo1,
@@ -417,7 +408,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             use crate::play::{game::Adjudication, spec, suite_bench};
             let cfg = suite_bench::SuiteBench {
                 suites,
-                engines: suite_bench::engines(&engines, tc.as_deref(), nodes, depth)?,
+                engines: suite_bench::engines(&engines, &limit)?,
                 pairs,
                 concurrency,
                 seed,

@@ -450,15 +450,8 @@ struct PlayArgs {
     /// name=N,cmd=CMD[,proto=uci|xboard][,option.X=V][,dir=D][,tc=|nodes=|depth=]; cmd=builtin[,weights=W][,book=B][,bookmode=M]. Twice.
     #[arg(long = "engine", required = true, num_args = 1)]
     engines: Vec<String>,
-    /// Time control moves/seconds+increment (10+0.1, 40/60).
-    #[arg(long, conflicts_with_all = ["nodes", "depth"])]
-    tc: Option<String>,
-    /// Fixed nodes per move (UCI and builtin engines).
-    #[arg(long, conflicts_with = "depth")]
-    nodes: Option<u64>,
-    /// Fixed depth per move.
-    #[arg(long)]
-    depth: Option<u32>,
+    #[command(flatten)]
+    limit: learnbook::play::spec::LimitArgs,
     /// Games to play in all (fewer if --sprt decides first).
     #[arg(long, default_value_t = 2)]
     games: usize,
@@ -1060,9 +1053,7 @@ impl PlayArgs {
     fn run(self) -> Result<ExitCode> {
         let PlayArgs {
             engines,
-            tc,
-            nodes,
-            depth,
+            limit: limit_args,
             games,
             concurrency,
             openings,
@@ -1086,7 +1077,7 @@ impl PlayArgs {
             players,
             limit,
             limits,
-        } = spec::MatchEngines::parse(&engines, tc.as_deref(), nodes, depth)?;
+        } = spec::MatchEngines::parse(&engines, &limit_args)?;
         let cfg = runner::MatchConfig {
             players,
             limit,

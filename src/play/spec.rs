@@ -202,6 +202,20 @@ mod tests {
     }
 }
 
+/// A match's limit on the command line: at most one of them.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct LimitArgs {
+    /// Time control moves/seconds+increment (10+0.1, 40/60).
+    #[arg(long, conflicts_with_all = ["nodes", "depth"])]
+    pub tc: Option<String>,
+    /// Fixed nodes per move (UCI and builtin engines).
+    #[arg(long, conflicts_with = "depth")]
+    pub nodes: Option<u64>,
+    /// Fixed depth per move.
+    #[arg(long)]
+    pub depth: Option<u32>,
+}
+
 /// The two players of a match and their limits, from two `--engine` specs
 /// and at most one of --tc, --nodes, --depth (without one, a per-engine
 /// limit stands for both): what `play` and `bench suite` read.
@@ -214,18 +228,13 @@ pub struct MatchEngines {
 }
 
 impl MatchEngines {
-    pub fn parse(
-        specs: &[String],
-        tc: Option<&str>,
-        nodes: Option<u64>,
-        depth: Option<u32>,
-    ) -> Result<MatchEngines> {
+    pub fn parse(specs: &[String], limit: &LimitArgs) -> Result<MatchEngines> {
         let [a, b] = specs else {
             bail!("--engine must be given exactly twice");
         };
         let (pa, la) = parse_player_and_limit(a)?;
         let (pb, lb) = parse_player_and_limit(b)?;
-        let limit = match (tc, nodes, depth) {
+        let limit = match (limit.tc.as_deref(), limit.nodes, limit.depth) {
             (Some(tc), None, None) => Limit::Clock(tc.parse().map_err(|e: String| anyhow!(e))?),
             (None, Some(n), None) => Limit::Nodes(n),
             (None, None, Some(d)) => Limit::Depth(d),

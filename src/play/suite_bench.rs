@@ -18,7 +18,7 @@ use shakmaty::Color;
 use super::{
     game::{Adjudication, GameRecord, Opening},
     runner::{read_openings, run_match, MatchConfig, Standing},
-    spec::MatchEngines as Engines,
+    spec::{LimitArgs, MatchEngines as Engines},
     stats::{elo_from_score, score_from_elo, Pentanomial, Sprt},
 };
 use crate::book::ingest::GameStream;
@@ -135,13 +135,8 @@ impl SprtLength {
 
 /// The two players and their limits as `play` reads them, with different
 /// names (a suite's games are told apart by them).
-pub fn engines(
-    specs: &[String],
-    tc: Option<&str>,
-    nodes: Option<u64>,
-    depth: Option<u32>,
-) -> Result<Engines> {
-    let e = Engines::parse(specs, tc, nodes, depth)?;
+pub fn engines(specs: &[String], limit: &LimitArgs) -> Result<Engines> {
+    let e = Engines::parse(specs, limit)?;
     let [a, b] = &e.players;
     if a.name() == b.name() {
         bail!(
@@ -763,46 +758,48 @@ mod tests {
         assert_eq!(suite_name(Path::new("plain")), "plain");
     }
 
+    fn limit(tc: Option<&str>, nodes: Option<u64>, depth: Option<u32>) -> LimitArgs {
+        LimitArgs {
+            tc: tc.map(str::to_string),
+            nodes,
+            depth,
+        }
+    }
+
     #[test]
     fn engines_need_two_names_and_a_limit() {
         let two = |a: &str, b: &str| vec![a.to_string(), b.to_string()];
         let e = engines(
             &two("name=a,cmd=builtin", "name=b,cmd=builtin,nodes=5"),
-            None,
-            Some(300),
-            None,
+            &limit(None, Some(300), None),
         )
         .unwrap();
         assert_eq!(e.limit, Limit::Nodes(300));
         assert_eq!(e.limits[1], Some(Limit::Nodes(5)));
         let e = engines(
             &two("name=a,cmd=builtin", "name=b,cmd=builtin,depth=3"),
-            None,
-            None,
-            None,
+            &limit(None, None, None),
         )
         .unwrap();
         assert_eq!(e.limit, Limit::Depth(3));
         assert!(engines(
             &two("name=a,cmd=builtin", "name=a,cmd=builtin"),
-            None,
-            Some(1),
-            None
+            &limit(None, Some(1), None),
         )
         .is_err());
         assert!(engines(
             &two("name=a,cmd=builtin", "name=b,cmd=builtin"),
-            None,
-            None,
-            None
+            &limit(None, None, None),
         )
         .is_err());
-        assert!(engines(&["name=a,cmd=builtin".to_string()], None, Some(1), None).is_err());
+        assert!(engines(
+            &["name=a,cmd=builtin".to_string()],
+            &limit(None, Some(1), None)
+        )
+        .is_err());
         assert!(engines(
             &two("name=a,cmd=builtin", "name=b,cmd=builtin"),
-            Some("x"),
-            None,
-            None
+            &limit(Some("x"), None, None),
         )
         .is_err());
     }
