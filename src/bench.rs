@@ -220,15 +220,8 @@ pub enum BenchCommand {
         /// The SPRT's type II error.
         #[arg(long, default_value_t = 0.05)]
         beta: f64,
-        /// movenumber=N,movecount=N,score=CP: adjudicate draws.
-        #[arg(long)]
-        draw: Option<String>,
-        /// movecount=N,score=CP: adjudicate losses.
-        #[arg(long)]
-        resign: Option<String>,
-        /// A draw after this many moves.
-        #[arg(long)]
-        maxmoves: Option<u32>,
+        #[command(flatten)]
+        adjudication: crate::play::spec::AdjudicationArgs,
         /// Append each suite's games to DIR/<suite name>.pgn; games already there from an
         /// earlier run of the same command are counted, not played again.
         #[arg(long, value_name = "DIR")]
@@ -399,13 +392,11 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             elo1,
             alpha,
             beta,
-            draw,
-            resign,
-            maxmoves,
+            adjudication,
             pgnout_dir,
             json,
         } => {
-            use crate::play::{game::Adjudication, spec, suite_bench};
+            use crate::play::{spec, suite_bench};
             let cfg = suite_bench::SuiteBench {
                 suites,
                 engines: suite_bench::engines(&engines, &limit)?,
@@ -416,11 +407,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
                 sprt: spec::parse_sprt(&format!(
                     "elo0={elo0},elo1={elo1},alpha={alpha},beta={beta}"
                 ))?,
-                adjudication: Adjudication {
-                    draw: draw.as_deref().map(spec::parse_draw).transpose()?,
-                    resign: resign.as_deref().map(spec::parse_resign).transpose()?,
-                    max_moves: maxmoves,
-                },
+                adjudication: adjudication.adjudication()?,
                 pgnout_dir,
             };
             bench_suite(&cfg, json.as_deref())

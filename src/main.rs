@@ -480,15 +480,8 @@ struct PlayArgs {
     /// elo0=E0,elo1=E1,alpha=A,beta=B: stop when the GSPRT decides.
     #[arg(long)]
     sprt: Option<String>,
-    /// movenumber=N,movecount=N,score=CP: adjudicate draws.
-    #[arg(long)]
-    draw: Option<String>,
-    /// movecount=N,score=CP: adjudicate losses.
-    #[arg(long)]
-    resign: Option<String>,
-    /// A draw after this many moves.
-    #[arg(long)]
-    maxmoves: Option<u32>,
+    #[command(flatten)]
+    adjudication: learnbook::play::spec::AdjudicationArgs,
     /// Add each game of --learn-as to this book and re-evaluate at once.
     #[arg(long, requires = "learn_as")]
     learn: Option<PathBuf>,
@@ -1063,9 +1056,7 @@ impl PlayArgs {
             noswap,
             pgnout,
             sprt,
-            draw,
-            resign,
-            maxmoves,
+            adjudication,
             learn,
             learn_as,
             learn_analyze,
@@ -1096,11 +1087,7 @@ impl PlayArgs {
             noswap,
             pgn_out: pgnout,
             sprt: sprt.as_deref().map(spec::parse_sprt).transpose()?,
-            adjudication: game::Adjudication {
-                draw: draw.as_deref().map(spec::parse_draw).transpose()?,
-                resign: resign.as_deref().map(spec::parse_resign).transpose()?,
-                max_moves: maxmoves,
-            },
+            adjudication: adjudication.adjudication()?,
             learn: learn.zip(learn_as),
             after_learn: match learn_analyze.then(|| analysis.options()).transpose()? {
                 Some(opts) => Some(Box::new(

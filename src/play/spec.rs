@@ -202,6 +202,30 @@ mod tests {
     }
 }
 
+/// A match's adjudication on the command line (none by default).
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct AdjudicationArgs {
+    /// movenumber=N,movecount=N,score=CP: adjudicate draws.
+    #[arg(long)]
+    pub draw: Option<String>,
+    /// movecount=N,score=CP: adjudicate losses.
+    #[arg(long)]
+    pub resign: Option<String>,
+    /// A draw after this many moves.
+    #[arg(long)]
+    pub maxmoves: Option<u32>,
+}
+
+impl AdjudicationArgs {
+    pub fn adjudication(&self) -> Result<super::game::Adjudication> {
+        Ok(super::game::Adjudication {
+            draw: self.draw.as_deref().map(parse_draw).transpose()?,
+            resign: self.resign.as_deref().map(parse_resign).transpose()?,
+            max_moves: self.maxmoves,
+        })
+    }
+}
+
 /// A match's limit on the command line: at most one of them.
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct LimitArgs {
