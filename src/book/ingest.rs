@@ -459,14 +459,13 @@ impl RawGame {
             filter.max_ply,
             |i, pos| {
                 let san_plus = &self.sans[i];
-                san_plus
-                    .san
-                    .to_move(pos)
-                    .map_err(|e: SanError| SkipReason::IllegalMove {
+                super::san::to_move(&san_plus.san, pos).map_err(|e: SanError| {
+                    SkipReason::IllegalMove {
                         ply: i as u32 + 1,
                         san: san_plus.to_string(),
                         why: e.to_string(),
-                    })
+                    }
+                })
             },
         )
     }

@@ -14,6 +14,7 @@ pub mod openings;
 pub mod pgn_out;
 pub mod polyglot;
 pub mod report;
+pub mod san;
 pub mod select;
 pub mod spill;
 pub mod suite;
