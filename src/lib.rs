@@ -13,5 +13,6 @@ pub mod interrupt;
 pub mod play;
 pub mod plot;
 pub mod serve;
+pub mod shard;
 pub mod tune;
 pub mod uci;

@@ -16,6 +16,7 @@ use learnbook::book::{
     select::Mode,
     Book, BookSettings,
 };
+use learnbook::shard::Shard;
 
 #[derive(Parser)]
 #[command(
@@ -234,6 +235,11 @@ struct BuildArgs {
     /// Games a search score counts as in an analysed position's statistics (new book only).
     #[arg(long, default_value_t = ValueParams::default().search_games)]
     search_games: f64,
+    /// Build shard I of N (0 <= I < N): the games numbered I, I+N, I+2N... over all the
+    /// inputs, into a new book that `merge` takes with the other shards. auto/N takes I from
+    /// SLURM_ARRAY_TASK_ID (less SLURM_ARRAY_TASK_MIN) or JOB_COMPLETION_INDEX.
+    #[arg(long, value_name = "I/N")]
+    shard: Option<Shard>,
     /// PGN files to read (.pgn, .pgn.gz, .pgn.zst), or - for standard input.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
@@ -768,6 +774,7 @@ impl BuildArgs {
             evidence_penalty,
             popularity,
             search_games,
+            shard,
             files,
         } = self;
         if let Some(n) = threads {
@@ -801,6 +808,7 @@ impl BuildArgs {
                 memory: memory.unwrap_or_else(build::default_memory),
                 temp_dir,
             },
+            shard.unwrap_or(Shard::WHOLE),
         )?;
         eprint!("{}", summary.report());
         Ok(ExitCode::SUCCESS)

@@ -40,6 +40,7 @@ fn sample_book(dir: &TempDir) -> Book {
         vec![sample()],
         filter(),
         &Default::default(),
+        learnbook::shard::Shard::WHOLE,
     )
     .expect("build");
     Book::open(&path).expect("open")

@@ -29,6 +29,7 @@ use super::spill::{
 };
 pub use super::spill::{default_memory, parse_size, Spill};
 use crate::atomic_file;
+use crate::shard::Shard;
 
 const BATCH: usize = 2048;
 /// Games between two log lines when stderr is not a terminal.
@@ -49,6 +50,8 @@ pub struct Summary {
     pub phases: Vec<(&'static str, f64)>,
     /// What a build over its memory budget did (see [`super::spill`]).
     pub spill: Option<String>,
+    /// Which games a shard took (`build --shard`).
+    pub shard: Option<String>,
 }
 
 impl Summary {
@@ -83,7 +86,7 @@ impl Summary {
                 .collect();
             s.push_str(&format!("  phases: {}\n", p.join(", ")));
         }
-        if let Some(note) = &self.spill {
+        for note in self.shard.iter().chain(&self.spill) {
             s.push_str(&format!("  {note}\n"));
         }
         for (reason, n) in &self.skipped {
@@ -96,11 +99,17 @@ impl Summary {
     }
 }
 
-/// Reads every input on a background thread, in batches of raw games.
-/// An unreadable input is reported as one skip and the next input follows.
-fn spawn_reader(inputs: Vec<PathBuf>) -> Receiver<(String, Result<Vec<RawGame>, String>)> {
+/// Reads every input on a background thread, in batches of raw games:
+/// the games `shard` owns by their index over all the inputs (0 is the
+/// first game of the first input). An unreadable input is reported as one
+/// skip and the next input follows.
+fn spawn_reader(
+    inputs: Vec<PathBuf>,
+    shard: Shard,
+) -> Receiver<(String, Result<Vec<RawGame>, String>)> {
     let (tx, rx) = sync_channel(4);
     thread::spawn(move || {
+        let mut index = 0u64;
         for path in inputs {
             let name = path.display().to_string();
             let input = match open_input(&path) {
@@ -112,9 +121,15 @@ fn spawn_reader(inputs: Vec<PathBuf>) -> Receiver<(String, Result<Vec<RawGame>, 
             };
             let mut stream = GameStream::new(input);
             loop {
-                let batch = stream.next_batch(BATCH);
+                let mut batch = stream.next_batch(BATCH);
                 if batch.is_empty() {
                     break;
+                }
+                if !shard.is_whole() {
+                    batch.retain(|_| {
+                        index += 1;
+                        shard.owns(index - 1)
+                    });
                 }
                 if tx.send((name.clone(), Ok(batch))).is_err() {
                     return;
@@ -151,9 +166,16 @@ fn for_each_game(
     summary: &mut Summary,
     mut sink: impl FnMut(&Game, &str) -> Result<bool>,
 ) -> Result<()> {
-    for_each_game_with(inputs, filter, seen, summary, None, |game, _, source| {
-        sink(game, source)
-    })
+    let whole = Shard::WHOLE;
+    for_each_game_with(
+        inputs,
+        whole,
+        filter,
+        seen,
+        summary,
+        None,
+        |game, _, source| sink(game, source),
+    )
 }
 
 /// Work done on a validated game by the thread that validated it (so on
@@ -164,6 +186,7 @@ type Prepare = std::sync::Arc<dyn Fn(&Game) -> Vec<u8> + Send + Sync>;
 /// validated (also on a game the sink will see as a duplicate).
 fn for_each_game_with(
     inputs: Vec<PathBuf>,
+    shard: Shard,
     filter: &Filter,
     mut seen: Option<KeySet<u64>>,
     summary: &mut Summary,
@@ -173,7 +196,7 @@ fn for_each_game_with(
     let pb = progress("reading");
     // Validation of the next batch overlaps the sink's work on this one.
     let (tx, validated) = sync_channel::<(String, Result<Validated, String>)>(2);
-    let raw_batches = spawn_reader(inputs);
+    let raw_batches = spawn_reader(inputs, shard);
     let filter_copy = filter.clone();
     let validator = thread::spawn(move || {
         for (source, batch) in raw_batches {
@@ -372,10 +395,33 @@ pub fn build_book(
     inputs: Vec<PathBuf>,
     filter: Filter,
     spill: &Spill,
+    shard: Shard,
 ) -> Result<Summary> {
     let start = Instant::now();
     let mut summary = Summary::default();
     let existing = path.exists();
+    let job = shard_job(shard, &settings, &inputs, &filter)?;
+    if !shard.is_whole() {
+        summary.shard = Some(format!(
+            "shard {shard}: the games numbered {} + {}k of the inputs (from 0)",
+            shard.index, shard.count
+        ));
+        if existing {
+            // A shard run again (a requeued task whose first run finished).
+            if Book::open(path)?.shard()?.as_ref() == Some(&(shard, job.clone())) {
+                summary.shard = Some(format!(
+                    "{} is already shard {shard} of this job: nothing to do",
+                    path.display()
+                ));
+                return Ok(summary);
+            }
+            bail!(
+                "{} exists and is not shard {shard} of this job: a shard is a new book \
+                 (remove it, or give another --book)",
+                path.display()
+            );
+        }
+    }
     let mut book;
     // Removes what a killed build left; removed again if this one fails.
     let mut pending = None;
@@ -389,6 +435,9 @@ pub fn build_book(
         let p = atomic_file::Pending::new(path, ".building");
         book = Book::open_or_create(p.path(), settings)?;
         book.write_unjournaled()?;
+        if !shard.is_whole() {
+            book.set_shard(shard, &job)?;
+        }
         pending = Some(p);
     }
     let settings = book.settings;
@@ -435,6 +484,7 @@ pub fn build_book(
     };
     for_each_game_with(
         inputs,
+        shard,
         &filter,
         seen,
         &mut summary,
@@ -543,4 +593,37 @@ pub fn build_book(
         .phases
         .push(("games, tails, values and SQLite", summary.seconds - counted));
     Ok(summary)
+}
+
+/// The fingerprint of a sharded build's job: the number of shards, the
+/// inputs (by file name and size, so that shards on machines that mount
+/// them elsewhere still match), the filters and the book's settings.
+fn shard_job(
+    shard: Shard,
+    settings: &BookSettings,
+    inputs: &[PathBuf],
+    filter: &Filter,
+) -> Result<String> {
+    let mut h = crate::fnv::Fnv64::new();
+    h.write_field(&shard.count.to_le_bytes());
+    for input in inputs {
+        if !shard.is_whole() && input.as_os_str() == "-" {
+            bail!("a shard reads the inputs from files, not from standard input (each shard reads every game and keeps its own)");
+        }
+        let name = input.file_name().map(|n| n.to_string_lossy().into_owned());
+        h.write_field(name.unwrap_or_default().as_bytes());
+        if !shard.is_whole() {
+            let size = std::fs::metadata(input)
+                .with_context(|| format!("cannot read {}", input.display()))?
+                .len();
+            h.write_field(&size.to_le_bytes());
+        }
+    }
+    let options = format!(
+        "{:?} {} {} {} {:?}",
+        filter.min_elo, filter.allow_duplicates, filter.no_tails, settings.max_ply, settings.params
+    );
+    h.write_field(options.as_bytes());
+    h.write_field(&settings.min_games.to_le_bytes());
+    Ok(format!("{:016x}", h.finish()))
 }

@@ -87,6 +87,7 @@ pub fn merge_books(
         }
         inputs.push(s.clone());
     }
+    check_shards(&inputs)?;
     let settings = BookSettings {
         min_games,
         ..Book::open(&inputs[0])?.settings
@@ -122,6 +123,28 @@ pub fn merge_books(
     pending.commit()?;
     summary.seconds = start.elapsed().as_secs_f64();
     Ok(summary)
+}
+
+/// The inputs that are shards (`build --shard`) must be every shard of
+/// one job, each once: a missing one would lose its games silently, a
+/// repeated one count them twice. Books that are not shards may come
+/// with them (the book being added to, say).
+fn check_shards(inputs: &[PathBuf]) -> Result<()> {
+    let mut shards = Vec::new();
+    for input in inputs {
+        if let Some((shard, job)) = Book::open(input)?.shard()? {
+            shards.push((shard, job, input.display().to_string()));
+        }
+    }
+    if let Some((_, job, name)) = shards.first() {
+        if let Some((_, _, other)) = shards.iter().find(|(_, j, _)| j != job) {
+            bail!(
+                "{other} and {name} are shards of different jobs (other inputs, filters or \
+                 settings, or another number of shards): merge the shards of one build"
+            );
+        }
+    }
+    crate::shard::check_complete(shards.iter().map(|(s, _, name)| (*s, name.as_str())))
 }
 
 fn same_file(a: &Path, b: &Path) -> bool {

@@ -8,12 +8,14 @@ use rusqlite::{Connection, OptionalExtension};
 use super::cache::NodeCache;
 use super::graph::{load_graph, node_from_row, reevaluate_all, NODE_COLS};
 use super::schema::{
-    create_or_read, hash_from_sql, open_conn, open_conn_read_only, read_settings, BookSettings,
+    create_or_read, hash_from_sql, open_conn, open_conn_read_only, read_settings, read_shard,
+    write_shard, BookSettings,
 };
 use super::tails::tail_node;
 use crate::book::ingest::Counts;
 use crate::book::keys::{Key, KeySet, MoveCode};
 use crate::book::minimax::{self, Graph, NodeInfo};
+use crate::shard::Shard;
 
 /// An open book.
 pub struct Book {
@@ -116,6 +118,18 @@ impl Book {
             .conn
             .prepare_cached("PRAGMA data_version")?
             .query_row([], |r| r.get(0))?)
+    }
+
+    /// The shard this book is (`build --shard`) and its job's fingerprint,
+    /// or `None` for a book of all its games.
+    pub fn shard(&self) -> Result<Option<(Shard, String)>> {
+        read_shard(&self.conn)
+    }
+
+    /// Marks the book as `shard` of the job with fingerprint `job`, for
+    /// `merge` to check that it has every shard of one job.
+    pub fn set_shard(&self, shard: Shard, job: &str) -> Result<()> {
+        write_shard(&self.conn, shard, job)
     }
 
     pub fn is_empty(&self) -> Result<bool> {

@@ -10,6 +10,7 @@ use super::graph::reevaluate_all;
 use super::tail_index::migrate_rows;
 use crate::book::keys::Key;
 use crate::book::minimax::ValueParams;
+use crate::shard::Shard;
 
 pub const SCHEMA_VERSION: u32 = 7;
 
@@ -252,6 +253,32 @@ fn read_meta(conn: &Connection, key: &str) -> Result<Option<String>> {
             r.get::<_, String>(0)
         })
         .optional()?)
+}
+
+/// The `meta` rows of a shard: which one (`I/N`) and of which job.
+const SHARD_KEYS: [&str; 2] = ["shard", "shard_job"];
+
+/// The shard a book is, and its job's fingerprint (`None` for a whole book).
+pub(super) fn read_shard(conn: &Connection) -> Result<Option<(Shard, String)>> {
+    let (Some(shard), Some(job)) = (
+        read_meta(conn, SHARD_KEYS[0])?,
+        read_meta(conn, SHARD_KEYS[1])?,
+    ) else {
+        return Ok(None);
+    };
+    let shard = Shard::parse(&shard).with_context(|| format!("the book's shard {shard:?}"))?;
+    Ok(Some((shard, job)))
+}
+
+/// Marks the book as `shard` of the job `job`.
+pub(super) fn write_shard(conn: &Connection, shard: Shard, job: &str) -> Result<()> {
+    for (k, v) in SHARD_KEYS.iter().zip([shard.to_string(), job.to_string()]) {
+        conn.execute(
+            "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)",
+            params![k, v],
+        )?;
+    }
+    Ok(())
 }
 
 fn write_meta(conn: &Connection, settings: &BookSettings) -> Result<()> {

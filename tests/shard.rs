@@ -1,0 +1,134 @@
+//! `--shard I/N`: the shards of one build, merged, equal the build of all
+//! the games; `merge` refuses a set with a shard missing, repeated or from
+//! another job; a shard run again after it finished (a requeued task) is
+//! left as it is; `auto/N` reads the scheduler's task number.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{assert_same_book, ok, run, s, sample};
+use tempfile::TempDir;
+
+/// Builds shard `shard` of the sample into `dir/name`, with `env` set.
+fn build_shard(dir: &Path, name: &str, shard: &str, env: &[(&str, &str)]) -> (PathBuf, String) {
+    let book = dir.join(name);
+    let out = scheduler_task(env)
+        .args(["build", "--book", s(&book), "--shard", shard, s(&sample())])
+        .output()
+        .expect("run learnbook");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "build --shard {shard}: {stderr}");
+    (book, stderr)
+}
+
+/// `learnbook` as a task of a job array: the scheduler's variables are
+/// `env`'s only (the test may itself run under Slurm).
+fn scheduler_task(env: &[(&str, &str)]) -> std::process::Command {
+    let mut cmd = std::process::Command::new(common::bin());
+    for name in [
+        "SLURM_ARRAY_TASK_ID",
+        "SLURM_ARRAY_TASK_MIN",
+        "JOB_COMPLETION_INDEX",
+    ] {
+        cmd.env_remove(name);
+    }
+    cmd.envs(env.iter().copied());
+    cmd
+}
+
+fn games_read(report: &str) -> u64 {
+    common::number_after(report, "games read: ", ',')
+}
+
+#[test]
+fn four_shards_merged_equal_one_build_and_each_game_is_in_one_shard() {
+    let dir = TempDir::new().expect("tmp");
+    let one = dir.path().join("one.sqlite");
+    let whole = ok(&["build", "--book", s(&one), s(&sample())]);
+    let all = games_read(&String::from_utf8_lossy(&whole.stderr));
+    let mut shards = Vec::new();
+    let mut read = 0;
+    for i in 0..4 {
+        let (book, report) =
+            build_shard(dir.path(), &format!("s{i}.sqlite"), &format!("{i}/4"), &[]);
+        read += games_read(&report);
+        shards.push(book);
+    }
+    assert_eq!(read, all, "the shards read every game once between them");
+    let merged = dir.path().join("merged.sqlite");
+    let mut args = vec!["merge", "--book", s(&merged)];
+    args.extend(shards.iter().map(|p| s(p)));
+    ok(&args);
+    assert_same_book(&one, &merged);
+    ok(&["check", "--book", s(&merged)]);
+}
+
+#[test]
+fn merge_refuses_a_missing_repeated_or_foreign_shard_and_writes_nothing() {
+    let dir = TempDir::new().expect("tmp");
+    let shards: Vec<PathBuf> = (0..3)
+        .map(|i| build_shard(dir.path(), &format!("s{i}.sqlite"), &format!("{i}/3"), &[]).0)
+        .collect();
+    let copy = dir.path().join("copy.sqlite");
+    std::fs::copy(&shards[1], &copy).expect("copy");
+    let (foreign, _) = build_shard(dir.path(), "other.sqlite", "1/2", &[]);
+    let merged = dir.path().join("merged.sqlite");
+    let refused = |inputs: &[&PathBuf], why: &str| {
+        let mut args = vec!["merge", "--book", s(&merged)];
+        args.extend(inputs.iter().map(|p| s(p)));
+        let out = run(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{inputs:?}: {stderr}");
+        assert!(stderr.contains(why), "{inputs:?}: {stderr}");
+        assert!(!merged.exists(), "nothing written");
+    };
+    refused(&[&shards[0], &shards[2]], "shard 1/3 is missing");
+    refused(
+        &[&shards[0], &shards[1], &shards[2], &copy],
+        "shard 1/3 is given twice",
+    );
+    refused(
+        &[&shards[0], &shards[1], &shards[2], &foreign],
+        "shards of different jobs",
+    );
+}
+
+#[test]
+fn a_finished_shard_run_again_is_kept_and_auto_reads_the_task_number() {
+    let dir = TempDir::new().expect("tmp");
+    let slurm = [("SLURM_ARRAY_TASK_ID", "3"), ("SLURM_ARRAY_TASK_MIN", "1")];
+    let (book, first) = build_shard(dir.path(), "s.sqlite", "auto/3", &slurm);
+    assert!(first.contains("shard 2/3"), "{first}");
+    let before = std::fs::read(&book).expect("read");
+    let (_, again) = build_shard(dir.path(), "s.sqlite", "2/3", &[]);
+    assert!(again.contains("already shard 2/3"), "{again}");
+    assert_eq!(
+        std::fs::read(&book).expect("read"),
+        before,
+        "left as it was"
+    );
+    // Another shard into the same file is an error, not an overwrite.
+    let out = run(&["build", "--book", s(&book), "--shard", "1/3", s(&sample())]);
+    assert_eq!(out.status.code(), Some(2));
+    let (_, k8s) = build_shard(
+        dir.path(),
+        "k.sqlite",
+        "auto/3",
+        &[("JOB_COMPLETION_INDEX", "0")],
+    );
+    assert!(k8s.contains("shard 0/3"), "{k8s}");
+    let unset = scheduler_task(&[])
+        .args([
+            "build",
+            "--book",
+            s(&dir.path().join("u.sqlite")),
+            "--shard",
+            "auto/3",
+        ])
+        .arg(sample())
+        .output()
+        .expect("run");
+    assert_eq!(unset.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&unset.stderr).contains("neither is set"));
+}
