@@ -808,6 +808,7 @@ fn bench_selfplay(nodes: u64, games: usize, openings: &Path) -> Result<()> {
                 max_moves: Some(200),
             },
             hash_mb: 16,
+            shard: crate::shard::Shard::WHOLE,
         };
         let (t, cpu) = (Instant::now(), cpu_seconds());
         let s = selfplay::run(&cfg, selfplay::Existing::default(), |_| {})?;

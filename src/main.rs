@@ -159,6 +159,10 @@ enum Command {
     /// any --concurrency. Games are appended one by one in order; rerunning the command
     /// continues a killed or interrupted run. Ctrl-C finishes the games under way.
     Selfplay(SelfplayArgs),
+    /// Put the files of a selfplay run's shards (selfplay --shard) together, in game order:
+    /// the file one unsharded run writes. Refuses a missing, repeated, unfinished or
+    /// foreign shard, and then writes nothing.
+    MergeGames(MergeGamesArgs),
     /// A player's learning curve from a PGN of games in order: score per window, repeated losses.
     Report(ReportArgs),
     /// Tune evaluation weights by self-play (SPSA, game pairs in parallel), checkpointed.
@@ -543,6 +547,36 @@ struct SelfplayArgs {
     /// A draw after this many moves.
     #[arg(long, default_value_t = 200)]
     maxmoves: u32,
+    /// Play shard I of N (0 <= I < N): the I-th of N contiguous slices of the game numbers,
+    /// each game as the whole run plays it; `merge-games` puts the shards' files together.
+    /// auto/N takes I from SLURM_ARRAY_TASK_ID (less SLURM_ARRAY_TASK_MIN) or
+    /// JOB_COMPLETION_INDEX.
+    #[arg(long, value_name = "I/N")]
+    shard: Option<Shard>,
+}
+
+/// Arguments of `learnbook merge-games`.
+#[derive(Args)]
+struct MergeGamesArgs {
+    /// The whole run's file (replaced if it exists).
+    #[arg(long, value_name = "FILE.pgn")]
+    pgnout: PathBuf,
+    /// The shards' files, one per shard, in any order.
+    #[arg(required = true, value_name = "SHARD.pgn")]
+    shards: Vec<PathBuf>,
+}
+
+impl MergeGamesArgs {
+    fn run(self) -> Result<ExitCode> {
+        let merged = learnbook::play::merge_games::merge_games(&self.pgnout, &self.shards)?;
+        println!(
+            "{}: {} games from {} shards",
+            self.pgnout.display(),
+            merged.games,
+            merged.shards
+        );
+        Ok(ExitCode::SUCCESS)
+    }
 }
 
 /// Arguments of `learnbook report`.
@@ -748,6 +782,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Uci(args) => args.run(),
         Command::Play(args) => args.run(),
         Command::Selfplay(args) => args.run(),
+        Command::MergeGames(args) => args.run(),
         Command::Report(args) => args.run(),
         Command::Tune(args) => args.run(),
         Command::Fit(args) => args.run(),
@@ -1145,6 +1180,7 @@ impl SelfplayArgs {
             draw,
             resign,
             maxmoves,
+            shard,
         } = self;
         use learnbook::play::{game, runner, selfplay, spec};
         let none = |s: &str| s == "none";
@@ -1176,6 +1212,7 @@ impl SelfplayArgs {
             adjudication,
             hash_mb: hash.max(1),
             openings: suite,
+            shard: shard.unwrap_or(Shard::WHOLE),
         };
         if games > cfg.openings.len() {
             eprintln!(
@@ -1193,15 +1230,23 @@ impl SelfplayArgs {
                 cfg.pgn_out.display()
             );
         }
+        let (first, end) = cfg.slice();
+        if !cfg.shard.is_whole() {
+            println!(
+                "shard {}: games {} to {end} of {games}",
+                cfg.shard,
+                first + 1
+            );
+        }
         if existing.games > 0 {
             println!(
                 "{} already holds {} games: {}",
                 cfg.pgn_out.display(),
                 existing.games,
-                if existing.games >= games {
+                if existing.games >= end - first {
                     "nothing to play".to_string()
                 } else {
-                    format!("playing games {} to {games}", existing.games + 1)
+                    format!("playing games {} to {end}", first + existing.games + 1)
                 }
             );
         }

@@ -132,3 +132,98 @@ fn a_finished_shard_run_again_is_kept_and_auto_reads_the_task_number() {
     assert_eq!(unset.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&unset.stderr).contains("neither is set"));
 }
+
+/// `selfplay` with `args` and `extra`, into `out`.
+fn selfplay(out: &Path, extra: &[&str]) {
+    let openings = common::repo().join("data/openings-sample.epd");
+    let mut args = vec![
+        "selfplay",
+        "--pgnout",
+        s(out),
+        "--games",
+        "9",
+        "--openings",
+        s(&openings),
+        "--nodes",
+        "300",
+        "--seed",
+        "3",
+    ];
+    args.extend_from_slice(extra);
+    ok(&args);
+}
+
+#[test]
+fn selfplay_shards_merged_are_the_whole_runs_file_byte_for_byte() {
+    let dir = TempDir::new().expect("tmp");
+    let one = dir.path().join("one.pgn");
+    selfplay(&one, &["--concurrency", "2"]);
+    let shards: Vec<PathBuf> = (0..4)
+        .map(|i| {
+            let path = dir.path().join(format!("g{i}.pgn"));
+            selfplay(&path, &["--shard", &format!("{i}/4"), "--concurrency", "1"]);
+            path
+        })
+        .collect();
+    let merged = dir.path().join("merged.pgn");
+    // In any order: the games come out in game order.
+    ok(&[
+        "merge-games",
+        "--pgnout",
+        s(&merged),
+        s(&shards[2]),
+        s(&shards[0]),
+        s(&shards[3]),
+        s(&shards[1]),
+    ]);
+    let (a, b) = (
+        std::fs::read_to_string(&one).expect("one"),
+        std::fs::read_to_string(&merged).expect("merged"),
+    );
+    assert_eq!(a.matches("[Event ").count(), 9);
+    // Byte for byte but the Date tags: a run may cross midnight.
+    let undated = |t: &str| -> String {
+        t.lines()
+            .filter(|l| !l.starts_with("[Date "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(
+        undated(&a),
+        undated(&b),
+        "the merged shards are the whole run's file"
+    );
+
+    let refused = |inputs: &[&PathBuf], why: &str| {
+        let out = dir.path().join("refused.pgn");
+        let mut args = vec!["merge-games", "--pgnout", s(&out)];
+        args.extend(inputs.iter().map(|p| s(p)));
+        let r = run(&args);
+        let stderr = String::from_utf8_lossy(&r.stderr);
+        assert_eq!(r.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(why), "{inputs:?}: {stderr}");
+        assert!(!out.exists(), "nothing written");
+    };
+    refused(
+        &[&shards[0], &shards[1], &shards[3]],
+        "shard 2/4 is missing",
+    );
+    refused(
+        &[&shards[0], &shards[1], &shards[2], &shards[3], &shards[1]],
+        "given twice",
+    );
+    refused(&[&one], "not a selfplay shard's file");
+    // A shard cut short (a killed task): its last game removed.
+    let text = std::fs::read_to_string(&shards[3]).expect("read");
+    let cut = text.rfind("[Event ").expect("games");
+    let short = dir.path().join("short.pgn");
+    std::fs::write(&short, &text[..cut]).expect("write");
+    refused(
+        &[&shards[0], &shards[1], &shards[2], &short],
+        "run the shard to its end",
+    );
+    // The same shard run again finishes the cut file: then it merges.
+    std::fs::write(&shards[3], &text[..cut]).expect("write");
+    selfplay(&shards[3], &["--shard", "3/4", "--concurrency", "1"]);
+    assert_eq!(std::fs::read_to_string(&shards[3]).expect("read"), text);
+}

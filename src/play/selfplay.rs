@@ -10,6 +10,10 @@
 //! wait for the ones before them), one write each, so a killed run keeps a
 //! prefix of the games; a rerun counts the complete games, cuts off a
 //! partial last one and plays on from there.
+//!
+//! `--shard I/N` plays the I-th of N contiguous slices of the game numbers,
+//! each game as the whole run plays it, tagged with its shard; `merge-games`
+//! puts the shards' files together into the whole run's file, byte for byte.
 
 use std::{
     collections::BTreeMap,
@@ -34,6 +38,7 @@ use super::{
 use crate::{
     book::ingest::{Filter, GameStream, RawGame, SkipReason},
     engine::params::Weights,
+    shard::Shard,
 };
 
 /// The Event tag of every game.
@@ -41,6 +46,10 @@ pub const EVENT: &str = "learnbook selfplay";
 
 /// The tag with the settings of the run ([`Config::settings_tag`]).
 pub const SETTINGS_TAG: &str = "Selfplay";
+
+/// The tag of a shard's games ([`Config::shard_tag`]), which `merge-games`
+/// removes.
+pub const SHARD_TAG: &str = "Shard";
 
 /// What `learnbook selfplay` was asked for.
 pub struct Config {
@@ -61,9 +70,29 @@ pub struct Config {
     pub adjudication: Adjudication,
     /// Transposition table per engine, MB.
     pub hash_mb: usize,
+    /// The part of the games this run plays (`--shard`): its contiguous
+    /// slice of the game numbers `0..games`.
+    pub shard: Shard,
 }
 
 impl Config {
+    /// The game numbers this run plays, `[first, end)`.
+    pub fn slice(&self) -> (usize, usize) {
+        self.shard.slice(self.games)
+    }
+
+    /// Games the file holds in the end.
+    pub fn own_games(&self) -> usize {
+        let (first, end) = self.slice();
+        end - first
+    }
+
+    /// The [`SHARD_TAG`] of a shard's games (`None` for a whole run):
+    /// which shard, and of how many games, for `merge-games` to check.
+    pub fn shard_tag(&self) -> Option<String> {
+        (!self.shard.is_whole()).then(|| format!("{} games={}", self.shard, self.games))
+    }
+
     /// The TimeControl tag of every game.
     fn time_control(&self) -> String {
         format!("nodes={}", self.nodes)
@@ -151,7 +180,7 @@ pub fn scan_existing(path: &Path, cfg: &Config, schedule: &Schedule) -> Result<E
                         path.display()
                     );
                 }
-                check_game(cfg, schedule, existing.games, &raw, &tags)
+                check_game(cfg, schedule, cfg.slice().0 + existing.games, &raw, &tags)
                     .with_context(|| format!("{}: game {}", path.display(), existing.games + 1))?;
                 existing.games += 1;
                 existing.keep_bytes = start + text.len() as u64;
@@ -244,7 +273,9 @@ fn check_game(
     let round = (index + 1).to_string();
     let tc = cfg.time_control();
     let settings = cfg.settings_tag();
+    let shard = cfg.shard_tag();
     let expected = [
+        (SHARD_TAG, shard.as_deref()),
         ("Round", Some(round.as_str())),
         ("White", Some(cfg.name.as_str())),
         ("Black", Some(cfg.name.as_str())),
@@ -363,7 +394,8 @@ pub fn run(
         written: existing.games,
         ..Progress::default()
     };
-    if existing.games >= cfg.games {
+    let (first, end) = cfg.slice();
+    if existing.games >= end - first {
         return Ok(Summary {
             existing,
             progress: st,
@@ -377,8 +409,11 @@ pub fn run(
         .context("cannot start the thread pool")?;
     let date = super::runner::today();
     let settings = cfg.settings_tag();
+    let shard_tag = cfg.shard_tag();
+    let mut tags = vec![(SETTINGS_TAG, settings.as_str())];
+    tags.extend(shard_tag.as_deref().map(|t| (SHARD_TAG, t)));
     let limit = Limit::Nodes(cfg.nodes);
-    let next = AtomicUsize::new(existing.games);
+    let next = AtomicUsize::new(first + existing.games);
     let stop = AtomicBool::new(false);
     let (tx, rx) = mpsc::channel::<(usize, GameRecord)>();
     let start = Instant::now();
@@ -392,7 +427,7 @@ pub fn run(
                 let mut black = Builtin::search_only(&cfg.name, cfg.weights.clone(), cfg.hash_mb);
                 while !stop.load(Ordering::Relaxed) && !crate::interrupt::interrupted() {
                     let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= cfg.games {
+                    if i >= end {
                         break;
                     }
                     let opening = &cfg.openings[schedule.opening(i)];
@@ -414,16 +449,12 @@ pub fn run(
         let mut waiting: BTreeMap<usize, GameRecord> = BTreeMap::new();
         for (i, record) in rx {
             waiting.insert(i, record);
-            while let Some(record) = waiting.remove(&st.written) {
+            while let Some(record) = waiting.remove(&(first + st.written)) {
                 if write_error.is_some() {
                     continue;
                 }
-                let text = record.pgn_with_evals(
-                    EVENT,
-                    st.written as u64 + 1,
-                    &date,
-                    &[(SETTINGS_TAG, &settings)],
-                );
+                let round = (first + st.written) as u64 + 1;
+                let text = record.pgn_with_evals(EVENT, round, &date, &tags);
                 if let Err(e) = file.write_all(text.as_bytes()).and_then(|_| file.flush()) {
                     write_error = Some(e);
                     stop.store(true, Ordering::Relaxed);
@@ -447,7 +478,7 @@ pub fn run(
     }
     Ok(Summary {
         existing,
-        interrupted: st.written < cfg.games,
+        interrupted: st.written < end - first,
         progress: st,
     })
 }
@@ -463,7 +494,7 @@ pub fn run_with_progress(cfg: &Config, existing: Existing) -> Result<Summary> {
     use indicatif::{ProgressBar, ProgressStyle};
     use std::io::IsTerminal;
     let bar = if std::io::stderr().is_terminal() {
-        let pb = ProgressBar::new(cfg.games as u64);
+        let pb = ProgressBar::new(cfg.own_games() as u64);
         pb.set_position(existing.games as u64);
         pb.reset_eta();
         pb.set_style(
@@ -477,7 +508,8 @@ pub fn run_with_progress(cfg: &Config, existing: Existing) -> Result<Summary> {
         ProgressBar::hidden()
     };
     let log = bar.is_hidden();
-    let step = (cfg.games / 10).max(1);
+    let games = cfg.own_games();
+    let step = (games / 10).max(1);
     let summary = run(cfg, existing, |st| {
         let [w, d, b] = st.results;
         bar.set_position(st.written as u64);
@@ -485,11 +517,11 @@ pub fn run_with_progress(cfg: &Config, existing: Existing) -> Result<Summary> {
             "{:.2} games/s, +{w} ={d} -{b}",
             st.games_per_second()
         ));
-        if log && (st.written % step == 0 || st.written == cfg.games) {
+        if log && (st.written % step == 0 || st.written == games) {
             eprintln!(
                 "{}/{} games, {:.2} games/s, +{w} ={d} -{b} (White's view)",
                 st.written,
-                cfg.games,
+                games,
                 st.games_per_second()
             );
         }
