@@ -321,6 +321,15 @@ struct AnalyzeArgs {
     book: BookArg,
     #[command(flatten)]
     analysis: AnalysisArgs,
+    /// Analyse shard I of N (0 <= I < N): the positions whose key is I modulo N, into the
+    /// file --out (the book is only read); `merge --book BOOK` with the N files adds them to
+    /// the book. auto/N takes I from SLURM_ARRAY_TASK_ID (less SLURM_ARRAY_TASK_MIN) or
+    /// JOB_COMPLETION_INDEX.
+    #[arg(long, value_name = "I/N", requires = "out")]
+    shard: Option<Shard>,
+    /// The shard's analysis file (created, or resumed if it is this shard's).
+    #[arg(long, value_name = "FILE.sqlite", requires = "shard")]
+    out: Option<PathBuf>,
 }
 
 /// Arguments of `learnbook reevaluate`.
@@ -852,11 +861,23 @@ impl BuildArgs {
 
 impl AnalyzeArgs {
     fn run(self) -> Result<ExitCode> {
-        let AnalyzeArgs { book, analysis } = self;
+        let AnalyzeArgs {
+            book,
+            analysis,
+            shard,
+            out,
+        } = self;
         let opts = analysis.options(true)?;
-        let mut b = Book::open(&book.book)?;
         learnbook::interrupt::stop_on_sigint();
-        let summary = learnbook::analyze::run(&mut b, &opts)?;
+        let summary = match (shard, out) {
+            (Some(shard), Some(out)) => {
+                // Only read: the shards may share the book's file.
+                Book::open(&book.book)?;
+                let b = Book::open_read_only(&book.book)?;
+                learnbook::analyze::run_shard(&b, &opts, shard, &out)?
+            }
+            _ => learnbook::analyze::run(&mut Book::open(&book.book)?, &opts)?,
+        };
         eprint!("{}", summary.report());
         if summary.interrupted {
             return Ok(ExitCode::from(130));

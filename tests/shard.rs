@@ -227,3 +227,72 @@ fn selfplay_shards_merged_are_the_whole_runs_file_byte_for_byte() {
     selfplay(&shards[3], &["--shard", "3/4", "--concurrency", "1"]);
     assert_eq!(std::fs::read_to_string(&shards[3]).expect("read"), text);
 }
+
+#[test]
+fn analysis_shards_added_to_the_book_equal_one_analysis_of_it() {
+    let dir = TempDir::new().expect("tmp");
+    let one = dir.path().join("one.sqlite");
+    ok(&["build", "--book", s(&one), s(&sample())]);
+    let sharded = dir.path().join("sharded.sqlite");
+    std::fs::copy(&one, &sharded).expect("copy");
+    let search = ["--nodes", "1500", "--min-games", "30"];
+    let mut args = vec!["analyze", "--book", s(&one), "--threads", "2"];
+    args.extend_from_slice(&search);
+    ok(&args);
+    let before = std::fs::read(&sharded).expect("read");
+    let files: Vec<PathBuf> = (0..3)
+        .map(|i| {
+            let file = dir.path().join(format!("analysis{i}.sqlite"));
+            let shard = format!("{i}/3");
+            let mut args = vec!["analyze", "--book", s(&sharded), "--threads", "1"];
+            args.extend_from_slice(&search);
+            args.extend_from_slice(&["--shard", &shard, "--out", s(&file)]);
+            ok(&args);
+            file
+        })
+        .collect();
+    assert_eq!(
+        std::fs::read(&sharded).expect("read"),
+        before,
+        "shards only read the book"
+    );
+    let merge = |inputs: &[&PathBuf]| {
+        let mut args = vec!["merge", "--book", s(&sharded)];
+        args.extend(inputs.iter().map(|p| s(p)));
+        run(&args)
+    };
+    let missing = merge(&[&files[0], &files[2]]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("shard 1/3 is missing"));
+    let mixed = merge(&[&files[0], &files[1], &files[2], &one]);
+    assert_eq!(mixed.status.code(), Some(2), "a book among analysis files");
+    ok(&[
+        "merge",
+        "--book",
+        s(&sharded),
+        s(&files[2]),
+        s(&files[0]),
+        s(&files[1]),
+    ]);
+    for table in ["analysis", "positions", "moves"] {
+        assert_eq!(
+            common::differences(&one, &sharded, table, "*"),
+            (0, 0),
+            "{table}: sharded analysis differs"
+        );
+    }
+    assert!(common::count(&one, "SELECT count(*) FROM analysis") > 100);
+    // Another book refuses them.
+    let other = dir.path().join("other.sqlite");
+    build_shard(dir.path(), "other.sqlite", "0/2", &[]);
+    let out = run(&[
+        "merge",
+        "--book",
+        s(&other),
+        s(&files[0]),
+        s(&files[1]),
+        s(&files[2]),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not the book the shards analysed"));
+}

@@ -26,7 +26,13 @@ use shakmaty::{Move, Position as _};
 pub use analyst::{Analyst, EngineChoice};
 pub use targets::Target;
 
-use crate::book::{db::Analysis, keys::MoveCode, Book};
+use crate::book::{
+    db::{analysis_file::AnalysisFile, Analysis},
+    keys::MoveCode,
+    Book,
+};
+use crate::shard::Shard;
+use std::path::Path;
 
 /// How long each search may take.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -147,6 +153,18 @@ pub fn analyse_target(
 /// batches (each its own transaction, with the values it changes), so that
 /// a run killed at any point keeps what it stored and a rerun continues.
 pub fn run_targets(book: &mut Book, todo: Vec<Target>, opts: &Options) -> Result<Summary> {
+    run_targets_into(todo, opts, &mut |batch| {
+        book.store_analysis(batch).map(drop)
+    })
+}
+
+/// [`run_targets`], each batch handed to `store` (the book, or a shard's
+/// analysis file).
+fn run_targets_into(
+    todo: Vec<Target>,
+    opts: &Options,
+    store: &mut dyn FnMut(&[Analysis]) -> Result<()>,
+) -> Result<Summary> {
     let start = Instant::now();
     let engine = opts.engine.label();
     let total = todo.len();
@@ -204,7 +222,7 @@ pub fn run_targets(book: &mut Book, todo: Vec<Target>, opts: &Options) -> Result
             if batch.is_empty() {
                 return Ok(());
             }
-            book.store_analysis(batch)?;
+            store(batch)?;
             for a in batch.iter() {
                 summary.analysed += 1;
                 if a.interior {
@@ -269,6 +287,41 @@ pub fn run(book: &mut Book, opts: &Options) -> Result<Summary> {
     let found = targets::find(book, opts.min_games, &engine, &opts.budget.to_string())?;
     let mut s = run_targets(book, found.todo, opts)?;
     s.already = found.done;
+    Ok(s)
+}
+
+/// `analyze --shard I/N --out FILE`: the targets of `book` whose key the
+/// shard owns, not yet analysed with this engine and budget (in the book
+/// or in the file), searched into the shard's own file; the book is only
+/// read. `merge` adds the N files to the book.
+pub fn run_shard(book: &Book, opts: &Options, shard: Shard, out: &Path) -> Result<Summary> {
+    if opts.min_games == 0 {
+        bail!("--min-games must be at least 1");
+    }
+    let engine = opts.engine.label();
+    let budget = opts.budget.to_string();
+    let analysed = book.fingerprint()?;
+    let mut h = crate::fnv::Fnv64::new();
+    for field in [
+        analysed.as_str(),
+        &engine,
+        &budget,
+        &opts.min_games.to_string(),
+        &shard.count.to_string(),
+    ] {
+        h.write_field(field.as_bytes());
+    }
+    let job = format!("{:016x}", h.finish());
+    let mut file = AnalysisFile::create_or_resume(out, shard, &job, &analysed)?;
+    let found = targets::find(book, opts.min_games, &engine, &budget)?;
+    let in_file = file.keys()?;
+    let (todo, done): (Vec<Target>, Vec<Target>) = found
+        .todo
+        .into_iter()
+        .filter(|t| shard.owns(t.key.0))
+        .partition(|t| !in_file.contains(&t.key));
+    let mut s = run_targets_into(todo, opts, &mut |batch| file.store(batch))?;
+    s.already = done.len();
     Ok(s)
 }
 

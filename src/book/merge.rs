@@ -12,6 +12,7 @@ use std::{
 
 use anyhow::{bail, Context, Result};
 
+use super::db::analysis_file::AnalysisFile;
 use super::db::merge::MergedShard;
 use super::db::{Book, BookSettings};
 use crate::atomic_file;
@@ -24,11 +25,19 @@ pub struct MergeSummary {
     pub seconds: f64,
     /// Wall time of adding the rows, and of parent links and values.
     pub phases: Vec<(&'static str, f64)>,
+    /// Analysis files added (`analyze --shard`): files, positions.
+    pub analysis: Option<(usize, usize)>,
 }
 
 impl MergeSummary {
     pub fn report(&self) -> String {
         let mut s = String::new();
+        if let Some((files, rows)) = self.analysis {
+            return format!(
+                "added the analysis of {files} shards: {rows} positions, in {:.2} s\n",
+                self.seconds
+            );
+        }
         for (path, m) in &self.inputs {
             s.push_str(&format!(
                 "{}: {} positions, {} moves, {} games ({} already in the book)\n",
@@ -67,6 +76,23 @@ pub fn merge_books(
     let start = Instant::now();
     if shards.is_empty() {
         bail!("no books to merge");
+    }
+    let mut analysis = Vec::new();
+    for s in shards {
+        if let Some(file) = AnalysisFile::open(s)? {
+            analysis.push((s.display().to_string(), file));
+        }
+    }
+    if !analysis.is_empty() {
+        if analysis.len() != shards.len() {
+            bail!("analysis files (analyze --shard) are added to a book on their own: give them without books");
+        }
+        let rows = add_analysis_files(out, &analysis)?;
+        return Ok(MergeSummary {
+            analysis: Some((analysis.len(), rows)),
+            seconds: start.elapsed().as_secs_f64(),
+            ..MergeSummary::default()
+        });
     }
     let mut inputs: Vec<PathBuf> = Vec::new();
     if out.exists() {
@@ -123,6 +149,35 @@ pub fn merge_books(
     pending.commit()?;
     summary.seconds = start.elapsed().as_secs_f64();
     Ok(summary)
+}
+
+/// Adds the analysis files of every shard of one `analyze --shard` job to
+/// the book they analysed, in one transaction; returns the positions added.
+fn add_analysis_files(out: &Path, files: &[(String, AnalysisFile)]) -> Result<usize> {
+    let (first_name, first) = &files[0];
+    if let Some((name, _)) = files.iter().find(|(_, f)| f.job != first.job) {
+        bail!(
+            "{name} and {first_name} are the analysis of different jobs (another book, engine, \
+             budget, --min-games or number of shards)"
+        );
+    }
+    crate::shard::check_complete(files.iter().map(|(name, f)| (f.shard, name.as_str())))?;
+    let mut book = Book::open(out)?;
+    let analysed = book.fingerprint()?;
+    if analysed != first.book {
+        bail!(
+            "{} is not the book the shards analysed (it holds other games): add the analysis \
+             to that book",
+            out.display()
+        );
+    }
+    let mut rows = Vec::new();
+    for (name, f) in files {
+        rows.extend(f.rows().with_context(|| format!("reading {name}"))?);
+    }
+    book.store_analysis(&rows)
+        .context("adding the analysis to the book")?;
+    Ok(rows.len())
 }
 
 /// The inputs that are shards (`build --shard`) must be every shard of

@@ -17,6 +17,7 @@
 //! * `learn`: `add_game`, one game in one transaction;
 //! * `bulk`: `build`'s aggregate of many games, written at once;
 //! * `analysis`: search scores (`analyze`);
+//! * `analysis_file`: a shard's search scores in a file of its own (`analyze --shard`);
 //! * `explore`: the explorer's data: game headers, rating sums, top games;
 //! * `import`: the moves of a Polyglot book;
 //! * `merge`: another book's rows added to this one (`merge`);
@@ -28,6 +29,7 @@
 //! re-export from here), so that no two files import each other.
 
 pub mod analysis;
+pub mod analysis_file;
 pub mod book;
 pub mod bulk;
 mod cache;
