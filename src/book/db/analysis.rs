@@ -32,29 +32,57 @@ pub struct Analysis {
     pub budget: String,
 }
 
+/// The columns of `analysis`, as [`analysis_from_row`] reads them.
+pub(super) const ANALYSIS_COLUMNS: &str =
+    "key, score, depth, interior, deviation, dev_move, dev_depth, book_moves, engine, budget";
+
+/// Stores a row of `analysis` (replacing the position's older one).
+pub(super) const INSERT_ANALYSIS: &str =
+    "INSERT OR REPLACE INTO analysis(key, score, depth, interior, deviation, dev_move, dev_depth, book_moves, engine, budget)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
+
+/// Runs [`INSERT_ANALYSIS`] for `a`.
+pub(super) fn insert_analysis(stmt: &mut rusqlite::Statement<'_>, a: &Analysis) -> Result<()> {
+    stmt.execute(params![
+        a.key,
+        a.score,
+        a.depth,
+        a.interior,
+        a.deviation,
+        a.dev_move.map(|m| m.0),
+        a.dev_depth,
+        a.book_moves,
+        a.engine,
+        a.budget
+    ])?;
+    Ok(())
+}
+
+/// A row selected with [`ANALYSIS_COLUMNS`].
+pub(super) fn analysis_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Analysis> {
+    Ok(Analysis {
+        key: r.get(0)?,
+        score: r.get(1)?,
+        depth: r.get(2)?,
+        interior: r.get(3)?,
+        deviation: r.get(4)?,
+        dev_move: r.get::<_, Option<u16>>(5)?.map(MoveCode),
+        dev_depth: r.get(6)?,
+        book_moves: r.get(7)?,
+        engine: r.get(8)?,
+        budget: r.get(9)?,
+    })
+}
+
 impl Book {
     /// The stored analysis of a position.
     pub fn analysis(&self, key: Key) -> Result<Option<Analysis>> {
         Ok(self
             .conn
-            .prepare_cached(
-                "SELECT key, score, depth, interior, deviation, dev_move, dev_depth, book_moves, engine, budget
-                 FROM analysis WHERE key = ?1",
-            )?
-            .query_row([key], |r| {
-                Ok(Analysis {
-                    key: r.get(0)?,
-                    score: r.get(1)?,
-                    depth: r.get(2)?,
-                    interior: r.get(3)?,
-                    deviation: r.get(4)?,
-                    dev_move: r.get::<_, Option<u16>>(5)?.map(MoveCode),
-                    dev_depth: r.get(6)?,
-                    book_moves: r.get(7)?,
-                    engine: r.get(8)?,
-                    budget: r.get(9)?,
-                })
-            })
+            .prepare_cached(&format!(
+                "SELECT {ANALYSIS_COLUMNS} FROM analysis WHERE key = ?1"
+            ))?
+            .query_row([key], analysis_from_row)
             .optional()?)
     }
 
@@ -100,23 +128,9 @@ impl Book {
         // A search score changes a tail position's value: rows first.
         materialize_keys(&tx, &params, rows.iter().map(|a| a.key))?;
         {
-            let mut stmt = tx.prepare_cached(
-                "INSERT OR REPLACE INTO analysis(key, score, depth, interior, deviation, dev_move, dev_depth, book_moves, engine, budget)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-            )?;
+            let mut stmt = tx.prepare_cached(INSERT_ANALYSIS)?;
             for a in rows {
-                stmt.execute(params![
-                    a.key,
-                    a.score,
-                    a.depth,
-                    a.interior,
-                    a.deviation,
-                    a.dev_move.map(|m| m.0),
-                    a.dev_depth,
-                    a.book_moves,
-                    a.engine,
-                    a.budget
-                ])?;
+                insert_analysis(&mut stmt, a)?;
             }
         }
         // The cached nodes do not know the new scores.

@@ -11,9 +11,12 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::analysis::Analysis;
+use super::analysis::{
+    analysis_from_row, insert_analysis, Analysis, ANALYSIS_COLUMNS, INSERT_ANALYSIS,
+};
 use super::book::Book;
-use crate::book::keys::{Key, KeySet, MoveCode};
+use super::schema::SCHEMA;
+use crate::book::keys::{Key, KeySet};
 use crate::shard::Shard;
 
 /// The `meta` value of `kind` that marks an analysis file.
@@ -30,22 +33,6 @@ pub struct AnalysisFile {
     pub book: String,
 }
 
-const TABLES: &str = "
-CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS analysis(
-    key INTEGER PRIMARY KEY,
-    score INTEGER NOT NULL,
-    depth INTEGER NOT NULL,
-    interior INTEGER NOT NULL,
-    deviation INTEGER,
-    dev_move INTEGER,
-    dev_depth INTEGER,
-    book_moves INTEGER NOT NULL,
-    engine TEXT NOT NULL,
-    budget TEXT NOT NULL
-);
-";
-
 impl AnalysisFile {
     /// Opens the file of `shard` of job `job`, creating it if missing; an
     /// existing file must be that shard of that job.
@@ -60,7 +47,8 @@ impl AnalysisFile {
         conn.busy_timeout(std::time::Duration::from_secs(30))?;
         conn.pragma_update(None, "journal_mode", "WAL")
             .with_context(|| format!("{} is not an analysis file", path.display()))?;
-        conn.execute_batch(TABLES)
+        // A book's tables, of which it fills `meta` and `analysis`.
+        conn.execute_batch(SCHEMA)
             .with_context(|| format!("{} is not an analysis file", path.display()))?;
         let meta = |k: &str| -> Result<Option<String>> {
             Ok(conn
@@ -135,23 +123,9 @@ impl AnalysisFile {
     pub fn store(&mut self, rows: &[Analysis]) -> Result<()> {
         let tx = self.conn.transaction()?;
         {
-            let mut stmt = tx.prepare_cached(
-                "INSERT OR REPLACE INTO analysis(key, score, depth, interior, deviation, dev_move, dev_depth, book_moves, engine, budget)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-            )?;
+            let mut stmt = tx.prepare_cached(INSERT_ANALYSIS)?;
             for a in rows {
-                stmt.execute(params![
-                    a.key,
-                    a.score,
-                    a.depth,
-                    a.interior,
-                    a.deviation,
-                    a.dev_move.map(|m| m.0),
-                    a.dev_depth,
-                    a.book_moves,
-                    a.engine,
-                    a.budget
-                ])?;
+                insert_analysis(&mut stmt, a)?;
             }
         }
         tx.commit()?;
@@ -160,24 +134,10 @@ impl AnalysisFile {
 
     /// Every row of the file.
     pub fn rows(&self) -> Result<Vec<Analysis>> {
-        let mut stmt = self.conn.prepare(
-            "SELECT key, score, depth, interior, deviation, dev_move, dev_depth, book_moves, engine, budget
-             FROM analysis ORDER BY key",
-        )?;
-        let rows = stmt.query_map([], |r| {
-            Ok(Analysis {
-                key: r.get(0)?,
-                score: r.get(1)?,
-                depth: r.get(2)?,
-                interior: r.get(3)?,
-                deviation: r.get(4)?,
-                dev_move: r.get::<_, Option<u16>>(5)?.map(MoveCode),
-                dev_depth: r.get(6)?,
-                book_moves: r.get(7)?,
-                engine: r.get(8)?,
-                budget: r.get(9)?,
-            })
-        })?;
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT {ANALYSIS_COLUMNS} FROM analysis ORDER BY key"
+        ))?;
+        let rows = stmt.query_map([], analysis_from_row)?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 }
