@@ -78,7 +78,8 @@ pub fn merge_books(
         bail!("no books to merge");
     }
     let mut analysis = Vec::new();
-    for s in shards {
+    // (A missing input is named below.)
+    for s in shards.iter().filter(|s| s.exists()) {
         if let Some(file) = AnalysisFile::open(s)? {
             analysis.push((s.display().to_string(), file));
         }
