@@ -6,24 +6,27 @@
 //! number of games), each once. The games are written in game order with
 //! their shard tag removed, so the result is the file one unsharded run
 //! writes, byte for byte. It is written beside the output and renamed into
-//! place: a failed merge writes nothing.
+//! place: a failed merge writes nothing. The files are read a game at a
+//! time (twice: checked, then copied), so their size does not matter.
 
-use std::path::{Path, PathBuf};
+use std::{
+    fs::File,
+    io::{BufRead, BufReader, Write},
+    path::{Path, PathBuf},
+};
 
 use anyhow::{anyhow, bail, Context, Result};
 
 use super::selfplay::{SETTINGS_TAG, SHARD_TAG};
 use crate::shard::{check_complete, Shard};
 
-/// One shard's file, read.
+/// One shard's file, checked.
 struct ShardFile {
     path: PathBuf,
     shard: Shard,
     /// The run's number of games.
     games: usize,
     settings: String,
-    /// Each game's text without its shard tag.
-    texts: Vec<String>,
 }
 
 /// What [`merge_games`] wrote.
@@ -33,14 +36,15 @@ pub struct Merged {
     pub shards: u32,
 }
 
-/// Merges the shard files `inputs` into `out`.
+/// Merges the shard files `inputs` into `out`: a first pass checks every
+/// file, a second copies the games; one game is in memory at a time.
 pub fn merge_games(out: &Path, inputs: &[PathBuf]) -> Result<Merged> {
     if inputs.is_empty() {
         bail!("no shard files to merge");
     }
     let mut files: Vec<ShardFile> = inputs
         .iter()
-        .map(|p| read_shard_file(p).with_context(|| format!("reading {}", p.display())))
+        .map(|p| check_shard_file(p).with_context(|| format!("reading {}", p.display())))
         .collect::<Result<_>>()?;
     let first = &files[0];
     for f in &files[1..] {
@@ -56,92 +60,119 @@ pub fn merge_games(out: &Path, inputs: &[PathBuf]) -> Result<Merged> {
     let names: Vec<String> = files.iter().map(|f| f.path.display().to_string()).collect();
     check_complete(files.iter().zip(&names).map(|(f, n)| (f.shard, n.as_str())))?;
     files.sort_by_key(|f| f.shard.index);
-    let total = files[0].games;
-    let mut text = String::new();
-    for f in &files {
-        text.extend(f.texts.iter().map(String::as_str));
-    }
-    crate::atomic_file::write(out, text.as_bytes())?;
+    crate::atomic_file::write_with(out, |w| {
+        for f in &files {
+            let line = format!("[{SHARD_TAG} \"{}\"]\n", shard_tag(f.shard, f.games));
+            for_each_game(&f.path, |_, game| {
+                w.write_all(game.replacen(&line, "", 1).as_bytes())
+                    .map_err(anyhow::Error::from)
+            })
+            .map_err(|e| std::io::Error::other(format!("{}: {e:#}", f.path.display())))?;
+        }
+        Ok(())
+    })?;
     Ok(Merged {
-        games: total,
+        games: files[0].games,
         shards: files.len() as u32,
     })
 }
 
-/// Reads a shard's file: every game's tags checked against the first's,
-/// the rounds its whole slice in order.
-fn read_shard_file(path: &Path) -> Result<ShardFile> {
-    let text = std::fs::read_to_string(path)?;
-    let mut games: Vec<&str> = Vec::new();
-    let mut start = None;
-    let mut at = 0;
-    for line in text.split_inclusive('\n') {
-        if line.starts_with("[Event ") {
-            if let Some(s) = start {
-                games.push(&text[s..at]);
+/// The value of the shard tag of shard `shard` of a run of `games` games.
+fn shard_tag(shard: Shard, games: usize) -> String {
+    format!("{shard} games={games}")
+}
+
+/// Calls `f(index, text)` for each game of the file, in order (the text
+/// from its `[Event` line to the next game's).
+fn for_each_game(path: &Path, mut f: impl FnMut(usize, &str) -> Result<()>) -> Result<()> {
+    let mut reader = BufReader::new(File::open(path)?);
+    let (mut line, mut game, mut index) = (String::new(), String::new(), 0);
+    loop {
+        line.clear();
+        let n = reader.read_line(&mut line)?;
+        if n == 0 || line.starts_with("[Event ") {
+            if !game.is_empty() {
+                f(index, &game)?;
+                index += 1;
+                game.clear();
             }
-            start = Some(at);
-        } else if start.is_none() && !line.trim().is_empty() {
+            if n == 0 {
+                return Ok(());
+            }
+        } else if game.is_empty() && !line.trim().is_empty() {
             bail!("text before the first game: not a file that selfplay wrote");
         }
-        at += line.len();
+        if !(game.is_empty() && line.trim().is_empty()) {
+            game.push_str(&line);
+        }
     }
-    if let Some(s) = start {
-        games.push(&text[s..]);
-    }
-    let Some(first) = games.first() else {
-        bail!("no games (a shard that has not run yet?)");
-    };
-    let shard_value = tag(first, SHARD_TAG)
-        .ok_or_else(|| anyhow!("no {SHARD_TAG} tag: not a selfplay shard's file"))?;
-    let (shard, games_total) = parse_shard_tag(&shard_value)?;
-    let settings = tag(first, SETTINGS_TAG)
-        .ok_or_else(|| anyhow!("no {SETTINGS_TAG} tag: not a file that selfplay wrote"))?;
-    let (from, end) = shard.slice(games_total);
-    let mut texts = Vec::with_capacity(games.len());
-    for (i, game) in games.iter().enumerate() {
+}
+
+/// Checks a shard's file: every game's tags as the first's, the rounds its
+/// whole slice in order, every game complete.
+fn check_shard_file(path: &Path) -> Result<ShardFile> {
+    let mut found: Option<ShardFile> = None;
+    let mut count = 0;
+    for_each_game(path, |i, game| {
+        let (shard_value, settings) = (tag(game, SHARD_TAG), tag(game, SETTINGS_TAG));
+        let file = match &found {
+            Some(f) => f,
+            None => {
+                let value = shard_value
+                    .as_deref()
+                    .ok_or_else(|| anyhow!("no {SHARD_TAG} tag: not a selfplay shard's file"))?;
+                let (shard, games) = parse_shard_tag(value)?;
+                let settings = settings.clone().ok_or_else(|| {
+                    anyhow!("no {SETTINGS_TAG} tag: not a file that selfplay wrote")
+                })?;
+                found.insert(ShardFile {
+                    path: path.to_path_buf(),
+                    shard,
+                    games,
+                    settings,
+                })
+            }
+        };
         if !game.ends_with("\n\n") {
             bail!(
                 "game {} is incomplete: run the shard again to finish it",
                 i + 1
             );
         }
+        let from = file.shard.slice(file.games).0;
         let round = tag(game, "Round").and_then(|r| r.parse::<usize>().ok());
         if round != Some(from + i + 1) {
             bail!(
-                "game {} has round {:?} where shard {shard} has round {}",
+                "game {} has round {round:?} where shard {} has round {}",
                 i + 1,
-                round,
+                file.shard,
                 from + i + 1
             );
         }
-        if tag(game, SHARD_TAG).as_deref() != Some(&shard_value)
-            || tag(game, SETTINGS_TAG).as_deref() != Some(&settings)
+        if shard_value.as_deref() != Some(shard_tag(file.shard, file.games).as_str())
+            || settings.as_deref() != Some(file.settings.as_str())
         {
             bail!(
                 "game {} has other {SHARD_TAG} or {SETTINGS_TAG} tags than the first",
                 i + 1
             );
         }
-        let line = format!("[{SHARD_TAG} \"{shard_value}\"]\n");
-        texts.push(game.replacen(&line, "", 1));
-    }
-    if texts.len() != end - from {
+        count += 1;
+        Ok(())
+    })?;
+    let Some(file) = found else {
+        bail!("no games (a shard that has not run yet?)");
+    };
+    let (from, end) = file.shard.slice(file.games);
+    if count != end - from {
         bail!(
-            "holds {} of shard {shard}'s {} games (rounds {} to {}): run the shard to its end",
-            texts.len(),
+            "holds {count} of shard {}'s {} games (rounds {} to {end}): run the shard to its end",
+            file.shard,
             end - from,
             from + 1,
-            end
         );
     }
-    Ok(ShardFile {
-        path: path.to_path_buf(),
-        shard,
-        games: games_total,
-        settings,
-        texts,
-    })
+    Ok(file)
 }
 
 /// `I/N games=G` back into the shard and G.
