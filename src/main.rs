@@ -125,6 +125,11 @@ enum Command {
     /// the book; their other children get a search score. Resumable: positions
     /// already analysed with this engine and budget are skipped.
     Analyze(AnalyzeArgs),
+    /// Grow the book without games (Lincke's drop-out expansion): repeatedly expand the
+    /// position whose engine answer is most likely to change the choice at the root,
+    /// adding its best moves outside the book as engine moves, searched, and
+    /// re-evaluating at once. Resumable: an expanded position is never expanded again.
+    Grow(GrowArgs),
     /// Recompute every value from scratch.
     Reevaluate(ReevaluateArgs),
     /// Write a Polyglot .bin book.
@@ -330,6 +335,59 @@ struct AnalyzeArgs {
     /// The shard's analysis file (created, or resumed if it is this shard's).
     #[arg(long, value_name = "FILE.sqlite", requires = "shard")]
     out: Option<PathBuf>,
+}
+
+/// Arguments of `learnbook grow`.
+#[derive(Args)]
+struct GrowArgs {
+    #[command(flatten)]
+    book: BookArg,
+    /// Nodes per search.
+    #[arg(long, conflicts_with = "movetime", default_value_t = learnbook::analyze::DEFAULT_NODES)]
+    nodes: u64,
+    /// Milliseconds per search, instead of --nodes.
+    #[arg(long)]
+    movetime: Option<u64>,
+    /// Positions expanded in parallel, one engine each (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// The engine: builtin (the search core) or a UCI engine, as for `analyze --engine`.
+    #[arg(long)]
+    engine: Option<String>,
+    /// Stop after this many expansions (default 100 when --time is not given).
+    #[arg(long)]
+    expansions: Option<usize>,
+    /// Stop after this long: 90s, 30m, 2h.
+    #[arg(long, value_parser = parse_duration)]
+    time: Option<std::time::Duration>,
+    /// Weight of the value a move gives up against one ply of depth: large goes deep
+    /// along the book's choices, small goes broad.
+    #[arg(long, default_value_t = learnbook::analyze::grow::DEFAULT_ALPHA)]
+    alpha: f64,
+    /// Engine moves added at each expanded position.
+    #[arg(long, default_value_t = learnbook::analyze::grow::DEFAULT_WIDTH)]
+    width: usize,
+    /// Grow below the position after these moves (UCI, space separated): "e2e4 c7c5".
+    #[arg(long, value_name = "MOVES")]
+    from: Option<String>,
+}
+
+/// `90`, `90s`, `30m`, `2h` as a duration.
+fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let (n, unit) = match s.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => s.split_at(i),
+        None => (s, "s"),
+    };
+    let n: u64 = n
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration (90s, 30m, 2h)"))?;
+    let secs = match unit {
+        "s" => n,
+        "m" => n * 60,
+        "h" => n * 3600,
+        _ => return Err(format!("{s:?} is not a duration (90s, 30m, 2h)")),
+    };
+    Ok(std::time::Duration::from_secs(secs))
 }
 
 /// Arguments of `learnbook reevaluate`.
@@ -777,6 +835,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Build(args) => args.run(),
         Command::Analyze(args) => args.run(),
+        Command::Grow(args) => args.run(),
         Command::Merge(args) => args.run(),
         Command::Learn(args) => args.run(),
         Command::Show(args) => args.run(),
@@ -878,6 +937,42 @@ impl AnalyzeArgs {
             }
             _ => learnbook::analyze::run(&mut Book::open(&book.book)?, &opts)?,
         };
+        eprint!("{}", summary.report());
+        if summary.interrupted {
+            return Ok(ExitCode::from(130));
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+impl GrowArgs {
+    fn run(self) -> Result<ExitCode> {
+        use learnbook::analyze::grow;
+        let analysis = AnalysisArgs {
+            nodes: self.nodes,
+            movetime: self.movetime,
+            threads: self.threads,
+            min_games: learnbook::analyze::DEFAULT_MIN_GAMES,
+            engine: self.engine,
+        }
+        .options(true)?;
+        let opts = grow::Options {
+            analysis,
+            alpha: self.alpha,
+            width: self.width,
+            expansions: match (self.expansions, self.time) {
+                (None, None) => Some(100),
+                (e, _) => e,
+            },
+            time: self.time,
+            from: self
+                .from
+                .as_deref()
+                .map(|l| l.split_whitespace().map(str::to_string).collect())
+                .unwrap_or_default(),
+        };
+        learnbook::interrupt::stop_on_sigint();
+        let summary = grow::run(&mut Book::open(&self.book.book)?, &opts)?;
         eprint!("{}", summary.report());
         if summary.interrupted {
             return Ok(ExitCode::from(130));

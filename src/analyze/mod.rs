@@ -8,15 +8,13 @@
 //! search; neither `book` nor `engine` knows of the other.
 
 pub mod analyst;
+pub mod grow;
+pub mod pool;
 pub mod quality;
 pub mod targets;
 
 use std::{
     io::IsTerminal,
-    sync::{
-        atomic::{AtomicBool, AtomicUsize, Ordering},
-        mpsc,
-    },
     time::{Duration, Instant},
 };
 
@@ -120,6 +118,7 @@ pub fn analyse_target(
         book_moves: t.book_moves.len() as u32,
         engine: engine.to_string(),
         budget: budget.to_string(),
+        grown: None,
     };
     if t.interior {
         let outside: Vec<Move> = t
@@ -169,53 +168,21 @@ fn run_targets_into(
     let engine = opts.engine.label();
     let total = todo.len();
     let mut summary = Summary::default();
-    let next = AtomicUsize::new(0);
-    let stop = AtomicBool::new(false);
-    let (tx, rx) = mpsc::channel::<Result<Analysis>>();
     let bar = progress_bar(opts.progress, total as u64);
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(opts.threads.max(1))
-        .build()
-        .context("cannot start the analysis threads")?;
     let mut failure: Option<anyhow::Error> = None;
     let mut stored = 0usize;
-    pool.in_place_scope(|scope| {
-        for _ in 0..opts.threads.max(1) {
-            let tx = tx.clone();
-            let (next, stop, todo, engine) = (&next, &stop, &todo, &engine);
-            scope.spawn(move |_| {
-                let mut analyst = match opts.engine.start(opts.budget) {
-                    Ok(a) => a,
-                    Err(e) => {
-                        let _ = tx.send(Err(e));
-                        return;
-                    }
-                };
-                loop {
-                    if stop.load(Ordering::SeqCst) || crate::interrupt::interrupted() {
-                        return;
-                    }
-                    let i = next.fetch_add(1, Ordering::SeqCst);
-                    let Some(t) = todo.get(i) else { return };
-                    let r = analyse_target(analyst.as_mut(), t, engine, opts.budget).with_context(
-                        || {
-                            format!(
-                                "analysing {}",
-                                shakmaty::fen::Fen::from_position(
-                                    &t.pos,
-                                    shakmaty::EnPassantMode::Legal
-                                )
-                            )
-                        },
-                    );
-                    let failed = r.is_err();
-                    if tx.send(r).is_err() || failed {
-                        return;
-                    }
-                }
-            });
+    let work = |a: &mut dyn Analyst, t: &Target| {
+        analyse_target(a, t, &engine, opts.budget).with_context(|| {
+            format!(
+                "analysing {}",
+                shakmaty::fen::Fen::from_position(&t.pos, shakmaty::EnPassantMode::Legal)
+            )
+        })
+    };
+    pool::run(&opts.engine, opts.budget, opts.threads, &work, |pool| {
+        for t in &todo {
+            pool.submit(t);
         }
-        drop(tx);
         let mut batch = Vec::new();
         let mut last = Instant::now();
         let mut flush = |batch: &mut Vec<Analysis>, summary: &mut Summary| -> Result<()> {
@@ -234,7 +201,13 @@ fn run_targets_into(
             batch.clear();
             Ok(())
         };
-        for r in rx {
+        while stored < total && failure.is_none() {
+            let r = match pool.next(Duration::from_millis(500)) {
+                Ok(Some(r)) => r,
+                // A timeout: on Ctrl-C the workers stop taking jobs.
+                Ok(None) if !crate::interrupt::interrupted() => continue,
+                Ok(None) | Err(()) => break,
+            };
             match r {
                 Ok(a) => {
                     batch.push(a);
@@ -248,18 +221,20 @@ fn run_targets_into(
                     }
                 }
                 Err(e) => {
-                    stop.store(true, Ordering::SeqCst);
+                    pool.stop();
                     failure.get_or_insert(e);
                 }
             }
             if batch.len() >= opts.batch || last.elapsed() > Duration::from_secs(5) {
                 if let Err(e) = flush(&mut batch, &mut summary) {
-                    stop.store(true, Ordering::SeqCst);
+                    pool.stop();
                     failure.get_or_insert(e);
                 }
                 last = Instant::now();
             }
         }
+        // What the workers finish after a stop is stored too.
+        batch.extend(pool.finish().into_iter().filter_map(Result::ok));
         if let Err(e) = flush(&mut batch, &mut summary) {
             failure.get_or_insert(e);
         }

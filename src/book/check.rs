@@ -13,7 +13,7 @@
 //!   games equal what the games replayed give, and every game's moves are
 //!   the whole game.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use anyhow::Result;
 
@@ -61,6 +61,8 @@ pub fn check(book: &Book) -> Result<CheckReport> {
     let linked = book.parent_links()?;
     let mut incoming: HashMap<Key, Counts> = HashMap::new();
     let mut outgoing: HashMap<Key, Counts> = HashMap::new();
+    // Positions an engine move leads to: the only rows without games.
+    let mut grown_into: HashSet<Key> = HashSet::new();
     book.for_each_move(|m| {
         report.moves += 1;
         let (parent, c) = (m.parent, m.counts);
@@ -76,6 +78,9 @@ pub fn check(book: &Book) -> Result<CheckReport> {
             }
             if !linked.contains(&(child, parent)) {
                 report.problem(format!("move {parent} -> {child} has no parent link"));
+            }
+            if m.grown {
+                grown_into.insert(child);
             }
             incoming.entry(child).or_default().add(c);
         }
@@ -98,6 +103,19 @@ pub fn check(book: &Book) -> Result<CheckReport> {
                 "{}: games leaving {out:?} exceed its count {:?}",
                 n.key, n.counts
             ));
+        }
+        if n.counts.total() == 0 && n.depth.is_some() {
+            if !grown_into.contains(&n.key) {
+                report.problem(format!(
+                    "{}: a position without games that no engine move leads to",
+                    n.key
+                ));
+            } else if n.search.is_none() {
+                report.problem(format!(
+                    "{}: an engine move's position without a search score",
+                    n.key
+                ));
+            }
         }
         starts.white += n.counts.white - inc.white;
         starts.draws += n.counts.draws - inc.draws;

@@ -247,7 +247,7 @@ fn explore_in(book: &Book, pos: &Chess) -> Result<Explored> {
             },
         })
     });
-    let has_games = moves.iter().any(|m| m.child_games > 0);
+    let has_games = moves.iter().any(|m| m.child_games > 0 || m.child_engine);
     Ok(Explored {
         key,
         in_book: true,

@@ -191,6 +191,23 @@ impl NodeInfo {
     fn analysed_leaf(&self) -> bool {
         self.search.is_some() && self.deviation.is_none()
     }
+
+    /// A position no game reached, in the book through an engine move
+    /// (`learnbook grow`): its search score is all its evidence.
+    pub fn engine_only(&self) -> bool {
+        self.counts.total() == 0 && self.search.is_some() && self.depth.is_some()
+    }
+
+    /// The games `v(n)` counts as where a parent weighs it: `N`, or `S` for
+    /// a position without games that `grow` expanded (its value is the
+    /// minimax of searched moves, as good as a search score).
+    fn value_weight(&self, p: &ValueParams) -> f64 {
+        if self.engine_only() && self.deviation.is_some() {
+            p.search_games
+        } else {
+            f64::from(self.counts.total())
+        }
+    }
 }
 
 /// `q(parent -> child)`, from the parent's side to move; `None` when the
@@ -203,7 +220,7 @@ pub fn edge_value(parent_depth: Option<u32>, child: &NodeInfo, p: &ValueParams) 
     }
     let s = child.stats_value(p);
     if cd > pd && !child.analysed_leaf() {
-        let n = f64::from(child.counts.total());
+        let n = child.value_weight(p);
         Some(0.0 - (n * child.value + p.prior_games * s) / (n + p.prior_games))
     } else {
         Some(0.0 - s)
@@ -235,20 +252,32 @@ pub struct Choice {
     pub exact: bool,
     /// Every game through the move was lost by the side that played it.
     pub all_lost: bool,
+    /// An engine move to a position no game reached ([`NodeInfo::engine_only`]):
+    /// ranked as the searched deviation is.
+    pub engine: bool,
 }
 
 impl Choice {
     /// `q - Z / sqrt(N_c + 1) + B ln((P_c + 1) / (P + 1))`, `P` the points
     /// of the parent's side to move through it: the score moves are ranked by.
+    /// An engine move without games is scored as a deviation
+    /// ([`deviation_score`]): its evidence is a search, not games.
     pub fn score(&self, parent_points: u32, p: &ValueParams) -> f64 {
         if self.exact {
             self.q
+        } else if self.engine {
+            deviation_score(self.q, parent_points, p)
         } else {
             let n = f64::from(self.games) + 1.0;
             let share =
                 ((f64::from(self.points) + 1.0) / (f64::from(parent_points) + 1.0)).min(1.0);
             self.q - p.evidence_penalty / n.sqrt() + p.popularity * share.ln()
         }
+    }
+
+    /// An option at all: a move with games not all lost, or an engine move.
+    fn rankable(&self) -> bool {
+        (self.games > 0 || self.engine) && !self.all_lost
     }
 }
 
@@ -270,7 +299,7 @@ fn ranked<'a>(
     p: &ValueParams,
 ) -> Option<(f64, &'a Choice)> {
     let mut best: Option<(f64, &Choice)> = None;
-    for c in choices.into_iter().filter(|c| c.games > 0 && !c.all_lost) {
+    for c in choices.into_iter().filter(|c| c.rankable()) {
         let score = c.score(parent_points, p);
         let better = match best {
             None => true,
@@ -304,7 +333,7 @@ pub fn choose(
     let top = ranked(choices, parent_points, p);
     let mut prior = choices
         .iter()
-        .filter(|c| c.games > 0 && !c.all_lost)
+        .filter(|c| c.rankable())
         .map(|c| c.score(parent_points, p) - c.q)
         .fold(f64::NEG_INFINITY, f64::max);
     match deviation {
@@ -364,6 +393,7 @@ fn choice(node: &NodeInfo, mv: MoveCode, child: &NodeInfo, p: &ValueParams) -> O
         points: node.white_to_move().map_or(0, |w| child.points_for(w)),
         exact: child.exact.is_some(),
         all_lost: all_lost(node, child),
+        engine: child.engine_only(),
     })
 }
 
@@ -380,7 +410,7 @@ pub fn option_weights(
     let analysed = parent.deviation.is_some();
     let mut scored: Vec<(Option<MoveCode>, f64)> = choices
         .iter()
-        .filter(|c| c.games > 0 && !c.all_lost && (analysed || c.q >= p.deviation))
+        .filter(|c| c.rankable() && (analysed || c.q >= p.deviation))
         .map(|c| (Some(c.mv), c.score(points, p)))
         .collect();
     if scored.is_empty() {
@@ -677,6 +707,7 @@ mod tests {
             points: 100,
             exact: false,
             all_lost: false,
+            engine: false,
         };
         let lucky = Choice {
             mv: MoveCode(20),
@@ -685,6 +716,7 @@ mod tests {
             points: 2,
             exact: false,
             all_lost: false,
+            engine: false,
         };
         assert_eq!(
             best_choice(&[lucky, solid], 200, None, &p),
@@ -702,6 +734,7 @@ mod tests {
             points: 20,
             exact: false,
             all_lost: false,
+            engine: false,
         };
         assert_eq!(best_choice(&[bad], 60, None, &p), None);
     }

@@ -74,10 +74,14 @@ pub fn show(book: &Book, pos: &Chess) -> Result<String> {
     });
     for m in rows {
         let mark = if Some(m.mv) == best { "*" } else { " " };
-        let san =
+        let mut san =
             m.mv.to_move(pos)
                 .map(|mv| shakmaty::san::San::from_move(pos, mv).to_string())
                 .unwrap_or_else(|| m.uci.clone());
+        // `grow`'s moves: searched, never played in a game.
+        if m.engine {
+            san.push('~');
+        }
         writeln!(
             s,
             "{mark} {:<7} {:>7} {:>7} {:>7} {:>7} {:>8} {:>7}",
@@ -114,7 +118,7 @@ pub fn show(book: &Book, pos: &Chess) -> Result<String> {
             a.budget
         )?;
     }
-    if best.is_none() && moves.iter().any(|m| m.child_games > 0) {
+    if best.is_none() && moves.iter().any(|m| m.child_games > 0 || m.child_engine) {
         match node.deviation {
             Some(Some(dv)) => writeln!(
                 s,
@@ -131,6 +135,9 @@ pub fn show(book: &Book, pos: &Chess) -> Result<String> {
             "  (weighted leaves the book {:.1}% of the time)",
             100.0 * w.1
         )?;
+    }
+    if moves.iter().any(|m| m.engine) {
+        writeln!(s, "  (~: an engine move added by grow, no game played it)")?;
     }
     Ok(s)
 }

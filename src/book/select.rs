@@ -52,6 +52,7 @@ pub fn choice_of(m: &BookMove) -> Option<Choice> {
         points: m.child_points,
         exact: m.child_exact,
         all_lost: m.all_lost,
+        engine: m.child_engine,
     })
 }
 
@@ -66,7 +67,7 @@ pub fn choose<R: Rng>(book: &Book, pos: &Chess, mode: Mode, rng: &mut R) -> Resu
     let Some(parent) = book.position(key)? else {
         return Ok(None);
     };
-    let has_games = moves.iter().any(|m| m.child_games > 0);
+    let has_games = moves.iter().any(|m| m.child_games > 0 || m.child_engine);
     let code: Option<MoveCode> = match mode {
         _ if !has_games => best_of(&parent, &moves, &book.settings.params),
         Mode::Best => book.stored_best(key)?,
@@ -167,7 +168,7 @@ pub fn search_moves(book: &Book, pos: &Chess) -> Result<Vec<Move>> {
 /// minimax choice, equal to the stored one in a consistent book; in an
 /// imported book without games, the highest weight (ties to the lower move).
 pub fn best_of(parent: &NodeInfo, moves: &[BookMove], p: &ValueParams) -> Option<MoveCode> {
-    if !moves.iter().any(|m| m.child_games > 0) {
+    if !moves.iter().any(|m| m.child_games > 0 || m.child_engine) {
         return moves
             .iter()
             .filter(|m| m.weight.unwrap_or(0) > 0)
@@ -199,7 +200,10 @@ mod tests {
             child_games: games,
             child_points: 2 * games,
             child_exact: false,
+            child_depth: None,
             all_lost: false,
+            engine: false,
+            child_engine: false,
         }
     }
 

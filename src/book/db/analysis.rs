@@ -30,16 +30,19 @@ pub struct Analysis {
     pub engine: String,
     /// The search budget, `nodes=N` or `movetime=MS`.
     pub budget: String,
+    /// Expanded by `grow`: the engine moves it searched for (its width);
+    /// `None` for `analyze`'s rows.
+    pub grown: Option<u32>,
 }
 
 /// The columns of `analysis`, as [`analysis_from_row`] reads them.
 pub(super) const ANALYSIS_COLUMNS: &str =
-    "key, score, depth, interior, deviation, dev_move, dev_depth, book_moves, engine, budget";
+    "key, score, depth, interior, deviation, dev_move, dev_depth, book_moves, engine, budget, grown";
 
 /// Stores a row of `analysis` (replacing the position's older one).
 pub(super) const INSERT_ANALYSIS: &str =
-    "INSERT OR REPLACE INTO analysis(key, score, depth, interior, deviation, dev_move, dev_depth, book_moves, engine, budget)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
+    "INSERT OR REPLACE INTO analysis(key, score, depth, interior, deviation, dev_move, dev_depth, book_moves, engine, budget, grown)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
 
 /// Runs [`INSERT_ANALYSIS`] for `a`.
 pub(super) fn insert_analysis(stmt: &mut rusqlite::Statement<'_>, a: &Analysis) -> Result<()> {
@@ -53,7 +56,8 @@ pub(super) fn insert_analysis(stmt: &mut rusqlite::Statement<'_>, a: &Analysis) 
         a.dev_depth,
         a.book_moves,
         a.engine,
-        a.budget
+        a.budget,
+        a.grown
     ])?;
     Ok(())
 }
@@ -71,6 +75,7 @@ pub(super) fn analysis_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Analy
         book_moves: r.get(7)?,
         engine: r.get(8)?,
         budget: r.get(9)?,
+        grown: r.get(10)?,
     })
 }
 

@@ -50,6 +50,8 @@ impl AnalysisFile {
         // A book's tables, of which it fills `meta` and `analysis`.
         conn.execute_batch(SCHEMA)
             .with_context(|| format!("{} is not an analysis file", path.display()))?;
+        // A file an older learnbook began.
+        super::schema::add_grow_columns(&conn)?;
         let meta = |k: &str| -> Result<Option<String>> {
             Ok(conn
                 .query_row("SELECT value FROM meta WHERE key = ?1", [k], |r| r.get(0))

@@ -45,8 +45,15 @@ pub struct BookMove {
     pub child_points: u32,
     /// The child is checkmate or stalemate.
     pub child_exact: bool,
+    /// The child's depth (`None`: unknown, or no child).
+    pub child_depth: Option<u32>,
     /// Every game through the child was lost by the side playing this move.
     pub all_lost: bool,
+    /// Added by `grow` (an engine move), and no game has played it since.
+    pub engine: bool,
+    /// The child is a position no game reached, valued by search
+    /// ([`minimax::NodeInfo::engine_only`]).
+    pub child_engine: bool,
 }
 
 /// Whole-book counts.
@@ -198,7 +205,7 @@ impl Book {
     pub fn moves(&self, key: Key) -> Result<Vec<BookMove>> {
         let parent = self.position(key)?;
         let mut stmt = self.conn.prepare_cached(&format!(
-            "SELECT m.move, m.uci, m.child, m.white, m.draws, m.black, m.weight, {NODE_COLS}
+            "SELECT m.move, m.uci, m.child, m.white, m.draws, m.black, m.weight, m.grown, {NODE_COLS}
              FROM moves m LEFT JOIN positions p ON p.key = m.child LEFT JOIN analysis a ON a.key = p.key
              WHERE m.parent = ?1 ORDER BY m.move"
         ))?;
@@ -206,8 +213,8 @@ impl Book {
         let mut out = Vec::new();
         while let Some(r) = rows.next()? {
             let child_key: Option<Key> = r.get(2)?;
-            let child: Option<NodeInfo> = match (r.get::<_, Option<i64>>(7)?, child_key) {
-                (Some(_), _) => Some(node_from_row(r, 7)?),
+            let child: Option<NodeInfo> = match (r.get::<_, Option<i64>>(8)?, child_key) {
+                (Some(_), _) => Some(node_from_row(r, 8)?),
                 // Not a row: the first position of a tail.
                 (None, Some(c)) => {
                     tail_node(&self.conn, c, &self.settings.params)?.map(|(t, i)| t.nodes[i])
@@ -219,7 +226,7 @@ impl Book {
                 draws: r.get(4)?,
                 black: r.get(5)?,
             };
-            out.push(self.book_move(
+            let mut m = self.book_move(
                 parent.as_ref(),
                 MoveCode(r.get(0)?),
                 r.get(1)?,
@@ -227,7 +234,9 @@ impl Book {
                 counts,
                 r.get(6)?,
                 child.as_ref(),
-            ));
+            );
+            m.engine = r.get::<_, bool>(7)? && counts.total() == 0;
+            out.push(m);
         }
         if parent.is_some() && out.is_empty() {
             // A tail position: its one move leads to the next.
@@ -272,7 +281,10 @@ impl Book {
             child_games: child.map_or(0, |c| c.counts.total()),
             child_points: both.map_or(0, |(p, c)| p.white_to_move().map_or(0, |w| c.points_for(w))),
             child_exact: child.is_some_and(|c| c.exact.is_some()),
+            child_depth: child.and_then(|c| c.depth),
             all_lost: both.is_some_and(|(p, c)| minimax::all_lost(p, c)),
+            engine: false,
+            child_engine: child.is_some_and(NodeInfo::engine_only),
         }
     }
 

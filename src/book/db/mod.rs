@@ -17,6 +17,7 @@
 //! * `learn`: `add_game`, one game in one transaction;
 //! * `bulk`: `build`'s aggregate of many games, written at once;
 //! * `analysis`: search scores (`analyze`);
+//! * `grow`: engine moves, as `grow` adds them;
 //! * `analysis_file`: a shard's search scores in a file of its own (`analyze --shard`);
 //! * `explore`: the explorer's data: game headers, rating sums, top games;
 //! * `import`: the moves of a Polyglot book;
@@ -35,6 +36,7 @@ pub mod bulk;
 mod cache;
 pub mod explore;
 mod graph;
+pub mod grow;
 pub mod import;
 mod learn;
 pub mod merge;

@@ -21,6 +21,8 @@ pub struct StoredMove {
     pub weight: Option<u32>,
     /// `None` if the parent is not stored or its depth is unknown.
     pub parent_depth: Option<u32>,
+    /// Added by `grow` (an engine move; ordinary once a game played it).
+    pub grown: bool,
 }
 
 impl Book {
@@ -28,7 +30,7 @@ impl Book {
     /// the moves within single-game tails.
     pub fn for_each_move(&self, mut f: impl FnMut(StoredMove)) -> Result<()> {
         let mut stmt = self.conn.prepare(
-            "SELECT m.parent, m.move, m.child, m.white, m.draws, m.black, m.weight, pp.depth
+            "SELECT m.parent, m.move, m.child, m.white, m.draws, m.black, m.weight, pp.depth, m.grown
              FROM moves m LEFT JOIN positions pp ON pp.key = m.parent",
         )?;
         let mut rows = stmt.query([])?;
@@ -44,6 +46,7 @@ impl Book {
                 },
                 weight: r.get(6)?,
                 parent_depth: r.get::<_, Option<i64>>(7)?.map(|d| d as u32),
+                grown: r.get(8)?,
             });
         }
         drop(rows);
@@ -58,6 +61,7 @@ impl Book {
                         counts: n.counts,
                         weight: None,
                         parent_depth: n.depth,
+                        grown: false,
                     });
                 }
             }

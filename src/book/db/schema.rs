@@ -12,7 +12,7 @@ use crate::book::keys::Key;
 use crate::book::minimax::ValueParams;
 use crate::shard::Shard;
 
-pub const SCHEMA_VERSION: u32 = 7;
+pub const SCHEMA_VERSION: u32 = 8;
 
 pub(super) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -45,6 +45,7 @@ CREATE TABLE IF NOT EXISTS moves(
     weight INTEGER,
     rating_sum INTEGER NOT NULL DEFAULT 0,
     rated INTEGER NOT NULL DEFAULT 0,
+    grown INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY(parent, move)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS analysis(
@@ -57,7 +58,8 @@ CREATE TABLE IF NOT EXISTS analysis(
     dev_depth INTEGER,
     book_moves INTEGER NOT NULL,
     engine TEXT NOT NULL,
-    budget TEXT NOT NULL
+    budget TEXT NOT NULL,
+    grown INTEGER
 );
 CREATE TABLE IF NOT EXISTS games(
     id INTEGER PRIMARY KEY,
@@ -223,6 +225,8 @@ pub(super) fn read_settings(conn: &Connection, path: &Path) -> Result<BookSettin
     }
     if version == 6 {
         migrate_v6(conn).with_context(|| format!("cannot upgrade {}", path.display()))?;
+    } else if version == 7 {
+        migrate_v7(conn).with_context(|| format!("cannot upgrade {}", path.display()))?;
     } else if !(2..=SCHEMA_VERSION).contains(&version) {
         bail!(
             "{} has schema version {version}, this learnbook reads {SCHEMA_VERSION}",
@@ -413,6 +417,25 @@ fn migrate_v6(conn: &Connection) -> Result<()> {
     upgrade_to_current(conn, |_| Ok(()))
 }
 
+/// Schema 7 -> 8: `grow`'s engine moves (`moves.grown`) and the positions
+/// it expanded (`analysis.grown`); an older book has none.
+fn migrate_v7(conn: &Connection) -> Result<()> {
+    let tx = conn.unchecked_transaction()?;
+    add_grow_columns(&tx)?;
+    tx.execute(
+        "UPDATE meta SET value = ?1 WHERE key = 'schema_version'",
+        [SCHEMA_VERSION.to_string()],
+    )?;
+    tx.commit()?;
+    Ok(())
+}
+
+/// The columns schema 8 added, where missing.
+pub(super) fn add_grow_columns(conn: &Connection) -> Result<()> {
+    add_columns(conn, "moves", &[("grown", "INTEGER NOT NULL DEFAULT 0")])?;
+    add_columns(conn, "analysis", &[("grown", "INTEGER")])
+}
+
 /// The columns schema 7 added, where missing.
 fn add_explorer_columns(conn: &Connection) -> Result<()> {
     add_columns(
@@ -450,6 +473,7 @@ fn upgrade_to_current(
     tx.execute_batch(SCHEMA)?;
     upgrade(&tx)?;
     add_explorer_columns(&tx)?;
+    add_grow_columns(&tx)?;
     // Its games have no explorer data: `check` cannot expect it.
     tx.execute(
         "INSERT OR REPLACE INTO meta(key, value) VALUES ('explorer', 'partial')",
