@@ -135,7 +135,7 @@ pub fn run(book: &mut Book, opts: &Options) -> Result<Summary> {
     let work = |an: &mut dyn Analyst, job: Job| {
         expand(an, &job, opts.width, &engine, budget).with_context(|| {
             format!(
-                "expanding {}",
+                "{engine} expanding {}",
                 shakmaty::fen::Fen::from_position(&job.pos, shakmaty::EnPassantMode::Legal)
             )
         })
@@ -261,7 +261,7 @@ pub fn run(book: &mut Book, opts: &Options) -> Result<Summary> {
     summary.interrupted = crate::interrupt::interrupted();
     if let Some(e) = failure {
         return Err(e.context(format!(
-            "grow stopped; the {} expansions stored before the error are kept",
+            "grow stopped; every expansion stored before the error is kept ({} this run)",
             summary.expansions
         )));
     }
@@ -462,9 +462,13 @@ fn expand(a: &mut dyn Analyst, job: &Job, width: usize, engine: &str, budget: Bu
         let r = a.search(&job.pos, &outside, fresh)?;
         searches += 1;
         fresh = false;
-        let Some(b) = r.best.filter(|b| outside.contains(b)) else {
-            break;
-        };
+        let Some(b) = r.best else { break };
+        if !outside.contains(&b) {
+            bail!(
+                "the engine answered {}, not one of the moves it was asked to search (UCI searchmoves)",
+                b.to_uci(CastlingMode::Standard)
+            );
+        }
         outside.retain(|m| *m != b);
         lines.push((b, r.score, r.depth));
     }

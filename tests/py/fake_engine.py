@@ -56,6 +56,9 @@ for line in sys.stdin:
                 say("bestmove")
                 continue
         say("info depth 1 score cp 0")
-        say("bestmove " + next(iter(board.legal_moves)).uci())
+        # The first legal move, of those given by searchmoves if any.
+        allowed = words[words.index("searchmoves") + 1:] if "searchmoves" in words else []
+        legal = [m.uci() for m in board.legal_moves]
+        say("bestmove " + next((m for m in legal if not allowed or m in allowed), legal[0]))
     elif cmd == "quit":
         break

@@ -1,0 +1,252 @@
+//! `grow`: engine moves added by drop-out expansion over the sample book;
+//! values that stay those of a full re-evaluation (`check`); a killed run
+//! that resumes without expanding a position twice; a crashing engine that
+//! loses nothing stored; a game that plays an engine move makes it an
+//! ordinary move.
+
+mod common;
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+    thread,
+    time::{Duration, Instant},
+};
+
+use common::{bin, count, number_after, ok, repo, run, s, sample};
+use tempfile::TempDir;
+
+/// The sample book, analysed at 2,000 nodes (positions with >= 40 games).
+fn analysed_sample(dir: &TempDir) -> PathBuf {
+    let book = dir.path().join("sample.sqlite");
+    ok(&["build", "--book", s(&book), s(&sample())]);
+    ok(&[
+        "analyze",
+        "--book",
+        s(&book),
+        "--nodes",
+        "2000",
+        "--min-games",
+        "40",
+    ]);
+    book
+}
+
+fn grow(book: &Path, expansions: &str, extra: &[&str]) -> String {
+    let mut args = vec![
+        "grow",
+        "--book",
+        s(book),
+        "--nodes",
+        "2000",
+        "--expansions",
+        expansions,
+    ];
+    args.extend_from_slice(extra);
+    String::from_utf8_lossy(&ok(&args).stderr).into_owned()
+}
+
+fn expanded(book: &Path) -> i64 {
+    count(book, "SELECT count(*) FROM analysis WHERE grown IS NOT NULL")
+}
+
+/// Positions with more engine moves than one expansion adds: expanded twice.
+fn expanded_twice(book: &Path, width: i64) -> i64 {
+    count(
+        book,
+        &format!(
+            "SELECT count(*) FROM (SELECT parent FROM moves WHERE grown = 1 AND white + draws + black = 0
+               GROUP BY parent HAVING count(*) > {width})"
+        ),
+    )
+}
+
+#[test]
+fn grow_adds_searched_engine_moves_and_values_stay_exact() {
+    let dir = TempDir::new().expect("tmp");
+    let book = analysed_sample(&dir);
+    let report = grow(&book, "40", &["--threads", "2"]);
+    assert_eq!(number_after::<i64>(&report, "grew ", ' '), 40, "{report}");
+    assert_eq!(expanded(&book), 40);
+    let moves: i64 = number_after(&report, "searches): ", ' ');
+    let new: i64 = number_after(&report, "engine moves, ", ' ');
+    assert_eq!(
+        moves,
+        count(&book, "SELECT count(*) FROM moves WHERE grown = 1"),
+        "{report}"
+    );
+    assert!(moves >= 40, "two moves an expansion where there are: {report}");
+    // The new rows are the positions no game reached (a move into a
+    // single-game tail makes the tail's rows, with their game).
+    assert_eq!(
+        count(
+            &book,
+            "SELECT count(*) FROM positions WHERE white + draws + black = 0"
+        ),
+        new
+    );
+    // Every engine move has no games, and every position it added a search score.
+    assert_eq!(
+        count(
+            &book,
+            "SELECT count(*) FROM moves WHERE grown = 1 AND white + draws + black > 0"
+        ),
+        0
+    );
+    assert_eq!(
+        count(
+            &book,
+            "SELECT count(*) FROM positions p LEFT JOIN analysis a ON a.key = p.key
+             WHERE p.white + p.draws + p.black = 0 AND a.key IS NULL"
+        ),
+        0
+    );
+    // The start position is expanded first: its engine moves are shown marked.
+    let show = String::from_utf8_lossy(&ok(&["show", "--book", s(&book)]).stdout).into_owned();
+    assert!(show.contains("~ "), "{show}");
+    // Values and choices equal a full re-evaluation.
+    ok(&["check", "--book", s(&book)]);
+    assert_eq!(expanded_twice(&book, 2), 0);
+}
+
+#[test]
+fn grow_from_a_line_stays_below_it_and_respects_width() {
+    let dir = TempDir::new().expect("tmp");
+    let book = analysed_sample(&dir);
+    grow(&book, "10", &["--from", "e2e4 c7c5", "--width", "1"]);
+    // Only positions below 1. e4 c5 grow: the first is that position (ply 2).
+    assert_eq!(
+        count(
+            &book,
+            "SELECT count(*) FROM analysis a JOIN positions p ON p.key = a.key
+             WHERE a.grown IS NOT NULL AND p.depth < 2"
+        ),
+        0
+    );
+    assert_eq!(expanded(&book), 10);
+    assert_eq!(expanded_twice(&book, 1), 0);
+    ok(&["check", "--book", s(&book)]);
+    let out = run(&["grow", "--book", s(&book), "--from", "e2e4 e7e4"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--from"));
+}
+
+#[test]
+fn a_killed_grow_resumes_without_expanding_a_position_twice() {
+    let dir = TempDir::new().expect("tmp");
+    let book = analysed_sample(&dir);
+    let mut child = Command::new(bin())
+        .args([
+            "grow",
+            "--book",
+            s(&book),
+            "--nodes",
+            "20000",
+            "--threads",
+            "2",
+            "--expansions",
+            "100000",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let start = Instant::now();
+    while expanded(&book) < 10 {
+        thread::sleep(Duration::from_millis(50));
+        assert!(start.elapsed() < Duration::from_secs(300), "nothing stored");
+    }
+    assert!(child.try_wait().expect("wait").is_none(), "finished early");
+    child.kill().expect("kill");
+    child.wait().expect("reap");
+    let stored = expanded(&book);
+    ok(&["check", "--book", s(&book)]);
+    grow(&book, "15", &[]);
+    assert_eq!(expanded(&book), stored + 15);
+    assert_eq!(expanded_twice(&book, 2), 0);
+    ok(&["check", "--book", s(&book)]);
+}
+
+#[test]
+fn a_crashing_engine_loses_no_stored_expansion() {
+    let dir = TempDir::new().expect("tmp");
+    let book = analysed_sample(&dir);
+    grow(&book, "5", &[]);
+    // python-chess drives the fake engine; without it this part cannot run.
+    if !common::have_python_chess() {
+        return;
+    }
+    let fake = repo().join("tests/py/fake_engine.py");
+    let spec = format!("name=fake,cmd=python3 {} crash", s(&fake));
+    let out = run(&[
+        "grow",
+        "--book",
+        s(&book),
+        "--engine",
+        &spec,
+        "--threads",
+        "1",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("fake") && err.contains("kept"), "{err}");
+    assert_eq!(expanded(&book), 5);
+    ok(&["check", "--book", s(&book)]);
+}
+
+#[test]
+fn a_game_through_an_engine_move_makes_it_an_ordinary_move() {
+    let dir = TempDir::new().expect("tmp");
+    let book = analysed_sample(&dir);
+    grow(&book, "1", &[]);
+    // The start position's engine moves, as `grow` stored them.
+    let conn = rusqlite::Connection::open(&book).expect("open");
+    let start_key: i64 = conn
+        .query_row("SELECT key FROM positions WHERE depth = 0", [], |r| r.get(0))
+        .expect("start");
+    let uci: String = conn
+        .query_row(
+            "SELECT uci FROM moves WHERE parent = ?1 AND grown = 1 ORDER BY move LIMIT 1",
+            [start_key],
+            |r| r.get(0),
+        )
+        .expect("an engine move at the start");
+    drop(conn);
+    // A game that opens with it (then a legal reply for either side).
+    let first = san_at_start(&uci);
+    let pgn = dir.path().join("g.pgn");
+    std::fs::write(
+        &pgn,
+        format!(
+            "[Event \"t\"]\n[White \"a\"]\n[Black \"b\"]\n[Result \"1-0\"]\n\n1. {first} Nf6 1-0\n"
+        ),
+    )
+    .expect("write");
+    ok(&["learn", "--book", s(&book), s(&pgn)]);
+    let games = count(
+        &book,
+        &format!(
+            "SELECT white + draws + black FROM moves WHERE parent = {start_key} AND uci = '{uci}'"
+        ),
+    );
+    assert_eq!(games, 1);
+    let show = String::from_utf8_lossy(&ok(&["show", "--book", s(&book)]).stdout).into_owned();
+    let line = show
+        .lines()
+        .find(|l| l.split_whitespace().any(|w| w.trim_start_matches('*') == first))
+        .unwrap_or_else(|| panic!("{first} in {show}"));
+    assert!(!line.contains('~'), "{line}");
+    ok(&["check", "--book", s(&book)]);
+}
+
+/// The SAN of a move from the start position given in UCI.
+fn san_at_start(uci: &str) -> String {
+    use shakmaty::{san::San, uci::UciMove, Chess};
+    let pos = Chess::default();
+    let mv = uci
+        .parse::<UciMove>()
+        .expect("uci")
+        .to_move(&pos)
+        .expect("legal");
+    San::from_move(&pos, mv).to_string()
+}
