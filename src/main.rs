@@ -414,6 +414,9 @@ struct ExportArgs {
     /// Keep moves of positions before this ply.
     #[arg(long)]
     max_ply: Option<u32>,
+    /// Leave out the engine moves `grow` added (kept by --weights value, by their value).
+    #[arg(long)]
+    no_engine_moves: bool,
 }
 
 /// Arguments of `learnbook suite`.
@@ -1083,6 +1086,7 @@ impl ExportArgs {
             weights,
             min_games,
             max_ply,
+            no_engine_moves,
         } = self;
         let b = Book::open(&book.book)?;
         let n = book::polyglot::export(
@@ -1092,6 +1096,7 @@ impl ExportArgs {
                 weights,
                 min_games,
                 max_ply,
+                engine_moves: !no_engine_moves,
             },
         )?;
         println!("wrote {n} entries to {}", polyglot.display());

@@ -585,6 +585,7 @@ fn polyglot_seed() -> &'static [u8] {
             weights: WeightMode::Polyglot,
             min_games: 2,
             max_ply: None,
+            engine_moves: true,
         };
         let mut entries = export_entries(&book, &opts).expect("export");
         let path = dir.join("seed.bin");

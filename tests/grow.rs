@@ -250,3 +250,43 @@ fn san_at_start(uci: &str) -> String {
         .expect("legal");
     San::from_move(&pos, mv).to_string()
 }
+
+#[test]
+fn export_keeps_engine_moves_by_value_unless_told_not_to() {
+    use learnbook::book::polyglot::read_bin;
+    let dir = TempDir::new().expect("tmp");
+    let book = analysed_sample(&dir);
+    // Below a line with few games, where engine moves win choices.
+    grow(&book, "30", &["--from", "e2e4 c7c5 g1f3 d7d6"]);
+    let with = dir.path().join("with.bin");
+    let without = dir.path().join("without.bin");
+    ok(&["export", "--book", s(&book), "--polyglot", s(&with)]);
+    ok(&[
+        "export",
+        "--book",
+        s(&book),
+        "--polyglot",
+        s(&without),
+        "--no-engine-moves",
+    ]);
+    let entries = |p: &Path| -> std::collections::HashSet<(u64, u16)> {
+        read_bin(p)
+            .expect("read")
+            .into_iter()
+            .map(|e| (e.key.0, e.mv))
+            .collect()
+    };
+    let (with, without) = (entries(&with), entries(&without));
+    let conn = rusqlite::Connection::open(&book).expect("open");
+    let engine: std::collections::HashSet<(u64, u16)> = conn
+        .prepare("SELECT parent, move FROM moves WHERE grown = 1 AND white + draws + black = 0")
+        .expect("prepare")
+        .query_map([], |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, u16>(1)?)))
+        .expect("query")
+        .collect::<Result<_, _>>()
+        .expect("rows");
+    let added: Vec<_> = with.difference(&without).collect();
+    assert!(!added.is_empty(), "some engine move is played by value");
+    assert!(added.iter().all(|e| engine.contains(e)));
+    assert!(without.iter().all(|e| !engine.contains(e)));
+}

@@ -65,6 +65,8 @@ pub struct ExportOptions {
     pub min_games: u32,
     /// Keep moves from positions at most this deep (ply from the start).
     pub max_ply: Option<u32>,
+    /// Keep `grow`'s engine moves (no games; weighed by value only).
+    pub engine_moves: bool,
 }
 
 pub fn read_bin(path: &Path) -> Result<Vec<Entry>> {
@@ -219,6 +221,8 @@ pub fn export_entries(book: &Book, opts: &ExportOptions) -> Result<Vec<Entry>> {
         };
         let enough = match opts.weights {
             WeightMode::Imported => true,
+            // An engine move has no games: only its value speaks for it.
+            WeightMode::Value if m.grown && games == 0 => opts.engine_moves,
             _ => games >= opts.min_games,
         };
         if enough && weight > 0 {

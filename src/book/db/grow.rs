@@ -45,6 +45,15 @@ pub struct Stored {
 }
 
 impl Book {
+    /// Engine moves no game has played.
+    pub fn engine_moves(&self) -> Result<i64> {
+        Ok(self.conn.query_row(
+            "SELECT count(*) FROM moves WHERE grown = 1 AND white + draws + black = 0",
+            [],
+            |r| r.get(0),
+        )?)
+    }
+
     /// Stores `expansions` and re-evaluates what they change, in one
     /// transaction: values equal a full re-evaluation after every call, and
     /// a kill keeps every earlier call whole and nothing of this one.

@@ -55,6 +55,14 @@ impl Book {
     pub fn merge_book(&mut self, shard: &Path, allow_duplicates: bool) -> Result<MergedShard> {
         let other = Book::open(shard)?;
         same_settings(self, &other)?;
+        for book in [&*self, &other] {
+            if book.engine_moves()? > 0 {
+                bail!(
+                    "{} has engine moves from `grow`: merge does not carry them yet; merge the books before growing",
+                    book.path.display()
+                );
+            }
+        }
         if other.explorer_partial()? {
             self.mark_explorer_partial()?;
         }
