@@ -167,6 +167,26 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = crate::analyze::DEFAULT_MIN_GAMES)]
         min_games: u32,
     },
+    /// Grow throughput: the same number of expansions on copies of BOOK with 1 and with 2
+    /// threads (the search core), expansions per second and their ratio, with what each
+    /// run added.
+    Grow {
+        /// The book to copy (it is not changed).
+        #[arg(long)]
+        book: PathBuf,
+        /// Nodes per search.
+        #[arg(long, default_value_t = crate::analyze::DEFAULT_NODES)]
+        nodes: u64,
+        /// Expansions per measurement.
+        #[arg(long, default_value_t = 400)]
+        expansions: usize,
+        /// As `grow --alpha`.
+        #[arg(long, default_value_t = crate::analyze::grow::DEFAULT_ALPHA)]
+        alpha: f64,
+        /// As `grow --width`.
+        #[arg(long, default_value_t = crate::analyze::grow::DEFAULT_WIDTH)]
+        width: usize,
+    },
     /// Opening suites compared by the resolution they give a match: nElo and expected SPRT length.
     ///
     /// The same two engines play --pairs game pairs over each --suite: each opening twice,
@@ -314,6 +334,13 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             positions,
             min_games,
         } => bench_analyze(&book, nodes, positions, min_games),
+        BenchCommand::Grow {
+            book,
+            nodes,
+            expansions,
+            alpha,
+            width,
+        } => bench_grow(&book, nodes, expansions, alpha, width),
         BenchCommand::Fit {
             pgn,
             max_positions,
@@ -654,6 +681,46 @@ fn bench_analyze(book: &Path, nodes: u64, positions: usize, min_games: u32) -> R
             "threads {threads}: {n} positions ({} interior) in {:.2} s: {rate:.1} positions/s",
             s.interior, s.seconds
         );
+        rates.push(rate);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    println!("ratio 2/1 threads: {:.2}", rates[1] / rates[0]);
+    Ok(())
+}
+
+fn bench_grow(book: &Path, nodes: u64, expansions: usize, alpha: f64, width: usize) -> Result<()> {
+    use crate::analyze::{grow, Budget, EngineChoice, Options};
+    let dir = tempfile_dir()?;
+    let mut rates = Vec::new();
+    for threads in [1usize, 2] {
+        let copy = dir.join(format!("grow-bench-{threads}.sqlite"));
+        copy_book(book, &copy)?;
+        let mut b = Book::open(&copy)?;
+        let opts = grow::Options {
+            analysis: Options {
+                engine: EngineChoice::Builtin {
+                    weights: Box::default(),
+                    label: "learnbook".into(),
+                },
+                budget: Budget::Nodes(nodes),
+                threads,
+                min_games: crate::analyze::DEFAULT_MIN_GAMES,
+                batch: 256,
+                progress: false,
+            },
+            alpha,
+            width,
+            expansions: Some(expansions),
+            time: None,
+            from: Vec::new(),
+        };
+        let s = grow::run(&mut b, &opts)?;
+        drop(b);
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", copy.display()));
+        }
+        let rate = s.expansions as f64 / s.seconds;
+        print!("threads {threads}: {}", s.report());
         rates.push(rate);
     }
     let _ = std::fs::remove_dir_all(&dir);

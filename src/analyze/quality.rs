@@ -51,8 +51,15 @@ pub struct Options {
     #[arg(long, default_value_t = 200)]
     pub positions: usize,
     /// Skip this many of the most-played positions first (a band of thinner ones).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, conflicts_with = "games")]
     pub skip: usize,
+    /// Instead of the most played: --positions drawn at random (--seed) from every
+    /// position the book's games reach with this many games, 3..20 (where games run out).
+    #[arg(long, value_name = "LO..HI")]
+    pub games: Option<crate::book::suite::Interval<u32>>,
+    /// The draw of --games.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
     /// Positions at most this many plies from the start.
     #[arg(long, default_value_t = 12)]
     pub max_ply: u32,
@@ -170,11 +177,62 @@ fn players(compare: &[(String, PathBuf)]) -> Vec<String> {
     p
 }
 
+/// `count` positions drawn with `seed` from every position within
+/// `max_ply` that the book's games reach with a number of games in `band`
+/// (a walk over moves with games: engine moves do not change the set).
+fn in_band(
+    book: &Book,
+    max_ply: u32,
+    band: crate::book::suite::Interval<u32>,
+    count: usize,
+    seed: u64,
+) -> Result<Vec<(Chess, u32, u32)>> {
+    use rand::{seq::SliceRandom, SeedableRng};
+    let root = Chess::default();
+    let mut seen = HashSet::from([polyglot_key(&root)]);
+    let mut level = vec![(root, 0u32)];
+    let mut found = Vec::new();
+    for ply in 0..=max_ply {
+        let mut next = Vec::new();
+        for (pos, games) in level {
+            let key = polyglot_key(&pos);
+            if ply > 0 && band.contains(&games) && !pos.legal_moves().is_empty() {
+                found.push((pos.clone(), games, ply));
+            }
+            if ply == max_ply {
+                continue;
+            }
+            for m in book.moves(key)? {
+                let (Some(child), Some(mv)) = (m.child, m.mv.to_move(&pos)) else {
+                    continue;
+                };
+                if m.child_games == 0 || !seen.insert(child) {
+                    continue;
+                }
+                let mut after = pos.clone();
+                after.play_unchecked(mv);
+                next.push((after, m.child_games));
+            }
+        }
+        level = next;
+    }
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    found.shuffle(&mut rng);
+    found.truncate(count);
+    Ok(found)
+}
+
 fn spots(opts: &Options, book: &Book, polyglots: &[PolyglotBook]) -> Result<Vec<Spot>> {
     let params = book.settings.params;
-    let found = most_played(book, opts.max_ply, opts.skip + opts.positions)?;
+    let found = match opts.games {
+        Some(band) => in_band(book, opts.max_ply, band, opts.positions, opts.seed)?,
+        None => most_played(book, opts.max_ply, opts.skip + opts.positions)?
+            .into_iter()
+            .skip(opts.skip)
+            .collect(),
+    };
     let mut out = Vec::new();
-    for (pos, games, ply) in found.into_iter().skip(opts.skip) {
+    for (pos, games, ply) in found {
         let key = polyglot_key(&pos);
         let node = book
             .position(key)?
@@ -418,16 +476,22 @@ pub fn run(opts: &Options) -> Result<String> {
         .ok_or_else(|| anyhow!("a position was not judged"))?;
     let names = players(&compare);
     let mut out = String::new();
-    let (most, least) = (spots[0].games, spots[spots.len() - 1].games);
+    let most = spots.iter().map(|s| s.games).max().unwrap_or(0);
+    let least = spots.iter().map(|s| s.games).min().unwrap_or(0);
+    let which = match opts.games {
+        Some(band) => format!(
+            "drawn with seed {} from those with {}..{} games",
+            opts.seed, band.lo, band.hi
+        ),
+        None => format!("ranks {}-{} by games", opts.skip + 1, opts.skip + spots.len()),
+    };
     writeln!(
         out,
-        "book-quality: {} positions (ranks {}-{} by games, ply <= {}, {}..{} games), judge {} at {} nodes",
+        "book-quality: {} positions ({which}, ply <= {}, {}..{} games), judge {} at {} nodes",
         spots.len(),
-        opts.skip + 1,
-        opts.skip + spots.len(),
         opts.max_ply,
-        most,
         least,
+        most,
         judge_spec.name,
         opts.nodes
     )?;

@@ -91,6 +91,8 @@ pub struct ExploredMove {
     pub choice: bool,
     /// The analysis of the position after the move, for the mover.
     pub analysis: Option<Score>,
+    /// An engine move added by `grow` that no game has played.
+    pub engine: bool,
 }
 
 /// The best move outside the book, as the analysis found it.
@@ -215,6 +217,7 @@ fn explore_in(book: &Book, pos: &Chess) -> Result<Explored> {
             weighted: weight_of(Some(m.mv)),
             choice: best == Some(m.mv),
             analysis,
+            engine: m.engine,
         });
     }
     out_moves.sort_by(|a, b| {

@@ -15,8 +15,8 @@
 //!   null) and `deviation` (`{uci, san, score, depth}`: the best move
 //!   outside the book, or null);
 //! * per move: `value` (for the mover, or null), `weighted` (probability
-//!   0..1), `choice` (bool) and `analysis` (`{score, depth}` for the mover,
-//!   or null).
+//!   0..1), `choice` (bool), `analysis` (`{score, depth}` for the mover,
+//!   or null) and `engine` (bool: an engine move of `grow`, no games).
 
 use serde::Serialize;
 use shakmaty::{fen::Fen, san::SanPlus, uci::UciMove, Chess, Color, EnPassantMode};
@@ -79,6 +79,7 @@ pub struct MoveJson {
     pub weighted: f64,
     pub choice: bool,
     pub analysis: Option<ScoreJson>,
+    pub engine: bool,
 }
 
 /// `OpeningExplorerMastersGame`.
@@ -194,6 +195,7 @@ fn move_json(pos: &Chess, m: &ExploredMove) -> MoveJson {
         weighted: m.weighted,
         choice: m.choice,
         analysis: m.analysis.map(score),
+        engine: m.engine,
     }
 }
 

@@ -446,7 +446,7 @@ function render(data) {
     const title = m.game ? gameTitle(m.game) : m.opening ? `${m.opening.eco} ${m.opening.name}` : '';
     return (
       `<tr data-uci="${esc(m.uci)}"${m.choice ? ' class="choice"' : ''}${title ? ` title="${esc(title)}"` : ''}>` +
-      `<td class="san">${esc(m.san)}</td>` +
+      `<td class="san">${esc(m.san)}${m.engine ? ' <span class="muted" title="an engine move added by grow: no game played it">~</span>' : ''}</td>` +
       `<td class="num">${int(n)}</td>` +
       `<td class="num">${share(n, total)}</td>` +
       `<td>${bar(m.white, m.draws, m.black)}</td>` +
