@@ -47,7 +47,10 @@ fn grow(book: &Path, expansions: &str, extra: &[&str]) -> String {
 }
 
 fn expanded(book: &Path) -> i64 {
-    count(book, "SELECT count(*) FROM analysis WHERE grown IS NOT NULL")
+    count(
+        book,
+        "SELECT count(*) FROM analysis WHERE grown IS NOT NULL",
+    )
 }
 
 /// Positions with more engine moves than one expansion adds: expanded twice.
@@ -75,7 +78,10 @@ fn grow_adds_searched_engine_moves_and_values_stay_exact() {
         count(&book, "SELECT count(*) FROM moves WHERE grown = 1"),
         "{report}"
     );
-    assert!(moves >= 40, "two moves an expansion where there are: {report}");
+    assert!(
+        moves >= 40,
+        "two moves an expansion where there are: {report}"
+    );
     // The new rows are the positions no game reached (a move into a
     // single-game tail makes the tail's rows, with their game).
     assert_eq!(
@@ -202,7 +208,9 @@ fn a_game_through_an_engine_move_makes_it_an_ordinary_move() {
     // The start position's engine moves, as `grow` stored them.
     let conn = rusqlite::Connection::open(&book).expect("open");
     let start_key: i64 = conn
-        .query_row("SELECT key FROM positions WHERE depth = 0", [], |r| r.get(0))
+        .query_row("SELECT key FROM positions WHERE depth = 0", [], |r| {
+            r.get(0)
+        })
         .expect("start");
     let uci: String = conn
         .query_row(
@@ -233,7 +241,10 @@ fn a_game_through_an_engine_move_makes_it_an_ordinary_move() {
     let show = String::from_utf8_lossy(&ok(&["show", "--book", s(&book)]).stdout).into_owned();
     let line = show
         .lines()
-        .find(|l| l.split_whitespace().any(|w| w.trim_start_matches('*') == first))
+        .find(|l| {
+            l.split_whitespace()
+                .any(|w| w.trim_start_matches('*') == first)
+        })
         .unwrap_or_else(|| panic!("{first} in {show}"));
     assert!(!line.contains('~'), "{line}");
     ok(&["check", "--book", s(&book)]);
@@ -281,7 +292,9 @@ fn export_keeps_engine_moves_by_value_unless_told_not_to() {
     let engine: std::collections::HashSet<(u64, u16)> = conn
         .prepare("SELECT parent, move FROM moves WHERE grown = 1 AND white + draws + black = 0")
         .expect("prepare")
-        .query_map([], |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, u16>(1)?)))
+        .query_map([], |r| {
+            Ok((r.get::<_, i64>(0)? as u64, r.get::<_, u16>(1)?))
+        })
         .expect("query")
         .collect::<Result<_, _>>()
         .expect("rows");

@@ -149,9 +149,9 @@ pub fn run(book: &mut Book, opts: &Options) -> Result<Summary> {
         let mut batch: Vec<Expanded> = Vec::new();
         let mut last_store = Instant::now();
         let store = |book: &mut Book,
-                         batch: &mut Vec<Expanded>,
-                         claimed: &mut HashSet<Key>,
-                         summary: &mut Summary|
+                     batch: &mut Vec<Expanded>,
+                     claimed: &mut HashSet<Key>,
+                     summary: &mut Summary|
          -> Result<()> {
             if batch.is_empty() {
                 return Ok(());
@@ -201,12 +201,13 @@ pub fn run(book: &mut Book, opts: &Options) -> Result<Summary> {
             if in_flight < 2 * threads && room > 0 {
                 // Larger selections as the grown part (which each selection
                 // walks again) gets larger.
-                let want = (4 * threads)
-                    .max(summary.expansions / 8)
-                    .min(256)
-                    .min(room);
+                let want = (4 * threads).max(summary.expansions / 8).min(256).min(room);
                 let jobs: Result<Vec<Job>> = select(book, &root, opts.alpha, want, &claimed)
-                    .and_then(|c| c.into_iter().map(|c| job(book, c, &engine, budget)).collect());
+                    .and_then(|c| {
+                        c.into_iter()
+                            .map(|c| job(book, c, &engine, budget))
+                            .collect()
+                    });
                 match jobs {
                     Ok(jobs) => {
                         if jobs.is_empty() && in_flight == 0 && batch.is_empty() {
@@ -230,17 +231,17 @@ pub fn run(book: &mut Book, opts: &Options) -> Result<Summary> {
                 return;
             }
             match pool.next(Duration::from_millis(200)) {
-                Ok(Some(Ok(e))) => {
+                pool::Next::Done(Ok(e)) => {
                     in_flight -= 1;
                     batch.push(e);
                 }
-                Ok(Some(Err(e))) => {
+                pool::Next::Done(Err(e)) => {
                     in_flight -= 1;
                     failure = Some(e);
                     continue;
                 }
-                Ok(None) => {}
-                Err(()) => {
+                pool::Next::Waiting => {}
+                pool::Next::Closed => {
                     failure.get_or_insert_with(|| anyhow!("every engine stopped"));
                     continue;
                 }
@@ -436,7 +437,13 @@ fn negate(score: i32) -> i32 {
 
 /// Searches `job`'s best `width` moves outside the book and the next best
 /// as its deviation.
-fn expand(a: &mut dyn Analyst, job: &Job, width: usize, engine: &str, budget: Budget) -> Result<Expanded> {
+fn expand(
+    a: &mut dyn Analyst,
+    job: &Job,
+    width: usize,
+    engine: &str,
+    budget: Budget,
+) -> Result<Expanded> {
     let mut outside: Vec<Move> = job
         .pos
         .legal_moves()
@@ -472,7 +479,11 @@ fn expand(a: &mut dyn Analyst, job: &Job, width: usize, engine: &str, budget: Bu
         outside.retain(|m| *m != b);
         lines.push((b, r.score, r.depth));
     }
-    let deviation = if lines.len() > width { lines.pop() } else { None };
+    let deviation = if lines.len() > width {
+        lines.pop()
+    } else {
+        None
+    };
     let searched = |key, score, depth, interior| Analysis {
         key,
         score,

@@ -203,10 +203,10 @@ fn run_targets_into(
         };
         while stored < total && failure.is_none() {
             let r = match pool.next(Duration::from_millis(500)) {
-                Ok(Some(r)) => r,
-                // A timeout: on Ctrl-C the workers stop taking jobs.
-                Ok(None) if !crate::interrupt::interrupted() => continue,
-                Ok(None) | Err(()) => break,
+                pool::Next::Done(r) => r,
+                // On Ctrl-C the workers stop taking jobs.
+                pool::Next::Waiting if !crate::interrupt::interrupted() => continue,
+                pool::Next::Waiting | pool::Next::Closed => break,
             };
             match r {
                 Ok(a) => {

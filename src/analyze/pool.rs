@@ -11,6 +11,16 @@ use anyhow::Result;
 
 use super::{Analyst, Budget, EngineChoice};
 
+/// What [`Pool::next`] found.
+pub enum Next<R> {
+    /// A job's result.
+    Done(Result<R>),
+    /// None yet.
+    Waiting,
+    /// Every worker has stopped.
+    Closed,
+}
+
 /// The caller's side of the running pool.
 pub struct Pool<'a, J, R> {
     jobs: Option<mpsc::Sender<J>>,
@@ -24,13 +34,12 @@ impl<J, R> Pool<'_, J, R> {
         self.jobs.as_ref().is_some_and(|tx| tx.send(job).is_ok())
     }
 
-    /// The next result, waiting at most `timeout`; `Ok(None)` on a timeout,
-    /// `Err` when every worker has stopped.
-    pub fn next(&self, timeout: Duration) -> Result<Option<Result<R>>, ()> {
+    /// The next result, waiting at most `timeout`.
+    pub fn next(&self, timeout: Duration) -> Next<R> {
         match self.results.recv_timeout(timeout) {
-            Ok(r) => Ok(Some(r)),
-            Err(mpsc::RecvTimeoutError::Timeout) => Ok(None),
-            Err(mpsc::RecvTimeoutError::Disconnected) => Err(()),
+            Ok(r) => Next::Done(r),
+            Err(mpsc::RecvTimeoutError::Timeout) => Next::Waiting,
+            Err(mpsc::RecvTimeoutError::Disconnected) => Next::Closed,
         }
     }
 

@@ -483,7 +483,11 @@ pub fn run(opts: &Options) -> Result<String> {
             "drawn with seed {} from those with {}..{} games",
             opts.seed, band.lo, band.hi
         ),
-        None => format!("ranks {}-{} by games", opts.skip + 1, opts.skip + spots.len()),
+        None => format!(
+            "ranks {}-{} by games",
+            opts.skip + 1,
+            opts.skip + spots.len()
+        ),
     };
     writeln!(
         out,

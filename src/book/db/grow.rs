@@ -81,16 +81,14 @@ impl Book {
             let mut analysed = tx.prepare_cached("SELECT 1 FROM analysis WHERE key = ?1")?;
             let mut analysis = tx.prepare_cached(INSERT_ANALYSIS)?;
             for x in expansions {
-                let depth: Option<Option<u32>> = depth_of
-                    .query_row([x.parent], |r| r.get(0))
-                    .optional()?;
+                let depth: Option<Option<u32>> =
+                    depth_of.query_row([x.parent], |r| r.get(0)).optional()?;
                 let Some(Some(depth)) = depth else {
                     bail!("position {} is not in the book's tree", x.parent);
                 };
                 for m in &x.moves {
-                    let child_depth: Option<Option<u32>> = depth_of
-                        .query_row([m.child], |r| r.get(0))
-                        .optional()?;
+                    let child_depth: Option<Option<u32>> =
+                        depth_of.query_row([m.child], |r| r.get(0)).optional()?;
                     match child_depth {
                         None => {
                             new_row.execute(params![m.child, depth + 1, x.parent])?;
