@@ -713,6 +713,7 @@ fn bench_grow(book: &Path, nodes: u64, expansions: usize, alpha: f64, width: usi
             expansions: Some(expansions),
             time: None,
             from: Vec::new(),
+            min_games: 0,
         };
         let s = grow::run(&mut b, &opts)?;
         drop(b);

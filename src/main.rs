@@ -370,6 +370,10 @@ struct GrowArgs {
     /// Grow below the position after these moves (UCI, space separated): "e2e4 c7c5".
     #[arg(long, value_name = "MOVES")]
     from: Option<String>,
+    /// Expand only positions at least this many games reach (0: any, the engine's own
+    /// positions too, as Lincke's expansion; 3: the games' tree where it thins out).
+    #[arg(long, default_value_t = 0)]
+    min_games: u32,
 }
 
 /// `90`, `90s`, `30m`, `2h` as a duration.
@@ -973,6 +977,7 @@ impl GrowArgs {
                 .as_deref()
                 .map(|l| l.split_whitespace().map(str::to_string).collect())
                 .unwrap_or_default(),
+            min_games: self.min_games,
         };
         learnbook::interrupt::stop_on_sigint();
         let summary = grow::run(&mut Book::open(&self.book.book)?, &opts)?;

@@ -303,3 +303,20 @@ fn export_keeps_engine_moves_by_value_unless_told_not_to() {
     assert!(added.iter().all(|e| engine.contains(e)));
     assert!(without.iter().all(|e| !engine.contains(e)));
 }
+
+#[test]
+fn min_games_expands_only_positions_games_reach() {
+    let dir = TempDir::new().expect("tmp");
+    let book = analysed_sample(&dir);
+    grow(&book, "20", &["--min-games", "5"]);
+    assert_eq!(expanded(&book), 20);
+    assert_eq!(
+        count(
+            &book,
+            "SELECT count(*) FROM analysis a JOIN positions p ON p.key = a.key
+             WHERE a.grown IS NOT NULL AND p.white + p.draws + p.black < 5"
+        ),
+        0
+    );
+    ok(&["check", "--book", s(&book)]);
+}

@@ -47,6 +47,9 @@ pub struct Options {
     pub time: Option<Duration>,
     /// Grow from the position after these moves (UCI), not the start.
     pub from: Vec<String>,
+    /// Expand only positions at least this many games reach (0: any, the
+    /// engine's own positions too; 3: the games' tree where it thins out).
+    pub min_games: u32,
 }
 
 /// `--alpha`'s default: a move that gives up 0.05 (about 27 cp) costs as
@@ -202,7 +205,7 @@ pub fn run(book: &mut Book, opts: &Options) -> Result<Summary> {
                 // Larger selections as the grown part (which each selection
                 // walks again) gets larger.
                 let want = (4 * threads).max(summary.expansions / 8).min(256).min(room);
-                let jobs: Result<Vec<Job>> = select(book, &root, opts.alpha, want, &claimed)
+                let jobs: Result<Vec<Job>> = select(book, &root, opts, want, &claimed)
                     .and_then(|c| {
                         c.into_iter()
                             .map(|c| job(book, c, &engine, budget))
@@ -330,10 +333,11 @@ impl Ord for Entry {
 fn select(
     book: &Book,
     root: &(Key, Chess),
-    alpha: f64,
+    opts: &Options,
     want: usize,
     claimed: &HashSet<Key>,
 ) -> Result<Vec<Entry>> {
+    let (alpha, min_games) = (opts.alpha, opts.min_games);
     let max_ply = book.settings.max_ply;
     let mut heap = BinaryHeap::new();
     let mut seq = 0u64;
@@ -370,7 +374,8 @@ fn select(
             continue;
         }
         let grown = book.analysis(e.key)?.is_some_and(|a| a.grown.is_some());
-        if !grown && depth < max_ply && !claimed.contains(&e.key) && !e.pos.is_game_over() {
+        let eligible = node.counts.total() >= min_games && depth < max_ply;
+        if eligible && !grown && !claimed.contains(&e.key) && !e.pos.is_game_over() {
             let drop = match node.deviation {
                 Some(Some(d)) => (node.value - d).max(0.0),
                 _ => 0.0,
@@ -392,6 +397,11 @@ fn select(
             // ranks them); a move back to an earlier ply is not followed.
             let valued = m.child_games > 0 || m.child_engine;
             if !valued || m.child_exact || m.all_lost || child_depth <= depth {
+                continue;
+            }
+            // Below `min_games` (games only thin out along a line) nothing
+            // is expanded: not walked.
+            if m.child_games < min_games {
                 continue;
             }
             if settled.contains(&child) {
