@@ -28,6 +28,10 @@
 //!   the book, Buro's deviation, of value `d(n)`): leaving the book is one
 //!   more option, scored `d(n) + B ln(1 / (P + 1))`. Elsewhere leaving is
 //!   worth the constant `D`, and only moves with `q >= D` are chosen.
+//! * Engine moves (`grow`) lead to positions no game reached, searched
+//!   ([`NodeInfo::engine_only`]): `s = p`, a move to one is an option
+//!   scored as a deviation, and once `grow` expanded it its `v` counts as
+//!   `S` games in its parent's `q`.
 //! * The choice (`best`) is the option with the highest score (none if it
 //!   is leaving the book). `v(n) = exact(n)` if terminal; `s(n)` without
 //!   options; otherwise the top score less the top prior (`score - q`) over
