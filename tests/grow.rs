@@ -320,3 +320,41 @@ fn min_games_expands_only_positions_games_reach() {
     );
     ok(&["check", "--book", s(&book)]);
 }
+
+#[test]
+fn merge_carries_engine_moves_and_stays_consistent() {
+    let dir = TempDir::new().expect("tmp");
+    let book = analysed_sample(&dir);
+    grow(&book, "10", &[]);
+    let engine = count(
+        &book,
+        "SELECT count(*) FROM moves WHERE grown = 1 AND white + draws + black = 0",
+    );
+    assert!(engine > 0);
+    // The grown book merged with a book of more games: the engine moves
+    // come along, and a game that plays one makes it ordinary.
+    let more = dir.path().join("more.pgn");
+    std::fs::write(
+        &more,
+        "[Event \"t\"]\n[White \"a\"]\n[Black \"b\"]\n[Result \"1/2-1/2\"]\n\n1. e4 e5 2. Nf3 Nc6 3. Bb5 a6 1/2-1/2\n",
+    )
+    .expect("write");
+    let other = dir.path().join("other.sqlite");
+    ok(&["build", "--book", s(&other), s(&more)]);
+    let merged = dir.path().join("merged.sqlite");
+    ok(&["merge", "--book", s(&merged), s(&book), s(&other)]);
+    assert_eq!(
+        count(
+            &merged,
+            "SELECT count(*) FROM moves WHERE grown = 1 AND white + draws + black = 0"
+        ),
+        engine
+    );
+    assert_eq!(expanded(&merged), 10);
+    ok(&["check", "--book", s(&merged)]);
+    let stats = String::from_utf8_lossy(&ok(&["stats", "--book", s(&merged)]).stdout).into_owned();
+    assert!(
+        stats.contains(&format!("engine moves  {engine}")),
+        "{stats}"
+    );
+}

@@ -205,8 +205,8 @@ pub fn run(book: &mut Book, opts: &Options) -> Result<Summary> {
                 // Larger selections as the grown part (which each selection
                 // walks again) gets larger.
                 let want = (4 * threads).max(summary.expansions / 8).min(256).min(room);
-                let jobs: Result<Vec<Job>> = select(book, &root, opts, want, &claimed)
-                    .and_then(|c| {
+                let jobs: Result<Vec<Job>> =
+                    select(book, &root, opts, want, &claimed).and_then(|c| {
                         c.into_iter()
                             .map(|c| job(book, c, &engine, budget))
                             .collect()

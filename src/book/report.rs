@@ -175,6 +175,13 @@ pub fn stats(book: &Book) -> Result<String> {
         "moves         {} ({} seen in a single game)",
         t.moves, t.single_game_moves
     )?;
+    let engine = book.engine_moves()?;
+    if engine > 0 {
+        writeln!(
+            s,
+            "engine moves  {engine} (added by grow, no game played them)"
+        )?;
+    }
     writeln!(
         s,
         "max ply       {} (deepest stored position: {})",

@@ -15,6 +15,7 @@ use std::path::Path;
 use anyhow::{anyhow, bail, Context, Result};
 use rusqlite::{params, OptionalExtension, Transaction};
 
+use super::analysis::ANALYSIS_COLUMNS;
 use super::book::Book;
 use super::explore::{merge_top, top_from_blob};
 use super::graph::reevaluate_all;
@@ -55,14 +56,7 @@ impl Book {
     pub fn merge_book(&mut self, shard: &Path, allow_duplicates: bool) -> Result<MergedShard> {
         let other = Book::open(shard)?;
         same_settings(self, &other)?;
-        for book in [&*self, &other] {
-            if book.engine_moves()? > 0 {
-                bail!(
-                    "{} has engine moves from `grow`: merge does not carry them yet; merge the books before growing",
-                    book.path.display()
-                );
-            }
-        }
+
         if other.explorer_partial()? {
             self.mark_explorer_partial()?;
         }
@@ -115,13 +109,13 @@ impl Book {
             [],
         )? as u64;
         merged.moves = tx.execute(
-            "INSERT INTO main.moves(parent, move, uci, child, white, draws, black, weight, rating_sum, rated)
-             SELECT parent, move, uci, child, white, draws, black, weight, rating_sum, rated FROM shard.moves WHERE true
+            "INSERT INTO main.moves(parent, move, uci, child, white, draws, black, weight, rating_sum, rated, grown)
+             SELECT parent, move, uci, child, white, draws, black, weight, rating_sum, rated, grown FROM shard.moves WHERE true
              ON CONFLICT(parent, move) DO UPDATE SET
                child = coalesce(child, excluded.child),
                white = white + excluded.white, draws = draws + excluded.draws, black = black + excluded.black,
                rating_sum = rating_sum + excluded.rating_sum, rated = rated + excluded.rated,
-               weight = coalesce(weight, excluded.weight)",
+               weight = coalesce(weight, excluded.weight), grown = max(grown, excluded.grown)",
             [],
         )? as u64;
         let copies = if allow_duplicates {
@@ -146,9 +140,18 @@ impl Book {
             [],
         )? as u64;
         merge_tails(&tx, &self.settings.params, &fix.games)?;
-        // Search scores: where both books analysed a position, the first stays.
+        // Search scores: where both books analysed a position, the first
+        // stays, unless only the other's was expanded by `grow` (its engine
+        // moves come with it).
         tx.execute(
-            "INSERT OR IGNORE INTO main.analysis SELECT * FROM shard.analysis",
+            &format!(
+                "INSERT INTO main.analysis({ANALYSIS_COLUMNS}) SELECT {ANALYSIS_COLUMNS} FROM shard.analysis WHERE true
+                 ON CONFLICT(key) DO UPDATE SET score = excluded.score, depth = excluded.depth,
+                   interior = excluded.interior, deviation = excluded.deviation, dev_move = excluded.dev_move,
+                   dev_depth = excluded.dev_depth, book_moves = excluded.book_moves, engine = excluded.engine,
+                   budget = excluded.budget, grown = excluded.grown
+                 WHERE grown IS NULL AND excluded.grown IS NOT NULL"
+            ),
             [],
         )?;
         {
@@ -184,15 +187,33 @@ impl Book {
         let tx = self.conn.transaction()?;
         let min_games = self.settings.min_games;
         if min_games > 1 {
-            // As `build --min-games` prunes its aggregate.
+            // As `build --min-games` prunes its aggregate; engine moves stay
+            // where their position does.
             tx.execute(
-                "DELETE FROM moves WHERE white + draws + black < ?1",
+                "DELETE FROM moves WHERE white + draws + black < ?1 AND NOT (grown = 1 AND white + draws + black = 0)",
                 [min_games],
             )?;
             tx.execute(
-                "DELETE FROM positions WHERE white + draws + black < ?1",
+                "DELETE FROM positions WHERE white + draws + black < ?1
+                   AND key NOT IN (SELECT child FROM moves WHERE grown = 1 AND child IS NOT NULL)",
                 [min_games],
             )?;
+            // Then what hung from a position dropped: its moves, and the
+            // positions only they led to, level by level.
+            loop {
+                let moves = tx.execute(
+                    "DELETE FROM moves WHERE parent NOT IN (SELECT key FROM positions)",
+                    [],
+                )?;
+                let positions = tx.execute(
+                    "DELETE FROM positions WHERE white + draws + black = 0
+                       AND key NOT IN (SELECT child FROM moves WHERE grown = 1 AND child IS NOT NULL)",
+                    [],
+                )?;
+                if moves + positions == 0 {
+                    break;
+                }
+            }
             tx.execute(
                 "DELETE FROM analysis WHERE key NOT IN (SELECT key FROM positions)",
                 [],
