@@ -206,7 +206,9 @@ fn in_band(
                 let (Some(child), Some(mv)) = (m.child, m.mv.to_move(&pos)) else {
                     continue;
                 };
-                if m.child_games == 0 || !seen.insert(child) {
+                // Moves games played: the set is the same before and after
+                // `grow` (whose moves may lead into positions games reach).
+                if m.counts.total() == 0 || !seen.insert(child) {
                     continue;
                 }
                 let mut after = pos.clone();
@@ -216,6 +218,8 @@ fn in_band(
         }
         level = next;
     }
+    // In key order first: the draw does not depend on the walk's order.
+    found.sort_by_key(|(pos, _, _)| polyglot_key(pos).0);
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     found.shuffle(&mut rng);
     found.truncate(count);
