@@ -110,6 +110,17 @@ fn grow_adds_searched_engine_moves_and_values_stay_exact() {
     // The start position is expanded first: its engine moves are shown marked.
     let show = String::from_utf8_lossy(&ok(&["show", "--book", s(&book)]).stdout).into_owned();
     assert!(show.contains("~ "), "{show}");
+    // Every game move of an expanded position leads to a searched position:
+    // game and engine moves are valued by the same searches.
+    assert_eq!(
+        count(
+            &book,
+            "SELECT count(*) FROM moves m JOIN analysis pa ON pa.key = m.parent AND pa.grown IS NOT NULL
+             LEFT JOIN analysis ca ON ca.key = m.child LEFT JOIN positions c ON c.key = m.child
+             WHERE m.white + m.draws + m.black > 0 AND ca.key IS NULL AND c.exact IS NULL"
+        ),
+        0
+    );
     // Values and choices equal a full re-evaluation.
     ok(&["check", "--book", s(&book)]);
     assert_eq!(expanded_twice(&book, 2), 0);

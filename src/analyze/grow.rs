@@ -13,7 +13,9 @@
 //!
 //! Expanding a position searches its best `width` moves outside the book,
 //! one search each (`searchmoves` less the moves found: the same for the
-//! search core and any UCI engine), and one more as the deviation. They are
+//! search core and any UCI engine), one more as the deviation, and the
+//! positions of its game moves that have no search score yet (so that game
+//! and engine moves are valued by the same searches). They are
 //! stored as engine moves with the positions they lead to, searched, and
 //! the book is re-evaluated at once (`Book::store_expansions`). Positions in
 //! flight are not selected again (virtual loss), so every thread expands a
@@ -106,6 +108,9 @@ struct Job {
     /// The position's own score and depth, if this engine at this budget
     /// already searched it (else the expansion does).
     prior: Option<(i32, u32)>,
+    /// The positions of its game moves without a search score: searched
+    /// too, so that game and engine moves are valued alike.
+    unsearched: Vec<(Key, Chess)>,
 }
 
 /// An expansion and the searches it took.
@@ -422,6 +427,22 @@ fn select(
 /// What a worker needs to expand `c`, read from the book.
 fn job(book: &Book, c: Entry, engine: &str, budget: Budget) -> Result<Job> {
     let moves = book.moves(c.key)?;
+    let mut unsearched = Vec::new();
+    for m in moves
+        .iter()
+        .filter(|m| m.counts.total() > 0 && !m.child_exact)
+    {
+        let (Some(child), Some(mv)) = (m.child, m.mv.to_move(&c.pos)) else {
+            continue;
+        };
+        if book.analysis(child)?.is_none() {
+            let mut next = c.pos.clone();
+            next.play_unchecked(mv);
+            if !next.is_game_over() {
+                unsearched.push((child, next));
+            }
+        }
+    }
     let prior = book
         .analysis(c.key)?
         .filter(|a| a.engine == engine && a.budget == budget.to_string())
@@ -433,6 +454,7 @@ fn job(book: &Book, c: Entry, engine: &str, budget: Budget) -> Result<Job> {
         book_moves: moves.iter().map(|m| m.mv).collect(),
         game_moves: moves.iter().filter(|m| m.counts.total() > 0).count() as u32,
         prior,
+        unsearched,
     })
 }
 
@@ -521,6 +543,12 @@ fn expand(
             }
         })
         .collect();
+    let mut leaves = Vec::with_capacity(job.unsearched.len());
+    for (key, pos) in &job.unsearched {
+        let r = a.search(pos, &[], true)?;
+        searches += 1;
+        leaves.push(searched(*key, r.score, r.depth, false));
+    }
     let analysis = Analysis {
         deviation: deviation.map(|d| d.1),
         dev_move: deviation.map(|d| MoveCode::from_move(&d.0)),
@@ -534,6 +562,7 @@ fn expand(
             parent: job.key,
             analysis,
             moves,
+            leaves,
         },
         depth: job.depth,
         searches,

@@ -25,13 +25,16 @@ pub struct EngineMove {
 }
 
 /// One expanded position: its analysis (interior, `grown` set, the
-/// deviation the best move outside the book after the expansion) and the
-/// engine moves it gets.
+/// deviation the best move outside the book after the expansion), the
+/// engine moves it gets, and the search scores of its game moves'
+/// positions that had none (stored only where there is still none), so
+/// that every option is valued by a search.
 #[derive(Clone, Debug)]
 pub struct Expansion {
     pub parent: Key,
     pub analysis: Analysis,
     pub moves: Vec<EngineMove>,
+    pub leaves: Vec<Analysis>,
 }
 
 /// What [`Book::store_expansions`] did.
@@ -63,9 +66,11 @@ impl Book {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         // Positions inside single-game tails become rows first.
-        let all = expansions
-            .iter()
-            .flat_map(|x| std::iter::once(x.parent).chain(x.moves.iter().map(|m| m.child)));
+        let all = expansions.iter().flat_map(|x| {
+            std::iter::once(x.parent)
+                .chain(x.moves.iter().map(|m| m.child))
+                .chain(x.leaves.iter().map(|a| a.key))
+        });
         materialize_keys(&tx, &params, all)?;
         let mut keys = Vec::new();
         let mut stored = Stored::default();
@@ -108,6 +113,12 @@ impl Book {
                         insert_analysis(&mut analysis, &m.child_analysis)?;
                     }
                     keys.push(m.child);
+                }
+                for leaf in &x.leaves {
+                    if !analysed.exists([leaf.key])? {
+                        insert_analysis(&mut analysis, leaf)?;
+                        keys.push(leaf.key);
+                    }
                 }
                 insert_analysis(&mut analysis, &x.analysis)?;
                 keys.push(x.parent);
