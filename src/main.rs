@@ -37,9 +37,9 @@ struct BookArg {
     book: PathBuf,
 }
 
-/// How `analyze` searches.
+/// Who searches and how long: `analyze` and `grow`.
 #[derive(Args)]
-struct AnalysisArgs {
+struct SearchArgs {
     /// Nodes per search.
     #[arg(long, conflicts_with = "movetime", default_value_t = learnbook::analyze::DEFAULT_NODES)]
     nodes: u64,
@@ -49,13 +49,20 @@ struct AnalysisArgs {
     /// Engines searching in parallel (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
+    /// The engine: builtin (the search core; builtin,weights=W.toml) or a UCI engine
+    /// as the match runner takes it: "cmd=stockfish,option.Threads=1".
+    #[arg(long)]
+    engine: Option<String>,
+}
+
+/// How `analyze` searches.
+#[derive(Args)]
+struct AnalysisArgs {
+    #[command(flatten)]
+    search: SearchArgs,
     /// Analyse positions with at least this many games, and their children.
     #[arg(long, default_value_t = learnbook::analyze::DEFAULT_MIN_GAMES)]
     min_games: u32,
-    /// The analysing engine: builtin (the search core; builtin,weights=W.toml) or a
-    /// UCI engine as the match runner takes it: "cmd=stockfish,option.Threads=1".
-    #[arg(long)]
-    engine: Option<String>,
 }
 
 /// How `learn --analyze` and `play --learn-analyze` search what a game added.
@@ -75,13 +82,14 @@ struct LearnAnalysisArgs {
 impl AnalysisArgs {
     fn options(&self, progress: bool) -> Result<learnbook::analyze::Options> {
         use learnbook::analyze::{self, Budget};
+        let search = &self.search;
         Ok(analyze::Options {
-            engine: analyze::parse_engine(self.engine.as_deref())?,
-            budget: match self.movetime {
+            engine: analyze::parse_engine(search.engine.as_deref())?,
+            budget: match search.movetime {
                 Some(ms) => Budget::Movetime(ms),
-                None => Budget::Nodes(self.nodes),
+                None => Budget::Nodes(search.nodes),
             },
-            threads: self
+            threads: search
                 .threads
                 .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
             min_games: self.min_games,
@@ -94,11 +102,13 @@ impl AnalysisArgs {
 impl LearnAnalysisArgs {
     fn options(&self) -> Result<learnbook::analyze::Options> {
         AnalysisArgs {
-            nodes: self.analysis_nodes,
-            movetime: None,
-            threads: None,
+            search: SearchArgs {
+                nodes: self.analysis_nodes,
+                movetime: None,
+                threads: None,
+                engine: self.analysis_engine.clone(),
+            },
             min_games: self.analysis_min_games,
-            engine: self.analysis_engine.clone(),
         }
         .options(false)
     }
@@ -128,7 +138,7 @@ enum Command {
     /// Grow the book without games (Lincke's drop-out expansion): repeatedly expand the
     /// position whose engine answer is most likely to change the choice at the root,
     /// adding its best moves outside the book as engine moves, searched, and
-    /// re-evaluating at once. Resumable: an expanded position is never expanded again.
+    /// re-evaluating at once. Resumable: an expanded position is not expanded again.
     Grow(GrowArgs),
     /// Recompute every value from scratch.
     Reevaluate(ReevaluateArgs),
@@ -342,18 +352,8 @@ struct AnalyzeArgs {
 struct GrowArgs {
     #[command(flatten)]
     book: BookArg,
-    /// Nodes per search.
-    #[arg(long, conflicts_with = "movetime", default_value_t = learnbook::analyze::DEFAULT_NODES)]
-    nodes: u64,
-    /// Milliseconds per search, instead of --nodes.
-    #[arg(long)]
-    movetime: Option<u64>,
-    /// Positions expanded in parallel, one engine each (default: all cores).
-    #[arg(long)]
-    threads: Option<usize>,
-    /// The engine: builtin (the search core) or a UCI engine, as for `analyze --engine`.
-    #[arg(long)]
-    engine: Option<String>,
+    #[command(flatten)]
+    search: SearchArgs,
     /// Stop after this many expansions (default 100 when --time is not given).
     #[arg(long)]
     expansions: Option<usize>,
@@ -956,11 +956,8 @@ impl GrowArgs {
     fn run(self) -> Result<ExitCode> {
         use learnbook::analyze::grow;
         let analysis = AnalysisArgs {
-            nodes: self.nodes,
-            movetime: self.movetime,
-            threads: self.threads,
+            search: self.search,
             min_games: learnbook::analyze::DEFAULT_MIN_GAMES,
-            engine: self.engine,
         }
         .options(true)?;
         let opts = grow::Options {
@@ -1113,11 +1110,13 @@ impl SuiteArgs {
     fn run(self) -> Result<ExitCode> {
         if self.analyze {
             let opts = AnalysisArgs {
-                nodes: self.nodes,
-                movetime: self.movetime,
-                threads: self.threads,
+                search: SearchArgs {
+                    nodes: self.nodes,
+                    movetime: self.movetime,
+                    threads: self.threads,
+                    engine: self.engine.clone(),
+                },
                 min_games: self.min_games,
-                engine: self.engine.clone(),
             }
             .options(true)?;
             let mut b = Book::open(&self.book.book)?;

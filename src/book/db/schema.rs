@@ -422,10 +422,7 @@ fn migrate_v6(conn: &Connection) -> Result<()> {
 fn migrate_v7(conn: &Connection) -> Result<()> {
     let tx = conn.unchecked_transaction()?;
     add_grow_columns(&tx)?;
-    tx.execute(
-        "UPDATE meta SET value = ?1 WHERE key = 'schema_version'",
-        [SCHEMA_VERSION.to_string()],
-    )?;
+    mark_current(&tx)?;
     tx.commit()?;
     Ok(())
 }
@@ -479,11 +476,17 @@ fn upgrade_to_current(
         "INSERT OR REPLACE INTO meta(key, value) VALUES ('explorer', 'partial')",
         [],
     )?;
-    tx.execute(
+    mark_current(&tx)?;
+    tx.commit()?;
+    Ok(())
+}
+
+/// Records that the book is of this schema.
+fn mark_current(conn: &Connection) -> Result<()> {
+    conn.execute(
         "UPDATE meta SET value = ?1 WHERE key = 'schema_version'",
         [SCHEMA_VERSION.to_string()],
     )?;
-    tx.commit()?;
     Ok(())
 }
 
