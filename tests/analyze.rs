@@ -270,6 +270,10 @@ fn book_quality_judges_a_polyglot_export_of_the_books_own_choices_the_same() {
         "name=glaurung,cmd=/usr/games/glaurung,option.Threads=1",
         "--nodes",
         "20000",
+        "--engine-player",
+        "judge=name=glaurung,cmd=/usr/games/glaurung,option.Threads=1",
+        "--engine-nodes",
+        "20000",
         "--positions",
         "12",
         "--csv",
@@ -286,6 +290,14 @@ fn book_quality_judges_a_polyglot_export_of_the_books_own_choices_the_same() {
             .unwrap_or_else(|| panic!("no mean for {player} in {report}"))
     };
     assert_eq!(mean("learnbook best"), mean("self top"), "{report}");
+    // The judge as a player, at its own budget from a cleared hash, plays
+    // the judge's move everywhere: it loses nothing, and neither does the
+    // better of it and the book's move.
+    assert_eq!(mean("judge engine"), 0.0, "{report}");
+    assert!(
+        report.contains("the better of learnbook best and judge engine at each position (an arbiter knowing the judge): 0.0 cp on 12"),
+        "{report}"
+    );
     assert!(report.contains("Spearman"), "{report}");
     let rows = std::fs::read_to_string(&csv).expect("csv").lines().count();
     assert_eq!(rows, 13, "a header and a row per position");

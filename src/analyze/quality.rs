@@ -41,6 +41,15 @@ pub struct Options {
     /// A Polyglot book to compare, as NAME=FILE.bin (repeatable).
     #[arg(long, value_name = "NAME=X.bin")]
     pub compare: Vec<String>,
+    /// An engine whose own choice is judged beside the books', as NAME=SPEC
+    /// (repeatable; SPEC as `analyze --engine` takes it: builtin or
+    /// "cmd=glaurung"): what a book grown or analysed by it could reach.
+    #[arg(long, value_name = "NAME=SPEC")]
+    pub engine_player: Vec<String>,
+    /// Nodes per search of the --engine-player engines (the default of
+    /// `analyze` and `grow`).
+    #[arg(long, default_value_t = super::DEFAULT_NODES)]
+    pub engine_nodes: u64,
     /// The judge, a UCI engine as the match runner takes it: "cmd=stockfish,option.Threads=1".
     #[arg(long)]
     pub judge: String,
@@ -84,6 +93,19 @@ impl Options {
                 "--judge must be an external UCI engine (the judge never helps produce what it judges)"
             )),
         }
+    }
+
+    /// The `--engine-player` engines as (name, engine).
+    fn engine_players(&self) -> Result<Vec<(String, super::EngineChoice)>> {
+        self.engine_player
+            .iter()
+            .map(|c| match c.split_once('=') {
+                Some((n, spec)) if !n.is_empty() => {
+                    Ok((n.to_string(), super::parse_engine(Some(spec))?))
+                }
+                _ => Err(anyhow!("--engine-player {c:?}: expected NAME=SPEC")),
+            })
+            .collect()
     }
 
     /// The `--compare` books as (name, path).
@@ -165,7 +187,10 @@ fn most_played(book: &Book, max_ply: u32, count: usize) -> Result<Vec<(Chess, u3
 }
 
 /// The players' names, in column order.
-fn players(compare: &[(String, PathBuf)]) -> Vec<String> {
+fn players(
+    compare: &[(String, PathBuf)],
+    engines: &[(String, super::EngineChoice)],
+) -> Vec<String> {
     let mut p = vec![
         "learnbook best".to_string(),
         "learnbook weighted".to_string(),
@@ -174,7 +199,30 @@ fn players(compare: &[(String, PathBuf)]) -> Vec<String> {
         p.push(format!("{name} top"));
         p.push(format!("{name} weighted"));
     }
+    for (name, _) in engines {
+        p.push(format!("{name} engine"));
+    }
     p
+}
+
+/// Each engine player's own move at every spot, a search from a cleared
+/// hash as the judge's, appended to the spots' picks.
+fn add_engine_picks(
+    spots: &mut [Spot],
+    engines: &[(String, super::EngineChoice)],
+    nodes: u64,
+) -> Result<()> {
+    for (name, choice) in engines {
+        let mut engine = choice.start(super::Budget::Nodes(nodes))?;
+        for spot in spots.iter_mut() {
+            let r = engine
+                .search(&spot.pos, &[], true)
+                .with_context(|| format!("--engine-player {name}"))?;
+            spot.picks
+                .push(r.best.map(|m| vec![(m, 1.0)]).unwrap_or_default());
+        }
+    }
+    Ok(())
 }
 
 /// `count` positions drawn with `seed` from every position within
@@ -424,10 +472,12 @@ pub fn run(opts: &Options) -> Result<String> {
         .iter()
         .map(|(_, p)| PolyglotBook::open(p))
         .collect::<Result<Vec<_>>>()?;
-    let spots = spots(opts, &book, &polyglots)?;
+    let engines = opts.engine_players()?;
+    let mut spots = spots(opts, &book, &polyglots)?;
     if spots.is_empty() {
         return Err(anyhow!("{} has no positions to judge", opts.book.display()));
     }
+    add_engine_picks(&mut spots, &engines, opts.engine_nodes)?;
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Verdict>>> = Mutex::new(vec![None; spots.len()]);
     let failure: Mutex<Option<anyhow::Error>> = Mutex::new(None);
@@ -478,7 +528,7 @@ pub fn run(opts: &Options) -> Result<String> {
         .into_iter()
         .collect::<Option<Vec<_>>>()
         .ok_or_else(|| anyhow!("a position was not judged"))?;
-    let names = players(&compare);
+    let names = players(&compare, &engines);
     let mut out = String::new();
     let most = spots.iter().map(|s| s.games).max().unwrap_or(0);
     let least = spots.iter().map(|s| s.games).min().unwrap_or(0);
@@ -521,6 +571,31 @@ pub fn run(opts: &Options) -> Result<String> {
             100.0 * s.blunders,
             s.no_move
         )?;
+    }
+    // The floor an engine sets for a book it grows: at each position the
+    // better of the book's move and the engine's, as if an arbiter knew the
+    // judge's verdicts.
+    let first_engine = names.len() - engines.len();
+    for (i, (name, _)) in engines.iter().enumerate() {
+        let both: Vec<i32> = spots
+            .iter()
+            .zip(&verdicts)
+            .filter_map(|(s, v)| {
+                let loss = |pick: &[(Move, f64)]| {
+                    let m = pick.first()?.0.to_uci(CastlingMode::Standard).to_string();
+                    v.loss.get(&m).copied()
+                };
+                Some(loss(&s.picks[0])?.min(loss(&s.picks[first_engine + i])?))
+            })
+            .collect();
+        if !both.is_empty() {
+            writeln!(
+                out,
+                "  the better of learnbook best and {name} engine at each position (an arbiter knowing the judge): {:.1} cp on {}",
+                f64::from(both.iter().sum::<i32>()) / both.len() as f64,
+                both.len()
+            )?;
+        }
     }
     let judge_scores: Vec<f64> = verdicts.iter().map(|v| f64::from(v.score)).collect();
     let values: Vec<f64> = spots.iter().map(|s| s.value).collect();
