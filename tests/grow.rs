@@ -371,3 +371,52 @@ fn merge_carries_engine_moves_and_stays_consistent() {
         "{stats}"
     );
 }
+
+#[test]
+fn a_uci_engine_with_multipv_finds_an_expansions_moves_in_one_search() {
+    if !common::have_program("/usr/games/glaurung") {
+        return;
+    }
+    let dir = TempDir::new().expect("tmp");
+    let book = analysed_sample(&dir);
+    // What learnbook sends the engine, logged on the way.
+    let log = dir.path().join("sent.log");
+    let wrapper = dir.path().join("glaurung.sh");
+    std::fs::write(
+        &wrapper,
+        format!("#!/bin/sh\ntee -a '{}' | /usr/games/glaurung\n", s(&log)),
+    )
+    .expect("wrapper");
+    let spec = format!("name=glaurung,cmd=sh {}", s(&wrapper));
+    let report = grow(
+        &book,
+        "4",
+        &["--engine", &spec, "--threads", "1", "--width", "2"],
+    );
+    assert_eq!(expanded(&book), 4, "{report}");
+    assert_eq!(
+        count(&book, "SELECT count(*) FROM moves WHERE grown = 1"),
+        8,
+        "{report}"
+    );
+    // One search with searchmoves an expansion, under MultiPV 2 or 3 (the
+    // width and the deviation, less a move the whole search found); every
+    // other search under MultiPV 1.
+    let sent = std::fs::read_to_string(&log).expect("log");
+    let mut multipv = 1;
+    let mut lines_searches = 0;
+    for line in sent.lines() {
+        if let Some(v) = line.strip_prefix("setoption name MultiPV value ") {
+            multipv = v.trim().parse().expect("MultiPV value");
+        } else if line.starts_with("go ") {
+            if line.contains(" searchmoves ") {
+                lines_searches += 1;
+                assert!((2..=3).contains(&multipv), "{line} under MultiPV {multipv}");
+            } else {
+                assert_eq!(multipv, 1, "{line}");
+            }
+        }
+    }
+    assert_eq!(lines_searches, 4, "{sent}");
+    ok(&["check", "--book", s(&book)]);
+}

@@ -29,6 +29,45 @@ pub trait Analyst: Send {
     /// the root moves. `fresh`: forget earlier searches first (a new
     /// position), so a result does not depend on the order of the work.
     fn search(&mut self, pos: &Chess, searchmoves: &[Move], fresh: bool) -> Result<Searched>;
+
+    /// The best `k` of `among` (not empty), best first, and the searches it
+    /// took: here one search each, `searchmoves` less the moves found. Ends
+    /// early, with the stray line last, if the engine answers a move it was
+    /// not asked to search.
+    fn search_lines(
+        &mut self,
+        pos: &Chess,
+        among: &[Move],
+        k: usize,
+        fresh: bool,
+    ) -> Result<(Vec<Searched>, usize)> {
+        one_by_one(self, pos, among, k, fresh)
+    }
+}
+
+/// `search_lines` by one search a move, `searchmoves` less the moves found.
+fn one_by_one<A: Analyst + ?Sized>(
+    a: &mut A,
+    pos: &Chess,
+    among: &[Move],
+    k: usize,
+    fresh: bool,
+) -> Result<(Vec<Searched>, usize)> {
+    let mut left = among.to_vec();
+    let mut lines = Vec::new();
+    let mut searches = 0;
+    while lines.len() < k && !left.is_empty() {
+        let r = a.search(pos, &left, fresh && searches == 0)?;
+        searches += 1;
+        let Some(b) = r.best else { break };
+        let asked = left.contains(&b);
+        left.retain(|m| *m != b);
+        lines.push(r);
+        if !asked {
+            break;
+        }
+    }
+    Ok((lines, searches))
 }
 
 /// Which engine analyses.
@@ -107,12 +146,18 @@ struct Uci {
     budget: Budget,
 }
 
-impl Analyst for Uci {
-    fn search(&mut self, pos: &Chess, searchmoves: &[Move], fresh: bool) -> Result<Searched> {
-        let (go, allowed) = match self.budget {
+impl Uci {
+    fn go(&self) -> (String, Duration) {
+        match self.budget {
             Budget::Nodes(n) => (format!("nodes {n}"), Duration::from_secs(120)),
             Budget::Movetime(ms) => (format!("movetime {ms}"), Duration::from_millis(ms)),
-        };
+        }
+    }
+}
+
+impl Analyst for Uci {
+    fn search(&mut self, pos: &Chess, searchmoves: &[Move], fresh: bool) -> Result<Searched> {
+        let (go, allowed) = self.go();
         let r = self
             .engine
             .analyse(pos, &go, searchmoves, allowed, fresh)
@@ -122,5 +167,37 @@ impl Analyst for Uci {
             score: r.score,
             depth: r.depth,
         })
+    }
+
+    /// One MultiPV search where the engine offers it (the engine's own
+    /// ranking of its lines, as a GUI's analysis shows), else one search
+    /// a move.
+    fn search_lines(
+        &mut self,
+        pos: &Chess,
+        among: &[Move],
+        k: usize,
+        fresh: bool,
+    ) -> Result<(Vec<Searched>, usize)> {
+        if k < 2 || !self.engine.has_multipv() {
+            return one_by_one(self, pos, among, k, fresh);
+        }
+        let (go, allowed) = self.go();
+        let k = u32::try_from(k).unwrap_or(u32::MAX);
+        let lines = self
+            .engine
+            .analyse_lines(pos, &go, among, k, allowed, fresh)
+            .map_err(|e| anyhow!("{e}"))?;
+        Ok((
+            lines
+                .into_iter()
+                .map(|r| Searched {
+                    best: r.best,
+                    score: r.score,
+                    depth: r.depth,
+                })
+                .collect(),
+            1,
+        ))
     }
 }

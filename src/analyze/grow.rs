@@ -11,9 +11,10 @@
 //! shortest path, found here by Dijkstra over the book's forward moves.
 //! Large `alpha` goes deep along the book's choices, small `alpha` broad.
 //!
-//! Expanding a position searches its best `width` moves outside the book,
-//! one search each (`searchmoves` less the moves found: the same for the
-//! search core and any UCI engine), one more as the deviation, and the
+//! Expanding a position searches its best `width` moves outside the book
+//! and one more as the deviation: one MultiPV search over the moves outside
+//! the book (`searchmoves`) where a UCI engine offers MultiPV, else one
+//! search each, `searchmoves` less the moves found (the search core); and the
 //! positions of its game moves that have no search score yet (so that game
 //! and engine moves are valued by the same searches). They are
 //! stored as engine moves with the positions they lead to, searched, and
@@ -496,20 +497,21 @@ fn expand(
             (whole.score, whole.depth)
         }
     };
-    let mut fresh = job.prior.is_some();
-    while lines.len() <= width && !outside.is_empty() {
-        let r = a.search(&job.pos, &outside, fresh)?;
-        searches += 1;
-        fresh = false;
-        let Some(b) = r.best else { break };
-        if !outside.contains(&b) {
-            bail!(
-                "the engine answered {}, not one of the moves it was asked to search (UCI searchmoves)",
-                b.to_uci(CastlingMode::Standard)
-            );
+    if lines.len() <= width && !outside.is_empty() {
+        let wanted = width + 1 - lines.len();
+        let (found, n) = a.search_lines(&job.pos, &outside, wanted, job.prior.is_some())?;
+        searches += n;
+        for r in found {
+            let Some(b) = r.best else { break };
+            if !outside.contains(&b) {
+                bail!(
+                    "the engine answered {}, not one of the moves it was asked to search (UCI searchmoves)",
+                    b.to_uci(CastlingMode::Standard)
+                );
+            }
+            outside.retain(|m| *m != b);
+            lines.push((b, r.score, r.depth));
         }
-        outside.retain(|m| *m != b);
-        lines.push((b, r.score, r.depth));
     }
     let deviation = if lines.len() > width {
         lines.pop()

@@ -263,19 +263,36 @@ fn move_deadline(req: &Request) -> Instant {
 pub struct UciEngine {
     spec: EngineSpec,
     p: Process,
+    /// The engine offers the `MultiPV` option.
+    has_multipv: bool,
+    /// `MultiPV` as last set (1 unless the spec or `analyse_lines` set it).
+    multipv: u32,
+    /// The `bestmove` line of the last `go_lines`.
+    last_bestmove: String,
 }
 
 impl UciEngine {
     pub fn start(spec: &EngineSpec) -> Result<UciEngine, Fault> {
         let mut p = Process::spawn(&spec.argv, spec.dir.as_deref(), &spec.name)?;
         p.send("uci")?;
-        p.until(Instant::now() + HANDSHAKE, "uciok", |l| l.trim() == "uciok")?;
+        let mut has_multipv = false;
+        p.until(Instant::now() + HANDSHAKE, "uciok", |l| {
+            has_multipv |= l.starts_with("option name MultiPV ");
+            l.trim() == "uciok"
+        })?;
+        let mut multipv = 1;
         for (k, v) in &spec.options {
             p.send(&format!("setoption name {k} value {v}"))?;
+            if k == "MultiPV" {
+                multipv = v.parse().unwrap_or(1);
+            }
         }
         let mut e = UciEngine {
             spec: spec.clone(),
             p,
+            has_multipv,
+            multipv,
+            last_bestmove: String::new(),
         };
         e.ready()?;
         Ok(e)
@@ -335,7 +352,8 @@ impl Player for UciEngine {
         let (mut score, mut depth) = (None, None);
         let line = self.p.until(deadline, "bestmove", |l| {
             if let Some(info) = parse_info(l) {
-                if info.score.is_some() {
+                // Under MultiPV, the best line's score only.
+                if info.score.is_some() && info.multipv.unwrap_or(1) == 1 {
                     score = info.score;
                     depth = info.depth.or(depth);
                 }
@@ -358,13 +376,17 @@ impl Player for UciEngine {
 }
 
 /// What an engine's `info` line says about its search.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct InfoLine {
     pub depth: Option<u32>,
     /// Centipawns from the side to move; mate in `n` as `+-(30000 - n)`.
     pub score: Option<i32>,
     /// `lowerbound` or `upperbound`: not the final score of that depth.
     pub bound: bool,
+    /// `multipv k`: the k-th best line (absent: the only one).
+    pub multipv: Option<u32>,
+    /// The first move of the principal variation, as sent.
+    pub pv_first: Option<String>,
 }
 
 /// Parses a UCI `info` line (`None` for any other line).
@@ -386,8 +408,13 @@ pub fn parse_info(line: &str) -> Option<InfoLine> {
                 };
             }
             "lowerbound" | "upperbound" => info.bound = true,
+            "multipv" => info.multipv = words.get(i + 1).and_then(|v| v.parse().ok()),
             // The rest of the line is moves or text.
-            "pv" | "string" => break,
+            "pv" => {
+                info.pv_first = words.get(i + 1).map(|m| m.to_string());
+                break;
+            }
+            "string" => break,
             _ => {}
         }
         i += 1;
@@ -429,6 +456,75 @@ impl UciEngine {
         allowed: Duration,
         fresh: bool,
     ) -> Result<Analysed, Fault> {
+        self.set_multipv(1)?;
+        let lines = self.go_lines(pos, go, searchmoves, allowed, fresh)?;
+        let (score, depth) = match lines.first() {
+            Some(&(1, score, depth, _)) => (score, depth),
+            _ => {
+                return Err(Fault::Illegal(format!(
+                    "{} gave no score before bestmove",
+                    self.spec.name
+                )))
+            }
+        };
+        let best = self.bestmove(pos)?;
+        Ok(Analysed { best, score, depth })
+    }
+
+    /// Whether `analyse_lines` gets its lines from one search (the engine
+    /// offers `MultiPV`).
+    pub fn has_multipv(&self) -> bool {
+        self.has_multipv
+    }
+
+    /// The best `k` of `searchmoves` (all moves if empty) in one MultiPV
+    /// search, best first, each with its own score and depth; fewer when the
+    /// engine reported fewer lines. Needs `has_multipv`.
+    pub fn analyse_lines(
+        &mut self,
+        pos: &Chess,
+        go: &str,
+        searchmoves: &[Move],
+        k: u32,
+        allowed: Duration,
+        fresh: bool,
+    ) -> Result<Vec<Analysed>, Fault> {
+        self.set_multipv(k.max(1))?;
+        let lines = self.go_lines(pos, go, searchmoves, allowed, fresh)?;
+        self.bestmove(pos)?;
+        let mut out = Vec::with_capacity(lines.len());
+        for (_, score, depth, first) in lines {
+            let best = parse_move(pos, &first);
+            if best.is_none() {
+                return Err(Fault::Illegal(format!(
+                    "{} gave the line {first:?}",
+                    self.spec.name
+                )));
+            }
+            out.push(Analysed { best, score, depth });
+        }
+        Ok(out)
+    }
+
+    fn set_multipv(&mut self, k: u32) -> Result<(), Fault> {
+        if self.has_multipv && self.multipv != k {
+            self.p.send(&format!("setoption name MultiPV value {k}"))?;
+            self.multipv = k;
+        }
+        Ok(())
+    }
+
+    /// Sends the position and `go`, and reads up to `bestmove`: the last
+    /// exact score of each line as (line, score, depth, first move), in line
+    /// order. The `bestmove` line is kept for `bestmove`.
+    fn go_lines(
+        &mut self,
+        pos: &Chess,
+        go: &str,
+        searchmoves: &[Move],
+        allowed: Duration,
+        fresh: bool,
+    ) -> Result<Vec<(u32, i32, u32, String)>, Fault> {
         if fresh {
             self.new_game()?;
         }
@@ -443,19 +539,33 @@ impl UciEngine {
             }
         }
         self.p.send(&cmd)?;
-        let (mut score, mut depth) = (None, 0);
+        let mut lines: std::collections::BTreeMap<u32, (i32, u32, String)> =
+            std::collections::BTreeMap::new();
         let line = self
             .p
             .until(Instant::now() + allowed + GRACE, "bestmove", |l| {
                 if let Some(info) = parse_info(l) {
                     if let (Some(s), false) = (info.score, info.bound) {
-                        score = Some(s);
-                        depth = info.depth.unwrap_or(depth);
+                        let at = lines.entry(info.multipv.unwrap_or(1)).or_default();
+                        at.0 = s;
+                        at.1 = info.depth.unwrap_or(at.1);
+                        if let Some(m) = info.pv_first {
+                            at.2 = m;
+                        }
                     }
                 }
                 l.starts_with("bestmove")
             })?;
-        let text = line.split_whitespace().nth(1).unwrap_or("");
+        self.last_bestmove = line;
+        Ok(lines
+            .into_iter()
+            .map(|(i, (s, d, m))| (i, s, d, m))
+            .collect())
+    }
+
+    /// The move of the last `bestmove` line (`None` for `(none)`/`0000`).
+    fn bestmove(&self, pos: &Chess) -> Result<Option<Move>, Fault> {
+        let text = self.last_bestmove.split_whitespace().nth(1).unwrap_or("");
         let best = parse_move(pos, text);
         if best.is_none() && !matches!(text, "(none)" | "0000") {
             return Err(Fault::Illegal(format!(
@@ -463,10 +573,7 @@ impl UciEngine {
                 self.spec.name
             )));
         }
-        let score = score.ok_or_else(|| {
-            Fault::Illegal(format!("{} gave no score before bestmove", self.spec.name))
-        })?;
-        Ok(Analysed { best, score, depth })
+        Ok(best)
     }
 }
 
@@ -710,6 +817,11 @@ mod tests {
                 .bound
         );
         assert_eq!(parse_info("info string score cp 99").unwrap().score, None);
+        let i = parse_info("info multipv 2 score cp 1 depth 8 nodes 5 pv e2e4 b8c6").unwrap();
+        assert_eq!(
+            (i.multipv, i.score, i.depth, i.pv_first.as_deref()),
+            (Some(2), Some(1), Some(8), Some("e2e4"))
+        );
         assert!(parse_info("bestmove e2e4").is_none());
     }
 
