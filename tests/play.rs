@@ -431,3 +431,71 @@ fn a_stopped_match_continues_from_its_pgn_without_playing_a_round_twice() {
     assert!(err.contains("not this match's game"), "{err}");
     assert_eq!(rounds(&pgn), after);
 }
+
+#[test]
+fn the_report_says_where_a_book_player_leaves_its_book() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let book = dir.path().join("b.sqlite");
+    let pgn = dir.path().join("games.pgn");
+    ok(&["build", "--book", s(&book), "--max-ply", "12", s(&sample())]);
+    let out = ok(&[
+        "play",
+        "--engine",
+        &format!("name=lb,cmd=builtin,book={},bookmode=weighted", s(&book)),
+        "--engine",
+        "name=opp,cmd=builtin",
+        "--nodes",
+        "2000",
+        "--games",
+        "6",
+        "--pgnout",
+        s(&pgn),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("lb leaves its book at ply "))
+        .unwrap_or_else(|| panic!("{text}"));
+    let reported: f64 = line["lb leaves its book at ply ".len()..]
+        .split_whitespace()
+        .next()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"));
+    assert!(line.contains("6 games"), "{line}");
+    assert!(!text.contains("opp leaves its book"), "{text}");
+    // The same from the PGN, read by python-chess: lb's first move with a
+    // search score in its comment (book moves have none).
+    let script = r#"
+import sys, chess.pgn
+f = open(sys.argv[1])
+plies = []
+while True:
+    g = chess.pgn.read_game(f)
+    if g is None:
+        break
+    white = g.headers["White"] == "lb"
+    exit_ply = None
+    for i, node in enumerate(g.mainline(), start=1):
+        if (i % 2 == 1) == white and "/" in node.comment:
+            exit_ply = i
+            break
+    plies.append(exit_ply if exit_ply else len(list(g.mainline())) + 1)
+print(sum(plies) / len(plies))
+"#;
+    let py = std::process::Command::new("python3")
+        .args(["-c", script, s(&pgn)])
+        .output()
+        .expect("python3 (.ci/run installs python-chess)");
+    let expected: f64 = String::from_utf8_lossy(&py.stdout)
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&py.stderr)));
+    assert!(
+        (reported - expected).abs() < 0.051,
+        "{reported} vs {expected}"
+    );
+    assert!(
+        reported > 2.0,
+        "the sample book has moves from the start: {line}"
+    );
+}

@@ -212,32 +212,10 @@ impl GameRecord {
         }
     }
 
-    /// The game as PGN with the standard tags.
-    pub fn pgn(&self, event: &str, round: u64, date: &str) -> String {
-        self.write_pgn(event, round, date, &[], false)
-    }
-
-    /// [`GameRecord::pgn`] with more tags after the standard ones, and the
-    /// engine's score of every move it played as a comment after it, as
-    /// cutechess writes them: `{+0.35/12}`.
-    pub fn pgn_with_evals(
-        &self,
-        event: &str,
-        round: u64,
-        date: &str,
-        tags: &[(&str, &str)],
-    ) -> String {
-        self.write_pgn(event, round, date, tags, true)
-    }
-
-    fn write_pgn(
-        &self,
-        event: &str,
-        round: u64,
-        date: &str,
-        tags: &[(&str, &str)],
-        evals: bool,
-    ) -> String {
+    /// The game as PGN: the standard tags, then `tags`; the engine's score
+    /// of every move it searched as a comment after it, as cutechess writes
+    /// them: `{+0.35/12}` (none after book and opening moves).
+    pub fn pgn(&self, event: &str, round: u64, date: &str, tags: &[(&str, &str)]) -> String {
         let mut s = String::new();
         let _ = writeln!(s, "[Event \"{event}\"]");
         let _ = writeln!(s, "[Site \"learnbook\"]");
@@ -276,7 +254,7 @@ impl GameRecord {
             }
             let san = SanPlus::from_move_and_play_unchecked(&mut pos, *m);
             let _ = write!(line, "{san} ");
-            if let (true, Some(Some(e))) = (evals, self.evals.get(i)) {
+            if let Some(Some(e)) = self.evals.get(i) {
                 let _ = write!(line, "{{{}}} ", e.cutechess());
             }
             if line.len() > 70 {

@@ -52,6 +52,11 @@ impl PlayerSpec {
         }
     }
 
+    /// The search core with an opening book.
+    fn has_book(&self) -> bool {
+        matches!(self, PlayerSpec::Builtin { book: Some(_), .. })
+    }
+
     fn start(&self, seed: u64) -> Result<Box<dyn Player>, Fault> {
         match self {
             PlayerSpec::External(e) => protocol::start(e),
@@ -116,6 +121,30 @@ pub struct Standing {
     pub resumed: usize,
     /// Scores of the first game of each pair whose second is not in yet.
     pending_pairs: std::collections::HashMap<usize, f64>,
+    /// Per player with a book: the plies of the games played in this run
+    /// up to and including its first move not from the book, summed, and
+    /// those games.
+    pub book_exit: [(u64, u64); 2],
+}
+
+/// The ply (1-based, counted from the game's start) of `color`'s first
+/// move not from its book or the opening: the first with a search score.
+/// Past the end of the game if it never left its book.
+fn book_exit_ply(record: &GameRecord, color: Color) -> u64 {
+    let start = Opening {
+        fen: record.start_fen.clone(),
+        moves: Vec::new(),
+    }
+    .start_position()
+    .map_or(Color::White, |p| p.turn());
+    let mut mover = start;
+    for (i, e) in record.evals.iter().enumerate() {
+        if mover == color && e.is_some() {
+            return i as u64 + 1;
+        }
+        mover = !mover;
+    }
+    record.moves.len() as u64 + 1
 }
 
 impl Standing {
@@ -333,10 +362,17 @@ pub fn run_match(
                 Color::Black
             };
             let score = record.score_of(color);
+            for (k, player) in cfg.players.iter().enumerate() {
+                if player.has_book() && record.fault.is_none() && !record.moves.is_empty() {
+                    let side = if k == 0 { color } else { !color };
+                    standing.book_exit[k].0 += book_exit_ply(&record, side);
+                    standing.book_exit[k].1 += 1;
+                }
+            }
             if standing.add(cfg, i, score) {
                 stop.store(true, Ordering::Relaxed);
             }
-            let text = record.pgn(&cfg.event, i as u64 + 1, &date);
+            let text = record.pgn(&cfg.event, i as u64 + 1, &date, &[]);
             if let Some(f) = pgn.as_mut() {
                 f.write_all(text.as_bytes())
                     .and_then(|_| f.flush())
@@ -500,6 +536,16 @@ pub fn final_report(cfg: &MatchConfig, st: &Standing) -> String {
     }
     if cfg.learn.is_some() {
         s.push_str(&format!("games learned into the book: {}\n", st.learned));
+    }
+    for (k, &(plies, games)) in st.book_exit.iter().enumerate() {
+        if games > 0 {
+            s.push_str(&format!(
+                "{} leaves its book at ply {:.1} on average (its first searched move, {} games)\n",
+                cfg.players[k].name(),
+                plies as f64 / games as f64,
+                games
+            ));
+        }
     }
     s
 }

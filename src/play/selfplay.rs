@@ -454,7 +454,7 @@ pub fn run(
                     continue;
                 }
                 let round = (first + st.written) as u64 + 1;
-                let text = record.pgn_with_evals(EVENT, round, &date, &tags);
+                let text = record.pgn(EVENT, round, &date, &tags);
                 if let Err(e) = file.write_all(text.as_bytes()).and_then(|_| file.flush()) {
                     write_error = Some(e);
                     stop.store(true, Ordering::Relaxed);
