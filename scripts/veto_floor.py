@@ -5,13 +5,15 @@ Reads the CSV of `learnbook bench book-quality --csv` (the book's move and
 the judge's verdicts at each position) and, for every position, asks ENGINE
 (UCI, python-chess) for its best move and for its score of the book's move
 (`searchmoves`); the judge (Stockfish, one thread, the same nodes as the
-bench) scores the engine's move where the CSV does not. Prints, for
+bench; $JUDGE or stockfish) scores the engine's move where the CSV does not. Prints, for
 thresholds T, the mean loss of "the book's move unless the engine finds it
 at least T cp worse than its own". T = infinity is the book alone.
 
 Usage: scripts/veto_floor.py VERDICTS.csv ENGINE_CMD (nodes N | time MS) [JUDGE_NODES]
 """
 import csv
+import os
+import shutil
 import sys
 
 import chess
@@ -21,7 +23,10 @@ path, cmd, kind, amount = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]
 judge_nodes = int(sys.argv[5]) if len(sys.argv) > 5 else 200000
 limit = chess.engine.Limit(nodes=amount) if kind == "nodes" else chess.engine.Limit(time=amount / 1000)
 engine = chess.engine.SimpleEngine.popen_uci(cmd.split())
-judge = chess.engine.SimpleEngine.popen_uci("stockfish")
+# Debian puts Stockfish in /usr/games, not always on PATH.
+judge = chess.engine.SimpleEngine.popen_uci(
+    os.environ.get("JUDGE") or shutil.which("stockfish") or "/usr/games/stockfish"
+)
 judge.configure({"Threads": 1})
 
 
