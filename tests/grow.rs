@@ -420,3 +420,28 @@ fn a_uci_engine_with_multipv_finds_an_expansions_moves_in_one_search() {
     assert_eq!(lines_searches, 4, "{sent}");
     ok(&["check", "--book", s(&book)]);
 }
+
+#[test]
+fn a_stale_multipv_line_repeating_a_move_is_dropped_not_an_error() {
+    if !common::have_python_chess() {
+        return;
+    }
+    let dir = TempDir::new().expect("tmp");
+    let book = analysed_sample(&dir);
+    let fake = repo().join("tests/py/fake_engine.py");
+    let spec = format!("name=fake,cmd=python3 {} stale-multipv", s(&fake));
+    let report = grow(
+        &book,
+        "3",
+        &["--engine", &spec, "--threads", "1", "--width", "2"],
+    );
+    assert_eq!(expanded(&book), 3, "{report}");
+    // Lines 1 and 2 name the same move: two distinct moves an expansion,
+    // both kept as engine moves, none left for the deviation.
+    assert_eq!(
+        count(&book, "SELECT count(*) FROM moves WHERE grown = 1"),
+        6,
+        "{report}"
+    );
+    ok(&["check", "--book", s(&book)]);
+}

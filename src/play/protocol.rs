@@ -479,7 +479,9 @@ impl UciEngine {
 
     /// The best `k` of `searchmoves` (all moves if empty) in one MultiPV
     /// search, best first, each with its own score and depth; fewer when the
-    /// engine reported fewer lines. Needs `has_multipv`.
+    /// engine reported fewer lines. A line not updated in the last, stopped
+    /// iteration may repeat a move a better line now has: only the first
+    /// is kept. Needs `has_multipv`.
     pub fn analyse_lines(
         &mut self,
         pos: &Chess,
@@ -500,6 +502,9 @@ impl UciEngine {
                     "{} gave the line {first:?}",
                     self.spec.name
                 )));
+            }
+            if out.iter().any(|a: &Analysed| a.best == best) {
+                continue;
             }
             out.push(Analysed { best, score, depth });
         }
