@@ -6,6 +6,8 @@
 //! score) and then each move a book would play, alone (`searchmoves`), with
 //! the same node budget and a cleared hash for every search. A move's loss
 //! is `max(0, best - move)` in centipawns (0 for the judge's own move).
+//! Engines can be players too (`--engine-player`): their own move at each
+//! position, the floor for a book they would grow or analyse.
 
 use std::{
     collections::{BinaryHeap, HashMap, HashSet},
