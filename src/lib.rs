@@ -10,6 +10,7 @@ pub mod book;
 pub mod engine;
 pub mod fnv;
 pub mod interrupt;
+pub mod peak_memory;
 pub mod play;
 pub mod plot;
 pub mod serve;

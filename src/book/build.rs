@@ -24,11 +24,13 @@ use super::keys::KeySet;
 use super::merge::merge_books;
 use super::minimax::ChoiceChange;
 use super::spill::{
-    self, count_shared, plain_size, Counter, Journal, PairSorter, SharedFilter, TempFiles,
-    AGGREGATE_SHARE, FILTER_SHARE, JOURNAL_FROM, JOURNAL_MEMORY_SHARE, TAIL_SORT_SHARE,
+    self, count_part, count_shared, plain_size, Counter, Journal, KeyPart, PairSorter,
+    SharedFilter, TempFiles, AGGREGATE_SHARE, FILTER_SHARE, JOURNAL_FROM, JOURNAL_MEMORY_SHARE,
+    PART_BYTES_PER_POSITION, PART_SHARE, TAIL_SORT_SHARE,
 };
 pub use super::spill::{default_memory, parse_size, Spill};
 use crate::atomic_file;
+use crate::peak_memory;
 use crate::shard::Shard;
 
 const BATCH: usize = 2048;
@@ -46,15 +48,35 @@ pub struct Summary {
     /// `(input, game number, reason)` for the first few games of each reason.
     pub examples: Vec<(String, u64, String)>,
     pub seconds: f64,
-    /// Wall time of each phase, for the summary.
-    pub phases: Vec<(&'static str, f64)>,
+    /// Each phase's wall time and peak memory, for the summary.
+    pub phases: Vec<Phase>,
     /// What a build over its memory budget did (see [`super::spill`]).
     pub spill: Option<String>,
     /// Which games a shard took (`build --shard`).
     pub shard: Option<String>,
 }
 
+/// One phase of a build: its wall time and the peak resident memory at
+/// its end ([`crate::peak_memory`]: the peak so far; `None` where it
+/// cannot be read).
+#[derive(Clone, Debug)]
+pub struct Phase {
+    pub name: &'static str,
+    pub seconds: f64,
+    pub peak: Option<u64>,
+}
+
 impl Summary {
+    /// Ends the phase `name` at `elapsed` seconds from the start of the run.
+    fn end_phase(&mut self, name: &'static str, elapsed: f64) {
+        let before: f64 = self.phases.iter().map(|p| p.seconds).sum();
+        self.phases.push(Phase {
+            name,
+            seconds: elapsed - before,
+            peak: peak_memory::peak_bytes(),
+        });
+    }
+
     pub fn skipped_total(&self) -> u64 {
         self.skipped.values().sum()
     }
@@ -82,9 +104,15 @@ impl Summary {
             let p: Vec<String> = self
                 .phases
                 .iter()
-                .map(|(name, t)| format!("{name} {t:.2} s"))
+                .map(|p| match p.peak {
+                    Some(b) => format!("{} {:.2} s, {} MB", p.name, p.seconds, b >> 20),
+                    None => format!("{} {:.2} s", p.name, p.seconds),
+                })
                 .collect();
-            s.push_str(&format!("  phases: {}\n", p.join(", ")));
+            s.push_str(&format!(
+                "  phases (wall time, peak resident memory so far): {}\n",
+                p.join("; ")
+            ));
         }
         for note in self.shard.iter().chain(&self.spill) {
             s.push_str(&format!("  {note}\n"));
@@ -303,7 +331,7 @@ fn write_aggregate(
     summary: &mut Summary,
 ) -> Result<()> {
     let read = start.elapsed().as_secs_f64();
-    summary.phases.push(("read, validate, count", read));
+    summary.end_phase("read, validate, count", read);
     if summary.used >= LOG_EVERY {
         eprintln!(
             "learnbook: {} games counted: {} positions, {} moves; writing the book",
@@ -318,9 +346,7 @@ fn write_aggregate(
         book.merge(agg).context("adding to the book")?;
     }
     summary.seconds = start.elapsed().as_secs_f64();
-    summary
-        .phases
-        .push(("values and SQLite", summary.seconds - read));
+    summary.end_phase("values and SQLite", summary.seconds);
     Ok(())
 }
 
@@ -517,7 +543,7 @@ pub fn build_book(
         bail!("internal error: counts neither in memory nor in the filter");
     };
     let read = start.elapsed().as_secs_f64();
-    summary.phases.push(("read, validate, count", read));
+    summary.end_phase("read, validate, count", read);
     let why = match spilled_at {
         Some(n) => format!("over the memory budget after {n} games"),
         None => format!("more than {} MB of PGN", JOURNAL_FROM >> 20),
@@ -529,7 +555,9 @@ pub fn build_book(
         shared.bytes() >> 20
     );
     // The exact counts of what two games may reach.
+    peak_memory::trace("games read");
     let (mut reader, entries) = journal.finish()?;
+    peak_memory::trace("journal finished");
     let copied: KeySet<u64> = entries
         .iter()
         .filter(|e| e.copies > 1)
@@ -545,10 +573,27 @@ pub fn build_book(
     } else {
         journalled
     });
-    let agg = count_shared(&reader, &copied, &shared, !filter.no_tails)?;
-    drop(shared);
-    let counted = start.elapsed().as_secs_f64();
-    summary.phases.push(("exact counts", counted - read));
+    // The counts in key ranges when they do not fit at once.
+    let part_limit = (spill.memory as f64 * PART_SHARE) as u64;
+    let parts = (shared.estimated_shared() * PART_BYTES_PER_POSITION)
+        .div_ceil(part_limit.max(1))
+        .max(1);
+    let tails = !filter.no_tails;
+    let mut shared = Some(shared);
+    let counts = if parts == 1 {
+        let filter = shared.take();
+        let agg = match &filter {
+            Some(f) => count_shared(&reader, &copied, f, tails)?,
+            None => bail!("internal error: no filter to count from"),
+        };
+        drop(filter);
+        peak_memory::trace("shared positions counted");
+        let counted = start.elapsed().as_secs_f64();
+        summary.end_phase("exact counts", counted);
+        Some(agg)
+    } else {
+        None
+    };
     // The games in id order (by source name, then hash), each once.
     let mut order = entries;
     order.sort_unstable_by(|a, b| {
@@ -563,9 +608,37 @@ pub fn build_book(
         &temp.dir,
         &format!("{}tails", temp.prefix),
     );
+    // Writes the book at `target` (new and empty), in one go or in parts.
+    let write = |target: &mut Book| -> Result<()> {
+        if let Some(agg) = counts {
+            return target.bulk_load_games(agg, &sources, order.len(), game, tail_index);
+        }
+        let heads = atomic_file::Pending::temporary(&temp.path("heads.sqlite"));
+        let sort_bytes = (spill.memory as f64 * TAIL_SORT_SHARE) as u64;
+        let written = (|| -> Result<()> {
+            let mut w = target.parts(heads.path(), &temp.dir, &temp.prefix, sort_bytes)?;
+            for index in 0..parts {
+                let part = KeyPart {
+                    index,
+                    count: parts,
+                };
+                let Some(filter) = &shared else {
+                    bail!("internal error: no filter to count from");
+                };
+                let (agg, untailed) = count_part(&reader, &copied, filter, tails, part)?;
+                peak_memory::trace("a key range counted");
+                w.write_part(agg, &untailed)?;
+            }
+            w.write_games(&sources, order.len(), game, tail_index)?;
+            peak_memory::trace("games written");
+            w.finish()
+        })();
+        let detached = target.end_parts();
+        written?;
+        detached
+    };
     if let Some(p) = pending {
-        book.bulk_load_games(agg, &sources, order.len(), game, tail_index)
-            .context("writing the book")?;
+        write(&mut book).context("writing the book")?;
         book.make_durable()?;
         drop(book);
         p.commit()?;
@@ -582,16 +655,18 @@ pub fn build_book(
                 },
             )?;
             new.write_unjournaled()?;
-            new.bulk_load_games(agg, &sources, order.len(), game, tail_index)
-                .context("writing the new games' book")?;
+            write(&mut new).context("writing the new games' book")?;
         }
         merge_books(path, &[part.path().to_path_buf()], true, 1)
             .context("adding the new games' book")?;
     }
+    if parts > 1 {
+        summary.spill = summary
+            .spill
+            .map(|s| format!("{s}; counted and written in {parts} key ranges, valued by depth"));
+    }
     summary.seconds = start.elapsed().as_secs_f64();
-    summary
-        .phases
-        .push(("games, tails, values and SQLite", summary.seconds - counted));
+    summary.end_phase("games, tails, values and SQLite", summary.seconds);
     Ok(summary)
 }
 

@@ -80,6 +80,20 @@ impl Bloom {
     fn bytes(&self) -> u64 {
         self.words.len() as u64 * 8
     }
+
+    /// About how many keys were inserted, from the bits set (each key sets
+    /// up to three; the usual estimate for a filter of `m` bits, `x` set:
+    /// `-(m / 3) ln(1 - x / m)`).
+    fn estimated_keys(&self) -> u64 {
+        let m = (self.words.len() * 64) as f64;
+        let x: u64 = self
+            .words
+            .iter()
+            .map(|w| u64::from(w.load(Ordering::Relaxed).count_ones()))
+            .sum();
+        let fill = (x as f64 / m).min(0.999_999);
+        (-(m / 3.0) * (1.0 - fill).ln()) as u64
+    }
 }
 
 /// Which positions more than one game (or one game twice) reaches: never a
@@ -130,6 +144,11 @@ impl SharedFilter {
                 }
             }
         }
+    }
+
+    /// About how many positions the filter calls shared.
+    pub fn estimated_shared(&self) -> u64 {
+        self.shared.estimated_keys()
     }
 
     pub fn is_shared(&self, key: Key) -> bool {
@@ -777,6 +796,14 @@ pub(super) const AGGREGATE_SHARE: f64 = 0.45;
 /// goes to sorted runs on disk).
 pub(super) const FILTER_SHARE: f64 = 0.25;
 pub(super) const TAIL_SORT_SHARE: f64 = 0.1;
+/// The share of the budget for one key range's counts, when all the counts
+/// of a build do not fit (`build` counts and writes them range by range):
+/// the rows are sorted and written beside them.
+pub(super) const PART_SHARE: f64 = 0.2;
+/// The memory the counts of a position the filter calls shared take, about
+/// (the position, its moves and its top games; measured on generated
+/// games), for choosing the number of key ranges.
+pub(super) const PART_BYTES_PER_POSITION: u64 = 1_500;
 /// A journal up to this share of the budget is held in memory for its two
 /// reads (and counted on two threads).
 pub(super) const JOURNAL_MEMORY_SHARE: f64 = 0.1;
@@ -875,32 +902,72 @@ pub(super) fn count_shared(
     shared: &SharedFilter,
     tails: bool,
 ) -> Result<Aggregate> {
+    Ok(count_part(reader, copied, shared, tails, KeyPart::WHOLE)?.0)
+}
+
+/// A range of position keys, by their top bits: part `index` of `count`
+/// equal parts (`build` counts one part at a time when all the counts do
+/// not fit its budget).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeyPart {
+    pub index: u64,
+    pub count: u64,
+}
+
+impl KeyPart {
+    pub const WHOLE: KeyPart = KeyPart { index: 0, count: 1 };
+
+    pub fn contains(&self, key: Key) -> bool {
+        (u128::from(key.0) * u128::from(self.count)) >> 64 == u128::from(self.index)
+    }
+
+    /// Its two halves (for two threads).
+    fn halves(&self) -> [KeyPart; 2] {
+        [0, 1].map(|h| KeyPart {
+            index: 2 * self.index + h,
+            count: 2 * self.count,
+        })
+    }
+}
+
+/// [`count_shared`] for the keys of `part` only, and the keys of `part`
+/// that games without a tail reach (rows whatever their counts).
+pub(super) fn count_part(
+    reader: &JournalReader,
+    copied: &KeySet<u64>,
+    shared: &SharedFilter,
+    tails: bool,
+    part: KeyPart,
+) -> Result<(Aggregate, KeySet<Key>)> {
     let standard = crate::book::keys::polyglot_key(&shakmaty::Chess::default());
-    let count = |half: Option<u64>| -> Result<Aggregate> {
-        let mine = |k: Key| half.is_none_or(|h| k.0 >> 63 == h);
+    let count = |part: KeyPart| -> Result<(Aggregate, KeySet<Key>)> {
         let mut agg = Aggregate::new(tails);
+        let mut untailed = KeySet::default();
         reader.for_each(|game| {
             if game.start_ply == 0 && game.start == standard && !copied.contains(&game.hash) {
-                agg.count_positions(&game, |_, k| mine(k) && shared.is_shared(k));
+                agg.count_positions(&game, |_, k| part.contains(k) && shared.is_shared(k));
             } else {
-                agg.count_positions(&game, |_, k| mine(k));
+                agg.count_positions(&game, |_, k| part.contains(k));
+                untailed.extend(game.keys().filter(|&k| part.contains(k)));
             }
             Ok(())
         })?;
-        Ok(agg)
+        Ok((agg, untailed))
     };
     if !reader.loaded() {
-        return count(None);
+        return count(part);
     }
+    let [low, high] = part.halves();
     let (low, high) = std::thread::scope(|scope| {
-        let high = scope.spawn(|| count(Some(1)));
-        (count(Some(0)), high.join())
+        let high = scope.spawn(|| count(high));
+        (count(low), high.join())
     });
     let high = high.map_err(|_| anyhow!("a thread counting the journal panicked"))??;
-    let mut agg = low?;
-    agg.nodes.extend(high.nodes);
-    agg.edges.extend(high.edges);
-    Ok(agg)
+    let (mut agg, mut untailed) = low?;
+    agg.nodes.extend(high.0.nodes);
+    agg.edges.extend(high.0.edges);
+    untailed.extend(high.1);
+    Ok((agg, untailed))
 }
 
 /// Temporary files of one build, beside the book or in `--temp-dir`, named

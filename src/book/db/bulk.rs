@@ -311,9 +311,11 @@ impl Book {
                 let p = prepare_rows(nodes, edges, games, tail_of, &params, |m| {
                     let _ = send.send(m);
                 });
+                crate::peak_memory::trace("graph prepared");
                 let mut g = Graph::new(p.node_list, p.edge_list);
                 g.fixed = p.rows;
                 g.evaluate(&params);
+                crate::peak_memory::trace("graph valued");
                 (g, p.rows, p.tops)
             });
             let source_ids = source_ids(&tx, &sources)?;
@@ -333,6 +335,7 @@ impl Book {
             moves_then_graph(&tx, &recv, worker)
         })?;
         insert_position_rows(&tx, &g, rows, &tops, &links)?;
+        crate::peak_memory::trace("positions written");
         tx.commit()?;
         drop_apart((g, tops, links));
         Ok(())
@@ -387,7 +390,7 @@ impl Book {
                         .into_par_iter()
                         .map(|i| {
                             let (g, source, copies) = game(i)?;
-                            Ok(game_tail(g, source, copies, tails, nodes, &params))
+                            Ok(game_tail(g, source, copies, tails, |k| nodes.get(k), &params))
                         })
                         .collect::<Result<Vec<GameTail>>>();
                     let failed = batch.is_err();
@@ -427,6 +430,7 @@ impl Book {
             }
             Ok(())
         })?;
+        crate::peak_memory::trace("games and tails written");
         for k in counted_tail_keys {
             nodes.remove(&k);
         }
@@ -439,9 +443,11 @@ impl Book {
                 let p = prepare_graph(nodes, edges, heads, |m| {
                     let _ = send.send(m);
                 });
+                crate::peak_memory::trace("graph prepared");
                 let mut g = Graph::new(p.node_list, p.edge_list);
                 g.fixed = p.rows;
                 g.evaluate(&params);
+                crate::peak_memory::trace("graph valued");
                 (g, p.rows, p.tops)
             });
             let mut index = IndexWriter::new(&tx)?;
@@ -450,6 +456,7 @@ impl Book {
             moves_then_graph(&tx, &recv, worker)
         })?;
         insert_position_rows(&tx, &g, rows, &tops, &links)?;
+        crate::peak_memory::trace("positions written");
         tx.commit()?;
         drop_apart((g, tops, links));
         Ok(())
@@ -581,7 +588,7 @@ fn moves_then_graph(
 }
 
 /// Inserts game rows `(id, game, tail ply, source id)` into a fresh table.
-fn insert_game_rows(tx: &Connection, rows: &[(i64, &GameRow, Option<u32>, i64)]) -> Result<()> {
+pub(super) fn insert_game_rows(tx: &Connection, rows: &[(i64, &GameRow, Option<u32>, i64)]) -> Result<()> {
     // Ascending: later games get later ids, so the pages are packed full.
     insert_chunked_in(
         tx,
@@ -621,7 +628,7 @@ fn bind_game_info(st: &mut rusqlite::Statement<'_>, i: usize, g: &GameRow) -> ru
 
 /// Inserts sorted rows of two integers (`head` names the table and its two
 /// columns) in ascending order, their pages packed full.
-fn insert_pairs(tx: &Connection, head: &str, rows: &[(i64, i64)]) -> Result<()> {
+pub(super) fn insert_pairs(tx: &Connection, head: &str, rows: &[(i64, i64)]) -> Result<()> {
     insert_chunked_in(tx, head, 2, rows, true, |st, i, &(a, b)| {
         st.raw_bind_parameter(i, a)?;
         st.raw_bind_parameter(i + 1, b)
@@ -717,23 +724,24 @@ fn insert_position_rows(
 /// first ply, the value of the first position, the keys), the tail
 /// positions the aggregate counted (to take out of the rows), and the
 /// positions before the tail it did not count (to add to them).
-struct GameTail {
-    row: GameRow,
-    tail: Option<u32>,
-    head: Option<NodeInfo>,
-    keys: Vec<Key>,
-    counted: Vec<Key>,
-    rows: Vec<(Key, NodeAgg)>,
+pub(super) struct GameTail {
+    pub row: GameRow,
+    pub tail: Option<u32>,
+    pub head: Option<NodeInfo>,
+    pub keys: Vec<Key>,
+    pub counted: Vec<Key>,
+    pub rows: Vec<(Key, NodeAgg)>,
 }
 
 /// Finds the tail of `game` as `find_tails` does (a position the aggregate
-/// did not count is one this game alone reaches) and values it.
-fn game_tail(
+/// did not count, `counted` gives `None`, is one this game alone reaches)
+/// and values it.
+pub(super) fn game_tail<'a>(
     game: Game,
     source: u32,
     copies: u32,
     tails: bool,
-    nodes: &KeyMap<Key, NodeAgg>,
+    counted: impl Fn(&Key) -> Option<&'a NodeAgg>,
     params: &ValueParams,
 ) -> GameTail {
     let expected = game.expected_milli();
@@ -749,7 +757,7 @@ fn game_tail(
     if tails && copies == 1 && standard {
         let keys: Vec<Key> = game.keys().collect();
         // Each position looked up once (the table is far larger than the cache).
-        let counted: Vec<Option<&NodeAgg>> = keys.iter().map(|k| nodes.get(k)).collect();
+        let counted: Vec<Option<&NodeAgg>> = keys.iter().map(counted).collect();
         let single = |n: &Option<&NodeAgg>| n.is_none_or(|n| n.counts.total() == 1);
         let t = counted.iter().rposition(|n| !single(n)).unwrap_or(0) + 1;
         let last = keys.len() - 1;
@@ -804,7 +812,7 @@ fn game_tail(
 
 /// `--min-games`: drops the positions and moves fewer than `min_games` games
 /// reach (a move to a dropped position has fewer games than it, so goes too).
-fn prune(
+pub(super) fn prune(
     mut nodes: KeyMap<Key, NodeAgg>,
     mut edges: KeyMap<(Key, u16), EdgeAgg>,
     min_games: u32,
@@ -851,7 +859,7 @@ fn parent_links(edge_rows: &[((i64, u16), EdgeAgg)]) -> Vec<(i64, i64)> {
 /// Inserts `rows` into a fresh table many at a time (one statement step per
 /// chunk of rows instead of per row): `bind` binds one row's `cols` values
 /// starting at parameter index `i`.
-fn insert_chunked<T>(
+pub(super) fn insert_chunked<T>(
     tx: &Connection,
     head: &str,
     cols: usize,
@@ -1049,7 +1057,7 @@ fn find_tails(games: &[GameRow], nodes: &KeyMap<Key, NodeAgg>) -> Vec<(usize, us
 }
 
 /// The `sources` id of each name (added where new).
-fn source_ids(tx: &Connection, names: &[String]) -> Result<Vec<i64>> {
+pub(super) fn source_ids(tx: &Connection, names: &[String]) -> Result<Vec<i64>> {
     let mut ids: HashMap<&str, i64> = HashMap::new();
     let mut out = Vec::with_capacity(names.len());
     for name in names {

@@ -16,6 +16,7 @@
 //! * `cache`: what the incremental pass keeps between games;
 //! * `learn`: `add_game`, one game in one transaction;
 //! * `bulk`: `build`'s aggregate of many games, written at once;
+//! * `bulk_parts`: a new book too large to value in memory, written in parts;
 //! * `analysis`: search scores (`analyze`);
 //! * `grow`: engine moves, as `grow` adds them;
 //! * `analysis_file`: a shard's search scores in a file of its own (`analyze --shard`);
@@ -33,6 +34,7 @@ pub mod analysis;
 pub mod analysis_file;
 pub mod book;
 pub mod bulk;
+pub mod bulk_parts;
 mod cache;
 pub mod explore;
 mod graph;

@@ -1,0 +1,391 @@
+//! A new book too large to value in memory, written in parts: the counted
+//! positions one key range at a time, then the games with their tails, then
+//! the parent links from the moves sorted on disk, then the values depth by
+//! depth from the deepest, each position read back from SQLite with its
+//! children. Memory holds one key range's counts, the keys of the rows
+//! (to find each game's tail), and the sorters' buffers; SQLite holds the
+//! rest. The book is the one [`Book::bulk_load`] writes, row for row.
+//!
+//! Values by depth give the same result as the whole graph valued at
+//! once: a position's value depends on its children's values only for a
+//! child one ply deeper (`minimax::edge_value`), and the deeper layers are
+//! written first.
+
+use std::path::Path;
+
+use anyhow::{anyhow, bail, Context, Result};
+use rayon::prelude::*;
+use rusqlite::{params, Transaction};
+
+use super::book::Book;
+use super::bulk::{
+    game_tail, insert_chunked, insert_game_rows, insert_pairs, prune, source_ids, Aggregate,
+    EdgeAgg, GameTail, NodeAgg,
+};
+use super::explore::write_top_blob;
+use super::tail_index::IndexWriter;
+use crate::book::ingest::{Counts, Game};
+use crate::book::keys::{Key, KeySet, MoveCode};
+use crate::book::minimax::{node_value_with, NodeInfo, ValueParams};
+use crate::book::spill::PairSorter;
+
+/// The attached database of the tails' first positions.
+const HEADS: &str = "bulk_heads";
+
+/// A book being written in parts (see the module). [`Book::parts`] starts
+/// it, [`PartsWriter::finish`] commits it.
+pub struct PartsWriter<'a> {
+    tx: Transaction<'a>,
+    params: ValueParams,
+    min_games: u32,
+    /// The keys of the counted rows: a game's tail starts after the last
+    /// of its positions in this set.
+    rows: KeySet<Key>,
+    /// `(-depth, key)` of every row, for the values from the deepest.
+    layers: PairSorter,
+    /// `(child, parent)` of every move written, for the parent links.
+    links: PairSorter,
+    heads: usize,
+}
+
+impl Book {
+    /// Starts writing this empty book in parts; temporary data goes to
+    /// `heads` (a file of its own) and to sorted runs in `temp_dir` named
+    /// from `prefix`, each sorter holding at most `sort_bytes` in memory.
+    pub fn parts(
+        &mut self,
+        heads: &Path,
+        temp_dir: &Path,
+        prefix: &str,
+        sort_bytes: u64,
+    ) -> Result<PartsWriter<'_>> {
+        let name = heads
+            .to_str()
+            .ok_or_else(|| anyhow!("{}: the path is not UTF-8", heads.display()))?;
+        self.conn
+            .execute(&format!("ATTACH DATABASE ?1 AS {HEADS}"), [name])
+            .with_context(|| format!("cannot create {}", heads.display()))?;
+        self.conn.execute_batch(&format!(
+            "PRAGMA {HEADS}.journal_mode = OFF; PRAGMA {HEADS}.synchronous = OFF;
+             CREATE TABLE {HEADS}.heads(key INTEGER PRIMARY KEY, depth INTEGER NOT NULL,
+               white INTEGER NOT NULL, draws INTEGER NOT NULL, black INTEGER NOT NULL,
+               exact REAL, value REAL NOT NULL, expected INTEGER NOT NULL);"
+        ))?;
+        let params = self.settings.params;
+        let min_games = self.settings.min_games;
+        let tx = self.conn.transaction()?;
+        Ok(PartsWriter {
+            tx,
+            params,
+            min_games,
+            rows: KeySet::default(),
+            layers: PairSorter::new(sort_bytes, temp_dir, &format!("{prefix}layers")),
+            links: PairSorter::new(sort_bytes, temp_dir, &format!("{prefix}links")),
+            heads: 0,
+        })
+    }
+
+    /// Detaches what [`Book::parts`] attached (after the writer is done
+    /// or failed).
+    pub fn end_parts(&self) -> Result<()> {
+        self.conn
+            .execute_batch(&format!("DETACH DATABASE {HEADS}"))?;
+        Ok(())
+    }
+}
+
+impl PartsWriter<'_> {
+    /// Writes the rows of one key range: `agg` holds the exact counts of its
+    /// positions that two games may reach, `untailed` those of them a game
+    /// without a tail reaches. A position one game reaches once is left to
+    /// [`PartsWriter::write_games`], which finds whether it is in a tail.
+    pub fn write_part(&mut self, agg: Aggregate, untailed: &KeySet<Key>) -> Result<()> {
+        let Aggregate { nodes, edges, .. } = agg;
+        let (mut nodes, edges) = prune(nodes, edges, self.min_games);
+        nodes.retain(|k, n| n.counts.total() > 1 || untailed.contains(k));
+        self.rows.extend(nodes.keys().copied());
+        let mut rows: Vec<(Key, NodeAgg)> = nodes.into_iter().collect();
+        rows.par_sort_unstable_by_key(|(k, _)| k.to_sql());
+        let mut moves: Vec<((i64, u16), EdgeAgg)> = rows
+            .iter()
+            .filter_map(|(k, n)| n.first.map(|(mv, e)| ((k.to_sql(), mv), e)))
+            .chain(
+                edges
+                    .into_iter()
+                    .filter(|((p, _), _)| self.rows.contains(p))
+                    .map(|((p, mv), e)| ((p.to_sql(), mv), e)),
+            )
+            .collect();
+        moves.par_sort_unstable_by_key(|&(k, _)| k);
+        self.add_rows(&rows, &moves)
+    }
+
+    /// Inserts position rows (their value, choice and parent come at the
+    /// end) and moves, both in key order.
+    fn add_rows(&mut self, rows: &[(Key, NodeAgg)], moves: &[((i64, u16), EdgeAgg)]) -> Result<()> {
+        let blob = std::cell::RefCell::new(Vec::new());
+        insert_chunked(
+            &self.tx,
+            "INSERT INTO positions(key, depth, white, draws, black, exact, expected, top)",
+            8,
+            rows,
+            |st, i, (k, n)| {
+                st.raw_bind_parameter(i, *k)?;
+                st.raw_bind_parameter(i + 1, n.depth)?;
+                st.raw_bind_parameter(i + 2, n.counts.white)?;
+                st.raw_bind_parameter(i + 3, n.counts.draws)?;
+                st.raw_bind_parameter(i + 4, n.counts.black)?;
+                st.raw_bind_parameter(i + 5, n.exact)?;
+                st.raw_bind_parameter(i + 6, n.expected)?;
+                let mut blob = blob.borrow_mut();
+                write_top_blob(&n.top, &mut blob);
+                st.raw_bind_parameter(i + 7, (!blob.is_empty()).then_some(&*blob))
+            },
+        )?;
+        insert_chunked(
+            &self.tx,
+            "INSERT INTO moves(parent, move, uci, child, white, draws, black, rating_sum, rated)",
+            9,
+            moves,
+            |st, i, &((parent, mv), ref e)| {
+                st.raw_bind_parameter(i, parent)?;
+                st.raw_bind_parameter(i + 1, mv)?;
+                st.raw_bind_parameter(i + 2, MoveCode(mv).uci(e.castle))?;
+                st.raw_bind_parameter(i + 3, e.child)?;
+                st.raw_bind_parameter(i + 4, e.counts.white)?;
+                st.raw_bind_parameter(i + 5, e.counts.draws)?;
+                st.raw_bind_parameter(i + 6, e.counts.black)?;
+                st.raw_bind_parameter(i + 7, e.rating_sum as i64)?;
+                st.raw_bind_parameter(i + 8, e.rated)
+            },
+        )?;
+        for (k, n) in rows {
+            self.layers.push((-i64::from(n.depth), k.to_sql()))?;
+        }
+        for &((parent, _), ref e) in moves {
+            self.links.push((e.child.to_sql(), parent))?;
+        }
+        Ok(())
+    }
+
+    /// Writes the games in id order (`game(i)` as for
+    /// [`Book::bulk_load_games`]), after every key range: their rows, their
+    /// tails and the tails' index, the positions before a tail that the
+    /// game alone reaches, and each tail's first position (for the values).
+    pub fn write_games(
+        &mut self,
+        sources: &[String],
+        games: usize,
+        game: impl Fn(usize) -> Result<(Game, u32, u32)> + Sync,
+        mut tail_entries: PairSorter,
+    ) -> Result<()> {
+        const BATCH: usize = 4096;
+        let params = self.params;
+        let tails = self.min_games <= 1;
+        let source_ids = source_ids(&self.tx, sources)?;
+        let rows = std::mem::take(&mut self.rows);
+        // What a row looks like to `game_tail`: a position two games reach.
+        let shared = NodeAgg {
+            counts: Counts {
+                white: 1,
+                draws: 1,
+                black: 0,
+            },
+            ..NodeAgg::default()
+        };
+        let lookup = |k: &Key| rows.contains(k).then_some(&shared);
+        let mut written = 0i64;
+        for start in (0..games).step_by(BATCH) {
+            let batch = (start..games.min(start + BATCH))
+                .into_par_iter()
+                .map(|i| {
+                    let (g, source, copies) = game(i)?;
+                    Ok(game_tail(g, source, copies, tails, lookup, &params))
+                })
+                .collect::<Result<Vec<GameTail>>>()?;
+            let game_rows: Vec<_> = batch
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    let id = written + i as i64 + 1;
+                    (id, &t.row, t.tail, source_ids[t.row.source as usize])
+                })
+                .collect();
+            insert_game_rows(&self.tx, &game_rows)?;
+            drop(game_rows);
+            let mut alone: Vec<(Key, NodeAgg)> = Vec::new();
+            for (i, t) in batch.iter().enumerate() {
+                let id = written + i as i64 + 1;
+                for &k in &t.keys {
+                    tail_entries.push((super::tail_index::prefix(k), id))?;
+                }
+                if let Some(h) = &t.head {
+                    self.add_head(h)?;
+                }
+                alone.extend(t.rows.iter().cloned());
+            }
+            alone.sort_unstable_by_key(|(k, _)| k.to_sql());
+            let moves: Vec<((i64, u16), EdgeAgg)> = alone
+                .iter()
+                .filter_map(|(k, n)| n.first.map(|(mv, e)| ((k.to_sql(), mv), e)))
+                .collect();
+            self.add_rows(&alone, &moves)?;
+            written += batch.len() as i64;
+        }
+        if written as usize != games {
+            bail!("{written} of {games} games were read");
+        }
+        let mut index = IndexWriter::new(&self.tx)?;
+        tail_entries.drain(|entries| index.push(entries))?;
+        index.finish()?;
+        Ok(())
+    }
+
+    fn add_head(&mut self, h: &NodeInfo) -> Result<()> {
+        self.tx
+            .prepare_cached(&format!(
+                "INSERT INTO {HEADS}.heads(key, depth, white, draws, black, exact, value, expected)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
+            ))?
+            .execute(params![
+                h.key,
+                h.depth,
+                h.counts.white,
+                h.counts.draws,
+                h.counts.black,
+                h.exact,
+                h.value,
+                h.expected
+            ])?;
+        self.heads += 1;
+        Ok(())
+    }
+
+    /// The parent links, then the values from the deepest positions up; the
+    /// book is committed.
+    pub fn finish(self) -> Result<()> {
+        let PartsWriter {
+            tx,
+            params,
+            layers,
+            links,
+            ..
+        } = self;
+        write_links(&tx, links)?;
+        write_values(&tx, layers, &params)?;
+        tx.commit()?;
+        Ok(())
+    }
+}
+
+/// Each row's `parent` (its smallest parent key) and, for a position with
+/// two or more, all of them in `parents`, from the `(child, parent)` pairs
+/// of every move.
+fn write_links(tx: &Transaction<'_>, links: PairSorter) -> Result<()> {
+    let mut set = tx.prepare("UPDATE positions SET parent = ?2 WHERE key = ?1")?;
+    let mut several: Vec<(i64, i64)> = Vec::new();
+    let mut carry: Vec<(i64, i64)> = Vec::new();
+    let mut flush = |group: &[(i64, i64)], several: &mut Vec<(i64, i64)>| -> Result<()> {
+        set.execute(params![group[0].0, group[0].1])?;
+        if group.len() > 1 {
+            several.extend_from_slice(group);
+        }
+        Ok(())
+    };
+    links.drain(|pairs| {
+        // A child's pairs may run over the end of a batch: the last group
+        // waits for the next batch.
+        carry.extend_from_slice(pairs);
+        let last = carry.last().map(|p| p.0);
+        let cut = carry
+            .iter()
+            .position(|p| Some(p.0) == last)
+            .unwrap_or(carry.len());
+        for group in carry[..cut].chunk_by(|a, b| a.0 == b.0) {
+            flush(group, &mut several)?;
+        }
+        carry.drain(..cut);
+        if several.len() >= 1 << 16 {
+            insert_pairs(tx, "INSERT INTO parents(child, parent)", &several)?;
+            several.clear();
+        }
+        Ok(())
+    })?;
+    for group in carry.chunk_by(|a, b| a.0 == b.0) {
+        flush(group, &mut several)?;
+    }
+    insert_pairs(tx, "INSERT INTO parents(child, parent)", &several)?;
+    Ok(())
+}
+
+/// Every row's value and choice, depth by depth from the deepest
+/// (`layers`: `(-depth, key)` of every row).
+fn write_values(tx: &Transaction<'_>, layers: PairSorter, params: &ValueParams) -> Result<()> {
+    let mut node = tx.prepare(
+        "SELECT depth, white, draws, black, exact, expected FROM positions WHERE key = ?1",
+    )?;
+    let mut children = tx.prepare(&format!(
+        "SELECT m.move, m.child, c.depth, c.white, c.draws, c.black, c.exact, c.value, c.expected,
+           h.depth, h.white, h.draws, h.black, h.exact, h.value, h.expected
+         FROM moves m LEFT JOIN positions c ON c.key = m.child LEFT JOIN {HEADS}.heads h ON h.key = m.child
+         WHERE m.parent = ?1 AND m.child IS NOT NULL ORDER BY m.move"
+    ))?;
+    let mut set = tx.prepare("UPDATE positions SET value = ?2, best = ?3 WHERE key = ?1")?;
+    let mut kids: Vec<(MoveCode, NodeInfo)> = Vec::new();
+    let mut buf = Vec::new();
+    layers.drain(|pairs| {
+        for &(_, key) in pairs {
+            let key = Key::from_sql(key);
+            let n = node.query_row([key], |r| {
+                Ok(NodeInfo {
+                    expected: r.get(5)?,
+                    exact: r.get(4)?,
+                    ..NodeInfo::from_counts(
+                        key,
+                        r.get::<_, Option<u32>>(0)?,
+                        Counts {
+                            white: r.get(1)?,
+                            draws: r.get(2)?,
+                            black: r.get(3)?,
+                        },
+                    )
+                })
+            })?;
+            kids.clear();
+            let mut rows = children.query([key])?;
+            while let Some(r) = rows.next()? {
+                let mv = MoveCode(r.get(0)?);
+                let child: Key = r.get(1)?;
+                // The child's columns: its row (from 2), or a tail's first
+                // position (from 9), or neither (not valued: left out).
+                let at = if r.get::<_, Option<u32>>(2)?.is_some() {
+                    2
+                } else if r.get::<_, Option<u32>>(9)?.is_some() {
+                    9
+                } else {
+                    continue;
+                };
+                kids.push((
+                    mv,
+                    NodeInfo {
+                        expected: r.get(at + 6)?,
+                        exact: r.get(at + 4)?,
+                        value: r.get(at + 5)?,
+                        ..NodeInfo::from_counts(
+                            child,
+                            r.get::<_, Option<u32>>(at)?,
+                            Counts {
+                                white: r.get(at + 1)?,
+                                draws: r.get(at + 2)?,
+                                black: r.get(at + 3)?,
+                            },
+                        )
+                    },
+                ));
+            }
+            let (v, best) = node_value_with(&n, kids.iter().map(|(m, c)| (*m, c)), params, &mut buf);
+            set.execute(params![key, v, best.map(|m| m.0)])?;
+        }
+        Ok(())
+    })
+}
