@@ -626,7 +626,12 @@ pub fn build_book(
                     bail!("internal error: no filter to count from");
                 };
                 let (agg, untailed) = count_part(&reader, &copied, filter, tails, part)?;
-                peak_memory::trace("a key range counted");
+                peak_memory::trace(&format!(
+                    "key range {index}/{parts} counted ({} positions, about {} MB; {} estimated shared in all)",
+                    agg.nodes.len(),
+                    agg.approx_bytes() >> 20,
+                    filter.estimated_shared()
+                ));
                 w.write_part(agg, &untailed)?;
             }
             w.write_games(&sources, order.len(), game, tail_index)?;

@@ -607,30 +607,59 @@ impl Cursor<'_> {
     }
 }
 
-/// Pairs sorted in memory up to a limit, then in sorted runs on disk merged
-/// at the end (the `tails` index of a build over its budget).
-pub struct PairSorter {
-    buf: Vec<(i64, i64)>,
+/// A record [`Sorter`] can write to its runs on disk: a fixed number of
+/// bytes.
+pub trait SortRecord: Ord + Copy + Send {
+    const SIZE: usize;
+    fn write(&self, out: &mut Vec<u8>);
+    fn read(bytes: &[u8]) -> Self;
+}
+
+impl SortRecord for (i64, i64) {
+    const SIZE: usize = 16;
+    fn write(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.0.to_le_bytes());
+        out.extend_from_slice(&self.1.to_le_bytes());
+    }
+    fn read(b: &[u8]) -> Self {
+        (read_i64(&b[..8]), read_i64(&b[8..16]))
+    }
+}
+
+fn read_i64(b: &[u8]) -> i64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[..8]);
+    i64::from_le_bytes(a)
+}
+
+/// Pairs sorted within a memory limit (the tails index, the parent links,
+/// the positions by depth).
+pub type PairSorter = Sorter<(i64, i64)>;
+
+/// Records sorted in memory up to a limit, then in sorted runs on disk
+/// merged at the end; equal records are kept once.
+pub struct Sorter<T: SortRecord> {
+    buf: Vec<T>,
     limit: usize,
     dir: std::path::PathBuf,
     prefix: String,
     runs: Vec<crate::atomic_file::Pending>,
 }
 
-impl PairSorter {
+impl<T: SortRecord> Sorter<T> {
     /// At most `bytes` in memory; runs written to `dir` as `prefix` + n.
-    pub fn new(bytes: u64, dir: &Path, prefix: &str) -> PairSorter {
-        PairSorter {
+    pub fn new(bytes: u64, dir: &Path, prefix: &str) -> Sorter<T> {
+        Sorter {
             buf: Vec::new(),
-            limit: (bytes / 16).max(1024) as usize,
+            limit: (bytes / std::mem::size_of::<T>().max(1) as u64).max(1024) as usize,
             dir: dir.to_path_buf(),
             prefix: prefix.to_string(),
             runs: Vec::new(),
         }
     }
 
-    pub fn push(&mut self, pair: (i64, i64)) -> Result<()> {
-        self.buf.push(pair);
+    pub fn push(&mut self, record: T) -> Result<()> {
+        self.buf.push(record);
         if self.buf.len() >= self.limit {
             self.spill()?;
         }
@@ -648,9 +677,12 @@ impl PairSorter {
         let file = File::create(&path)
             .with_context(|| format!("cannot create the temporary file {}", path.display()))?;
         let mut w = BufWriter::with_capacity(1 << 20, file);
-        for &(a, b) in &self.buf {
-            w.write_all(&a.to_le_bytes())?;
-            w.write_all(&b.to_le_bytes())?;
+        let mut bytes = Vec::with_capacity(T::SIZE);
+        for r in &self.buf {
+            bytes.clear();
+            r.write(&mut bytes);
+            w.write_all(&bytes)
+                .with_context(|| format!("cannot write to {}", path.display()))?;
         }
         w.flush()
             .with_context(|| format!("cannot write to {}", path.display()))?;
@@ -659,8 +691,8 @@ impl PairSorter {
         Ok(())
     }
 
-    /// Every pair pushed, sorted, each once, handed to `f` in batches.
-    pub fn drain(mut self, mut f: impl FnMut(&[(i64, i64)]) -> Result<()>) -> Result<()> {
+    /// Every record pushed, sorted, each once, handed to `f` in batches.
+    pub fn drain(mut self, mut f: impl FnMut(&[T]) -> Result<()>) -> Result<()> {
         if self.runs.is_empty() {
             self.buf.par_sort_unstable();
             self.buf.dedup();
@@ -676,15 +708,10 @@ impl PairSorter {
                 .with_context(|| format!("cannot read {}", run.path().display()))?;
             readers.push(BufReader::with_capacity(1 << 18, file));
         }
-        let next = |r: &mut BufReader<File>| -> Result<Option<(i64, i64)>> {
-            let mut a = [0u8; 16];
-            match r.read_exact(&mut a) {
-                Ok(()) => {
-                    let (x, y) = a.split_at(8);
-                    let x: [u8; 8] = x.try_into().map_err(|_| anyhow!("short read"))?;
-                    let y: [u8; 8] = y.try_into().map_err(|_| anyhow!("short read"))?;
-                    Ok(Some((i64::from_le_bytes(x), i64::from_le_bytes(y))))
-                }
+        let mut bytes = vec![0u8; T::SIZE];
+        let mut next = |r: &mut BufReader<File>| -> Result<Option<T>> {
+            match r.read_exact(&mut bytes) {
+                Ok(()) => Ok(Some(T::read(&bytes))),
                 Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(None),
                 Err(e) => Err(e.into()),
             }
@@ -695,7 +722,7 @@ impl PairSorter {
                 heap.push(std::cmp::Reverse((p, i)));
             }
         }
-        let mut out: Vec<(i64, i64)> = Vec::with_capacity(1 << 16);
+        let mut out: Vec<T> = Vec::with_capacity(1 << 16);
         let mut last = None;
         while let Some(std::cmp::Reverse((p, i))) = heap.pop() {
             if last != Some(p) {
@@ -797,13 +824,13 @@ pub(super) const AGGREGATE_SHARE: f64 = 0.45;
 pub(super) const FILTER_SHARE: f64 = 0.25;
 pub(super) const TAIL_SORT_SHARE: f64 = 0.1;
 /// The share of the budget for one key range's counts, when all the counts
-/// of a build do not fit (`build` counts and writes them range by range):
-/// the rows are sorted and written beside them.
-pub(super) const PART_SHARE: f64 = 0.2;
+/// of a build do not fit (`build` counts and writes them range by range;
+/// the filter and the keys of the rows are held beside them).
+pub(super) const PART_SHARE: f64 = 0.4;
 /// The memory the counts of a position the filter calls shared take, about
-/// (the position, its moves and its top games; measured on generated
-/// games), for choosing the number of key ranges.
-pub(super) const PART_BYTES_PER_POSITION: u64 = 1_500;
+/// (the position, its moves and its top games: 530 bytes measured on 2 M
+/// generated games), for choosing the number of key ranges.
+pub(super) const PART_BYTES_PER_POSITION: u64 = 600;
 /// A journal up to this share of the budget is held in memory for its two
 /// reads (and counted on two threads).
 pub(super) const JOURNAL_MEMORY_SHARE: f64 = 0.1;

@@ -104,7 +104,8 @@ impl PartsWriter<'_> {
         let (mut nodes, edges) = prune(nodes, edges, self.min_games);
         nodes.retain(|k, n| n.counts.total() > 1 || untailed.contains(k));
         self.rows.extend(nodes.keys().copied());
-        let mut rows: Vec<(Key, NodeAgg)> = nodes.into_iter().collect();
+        // References, not copies: the counts are most of the memory.
+        let mut rows: Vec<(Key, &NodeAgg)> = nodes.iter().map(|(k, n)| (*k, n)).collect();
         rows.par_sort_unstable_by_key(|(k, _)| k.to_sql());
         let mut moves: Vec<((i64, u16), EdgeAgg)> = rows
             .iter()
@@ -122,7 +123,7 @@ impl PartsWriter<'_> {
 
     /// Inserts position rows (their value, choice and parent come at the
     /// end) and moves, both in key order.
-    fn add_rows(&mut self, rows: &[(Key, NodeAgg)], moves: &[((i64, u16), EdgeAgg)]) -> Result<()> {
+    fn add_rows(&mut self, rows: &[(Key, &NodeAgg)], moves: &[((i64, u16), EdgeAgg)]) -> Result<()> {
         let blob = std::cell::RefCell::new(Vec::new());
         insert_chunked(
             &self.tx,
@@ -229,6 +230,7 @@ impl PartsWriter<'_> {
                 .iter()
                 .filter_map(|(k, n)| n.first.map(|(mv, e)| ((k.to_sql(), mv), e)))
                 .collect();
+            let alone: Vec<(Key, &NodeAgg)> = alone.iter().map(|(k, n)| (*k, n)).collect();
             self.add_rows(&alone, &moves)?;
             written += batch.len() as i64;
         }
