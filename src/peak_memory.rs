@@ -17,7 +17,6 @@ pub fn peak_bytes() -> Option<u64> {
     Some(kb * 1024)
 }
 
-
 /// With `LEARNBOOK_TRACE_MEMORY` set, prints the resident and peak memory
 /// at `label` to stderr (for finding what a long run holds).
 pub fn trace(label: &str) {

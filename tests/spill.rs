@@ -212,6 +212,45 @@ fn a_build_killed_at_any_point_leaves_no_book_or_the_old_one_and_the_next_build_
     assert_no_temporaries(dir.path());
 }
 
+/// Over 16 MB of PGN a new book goes through the journal from the start,
+/// and a repeated game is found when the journal's games are sorted (on
+/// disk past the budget), not in a set of every game in memory: skipped
+/// and reported as a build in memory reports it, the same book.
+#[test]
+fn repeated_games_of_a_large_input_are_found_in_the_sorted_journal() {
+    let dir = TempDir::new().expect("tmp");
+    let input = generated(dir.path());
+    let text = std::fs::read(&input).expect("read");
+    let twice = dir.path().join("twice.pgn");
+    std::fs::write(&twice, [&text[..], &text[..]].concat()).expect("write");
+    let once = dir.path().join("once.sqlite");
+    let said = build(&once, &[&input], &[]);
+    let number = |said: &str, label: &str| -> u64 {
+        said.split(label)
+            .nth(1)
+            .and_then(|t| t.split(',').next())
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {label:?} in {said}"))
+    };
+    let (read, used) = (number(&said, "games read: "), number(&said, "used: "));
+    for budget in ["8M", "1G"] {
+        let book = dir.path().join(format!("twice-{budget}.sqlite"));
+        let said = build(&book, &[&twice], &["--memory", budget]);
+        assert!(said.contains("more than 16 MB of PGN"), "{said}");
+        assert!(
+            said.contains(&format!(
+                "games read: {}, used: {used}, skipped: {}",
+                2 * read,
+                2 * read - used
+            )),
+            "each game once, its repeat skipped: {said}"
+        );
+        assert!(said.contains("duplicate game"), "{said}");
+        assert_same_book(&once, &book);
+    }
+    assert_no_temporaries(dir.path());
+}
+
 #[test]
 fn an_unusable_temporary_directory_or_a_full_disk_is_a_clear_error() {
     let dir = TempDir::new().expect("tmp");

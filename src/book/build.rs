@@ -24,9 +24,9 @@ use super::keys::KeySet;
 use super::merge::merge_books;
 use super::minimax::ChoiceChange;
 use super::spill::{
-    self, count_part, count_shared, plain_size, Counter, Journal, KeyPart, PairSorter,
-    SharedFilter, TempFiles, AGGREGATE_SHARE, FILTER_SHARE, JOURNAL_FROM, JOURNAL_MEMORY_SHARE,
-    PART_BYTES_PER_POSITION, PART_SHARE, TAIL_SORT_SHARE,
+    self, count_part, count_shared, plain_size, Counter, GamesInOrder, Journal, KeyPart,
+    PairSorter, SharedFilter, TempFiles, AGGREGATE_SHARE, FILTER_SHARE, JOURNAL_FROM,
+    JOURNAL_MEMORY_SHARE, PART_BYTES_PER_POSITION, PART_SHARE, SORT_SHARE,
 };
 pub use super::spill::{default_memory, parse_size, Spill};
 use crate::atomic_file;
@@ -471,11 +471,6 @@ pub fn build_book(
         max_ply: settings.max_ply,
         ..filter
     };
-    let seen = if filter.allow_duplicates {
-        None
-    } else {
-        Some(book.game_hashes()?)
-    };
     let temp = TempFiles::new(path, spill)?;
     let journal_file = atomic_file::Pending::temporary(&temp.path("games"));
     let budget_share = (spill.memory as f64 * FILTER_SHARE) as u64;
@@ -483,6 +478,14 @@ pub fn build_book(
     // A big new book is counted through the journal from the start: less
     // memory, and faster (the filter costs less than every count).
     let from_start = !existing && !filter.no_tails && plain.is_some_and(|b| b > JOURNAL_FROM);
+    // Repeated games are found in memory, or, through the journal from the
+    // start, when its games are sorted (on disk past the budget).
+    let seen = if filter.allow_duplicates || from_start {
+        None
+    } else {
+        Some(book.game_hashes()?)
+    };
+    let sort_bytes = (spill.memory as f64 * SORT_SHARE) as u64;
     // Two filters of 16 bits for each position the inputs may hold (about
     // one in 8.5 bytes of PGN), within the budget's share.
     let filter_bytes = plain.map_or(budget_share, |b| {
@@ -500,7 +503,7 @@ pub fn build_book(
     let mut counter = Counter {
         agg: (!from_start).then(|| Aggregate::new(!filter.no_tails)),
         filter: shared,
-        journal: Journal::create(journal_file.path())?,
+        journal: Journal::create(journal_file.path(), sort_bytes)?,
         sources: Vec::new(),
         tails: !filter.no_tails,
         limit: (spill.memory as f64 * AGGREGATE_SHARE) as u64,
@@ -550,19 +553,24 @@ pub fn build_book(
     };
     let journalled = format!(
         "{why}: {} games journalled ({:.1} MB), shared positions in a {} MB filter",
-        journal.entries.len(),
+        journal.games,
         journal.len() as f64 / f64::from(1 << 20),
         shared.bytes() >> 20
     );
     // The exact counts of what two games may reach.
     peak_memory::trace("games read");
-    let (mut reader, entries) = journal.finish()?;
+    // Repeats were left in the journal when `seen` was not kept.
+    let count_repeats = !filter.allow_duplicates && from_start;
+    let (mut reader, distinct) = journal.finish(&sources, count_repeats, sort_bytes)?;
     peak_memory::trace("journal finished");
-    let copied: KeySet<u64> = entries
-        .iter()
-        .filter(|e| e.copies > 1)
-        .map(|e| e.hash)
-        .collect();
+    if count_repeats && distinct.repeats > 0 {
+        summary.used -= distinct.repeats;
+        *summary
+            .skipped
+            .entry(SkipReason::Duplicate.kind())
+            .or_insert(0) += distinct.repeats;
+    }
+    let copied = distinct.copied;
     // A journal small beside the budget is read from memory.
     let in_memory = reader.len() as f64 <= spill.memory as f64 * JOURNAL_MEMORY_SHARE;
     if in_memory {
@@ -594,27 +602,22 @@ pub fn build_book(
     } else {
         None
     };
-    // The games in id order (by source name, then hash), each once.
-    let mut order = entries;
-    order.sort_unstable_by(|a, b| {
-        (&sources[a.source as usize], a.hash).cmp(&(&sources[b.source as usize], b.hash))
-    });
-    let game = |i: usize| -> Result<(Game, u32, u32)> {
-        let e = &order[i];
-        Ok((reader.read(e, &mut Vec::new())?, e.source, e.copies))
+    let games = GamesInOrder {
+        reader: &reader,
+        order: distinct.order,
+        count: distinct.games,
     };
     let tail_index = PairSorter::new(
-        (spill.memory as f64 * TAIL_SORT_SHARE) as u64,
+        (spill.memory as f64 * SORT_SHARE) as u64,
         &temp.dir,
         &format!("{}tails", temp.prefix),
     );
     // Writes the book at `target` (new and empty), in one go or in parts.
     let write = |target: &mut Book| -> Result<()> {
         if let Some(agg) = counts {
-            return target.bulk_load_games(agg, &sources, order.len(), game, tail_index);
+            return target.bulk_load_games(agg, &sources, games, tail_index);
         }
         let heads = atomic_file::Pending::temporary(&temp.path("heads.sqlite"));
-        let sort_bytes = (spill.memory as f64 * TAIL_SORT_SHARE) as u64;
         let written = (|| -> Result<()> {
             let mut w = target.parts(heads.path(), &temp.dir, &temp.prefix, sort_bytes)?;
             for index in 0..parts {
@@ -634,7 +637,7 @@ pub fn build_book(
                 ));
                 w.write_part(agg, &untailed)?;
             }
-            w.write_games(&sources, order.len(), game, tail_index)?;
+            w.write_games(&sources, games, tail_index)?;
             peak_memory::trace("games written");
             w.finish()
         })();

@@ -160,24 +160,65 @@ impl SharedFilter {
     }
 }
 
-/// Where a game is in the journal.
-#[derive(Clone, Copy, Debug)]
+/// Where a game is in the journal. Ordered by hash, then place: the
+/// occurrences of one game together, its first one first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Entry {
     pub hash: u64,
-    /// Index into the build's source names.
-    pub source: u32,
     pub offset: u64,
     pub len: u32,
+    /// Index into the build's source names.
+    pub source: u32,
     /// Occurrences of the game in the input (after [`Journal::finish`]).
     pub copies: u32,
 }
 
-/// The validated games of a build, appended to a temporary file.
+impl SortRecord for Entry {
+    const SIZE: usize = 28;
+    fn write(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.hash.to_le_bytes());
+        out.extend_from_slice(&self.offset.to_le_bytes());
+        out.extend_from_slice(&self.len.to_le_bytes());
+        out.extend_from_slice(&self.source.to_le_bytes());
+        out.extend_from_slice(&self.copies.to_le_bytes());
+    }
+    fn read(b: &[u8]) -> Self {
+        let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        Entry {
+            hash: read_i64(&b[..8]) as u64,
+            offset: read_i64(&b[8..16]) as u64,
+            len: u32_at(16),
+            source: u32_at(20),
+            copies: u32_at(24),
+        }
+    }
+}
+
+/// A game's place in id order (its source's rank among the source names,
+/// then its hash) and in the journal.
+impl SortRecord for (u32, Entry) {
+    const SIZE: usize = 4 + Entry::SIZE;
+    fn write(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.0.to_le_bytes());
+        self.1.write(out);
+    }
+    fn read(b: &[u8]) -> Self {
+        (
+            u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+            Entry::read(&b[4..]),
+        )
+    }
+}
+
+/// The validated games of a build, appended to a temporary file; where
+/// each is goes to a [`Sorter`], on disk past its memory.
 pub struct Journal {
     file: BufWriter<File>,
     path: std::path::PathBuf,
     offset: u64,
-    pub entries: Vec<Entry>,
+    entries: Sorter<Entry>,
+    /// Games appended.
+    pub games: u64,
     buf: Vec<u8>,
 }
 
@@ -189,18 +230,42 @@ pub struct JournalReader {
     /// from memory instead of read by a system call.
     bytes: Option<Vec<u8>>,
     len: u64,
+    /// The places of the games read again that count once (their first
+    /// occurrence counts): [`JournalReader::for_each`] skips them.
+    repeats: KeySet<u64>,
+}
+
+/// What [`Journal::finish`] found: the distinct games in id order, which
+/// of them occur more than once, and how many occurrences were repeats.
+pub struct Distinct {
+    pub order: Sorter<(u32, Entry)>,
+    pub games: u64,
+    /// The hashes of the games that occur more than once.
+    pub copied: KeySet<u64>,
+    pub repeats: u64,
 }
 
 impl Journal {
-    /// A new journal at `path` (the caller removes the file).
-    pub fn create(path: &Path) -> Result<Journal> {
+    /// A new journal at `path` (the caller removes the file); the places
+    /// of its games are sorted within `sort_bytes` of memory, in runs
+    /// beside it.
+    pub fn create(path: &Path, sort_bytes: u64) -> Result<Journal> {
         let file = File::create(path)
             .with_context(|| format!("cannot create the temporary file {}", path.display()))?;
+        let dir = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         Ok(Journal {
             file: BufWriter::with_capacity(1 << 20, file),
             path: path.to_path_buf(),
             offset: 0,
-            entries: Vec::new(),
+            entries: Sorter::new(sort_bytes, dir, &format!("{name}.places")),
+            games: 0,
             buf: Vec::new(),
         })
     }
@@ -225,8 +290,9 @@ impl Journal {
             offset: self.offset,
             len: record.len() as u32,
             copies: 1,
-        });
+        })?;
         self.offset += record.len() as u64;
+        self.games += 1;
         Ok(())
     }
 
@@ -235,7 +301,7 @@ impl Journal {
         self.file
             .flush()
             .with_context(|| format!("cannot write to {}", self.path.display()))?;
-        read_records(&self.path, self.offset, f)
+        read_records(&self.path, self.offset, &KeySet::default(), f)
     }
 
     /// Bytes written so far.
@@ -247,10 +313,18 @@ impl Journal {
         self.offset == 0
     }
 
-    /// Flushes the file; `entries` become one per distinct game (its first
-    /// occurrence, with the number of occurrences in `copies`), in input
-    /// order.
-    pub fn finish(mut self) -> Result<(JournalReader, Vec<Entry>)> {
+    /// Flushes the file and sorts the games: one entry per distinct game
+    /// (its first occurrence), in id order, `sources` ranked by name. With
+    /// `count_repeats`, a game read again counts once (the reader skips its
+    /// later occurrences); else each occurrence counts, and `copies` says
+    /// how many there are. The order is sorted within
+    /// `sort_bytes` of memory.
+    pub fn finish(
+        mut self,
+        sources: &[String],
+        count_repeats: bool,
+        sort_bytes: u64,
+    ) -> Result<(JournalReader, Distinct)> {
         self.file
             .flush()
             .with_context(|| format!("cannot write to {}", self.path.display()))?;
@@ -261,25 +335,71 @@ impl Journal {
         drop(written);
         let file = File::open(&self.path)
             .with_context(|| format!("cannot read {}", self.path.display()))?;
-        let mut entries = std::mem::take(&mut self.entries);
-        // Occurrences of a hash, the first one kept, as `Aggregate::add` counts copies.
-        entries.sort_unstable_by_key(|e| (e.hash, e.offset));
-        entries.dedup_by(|later, first| {
-            let same = later.hash == first.hash;
-            if same {
-                first.copies += 1;
+        let mut names: Vec<u32> = (0..sources.len() as u32).collect();
+        names.sort_by(|&a, &b| sources[a as usize].cmp(&sources[b as usize]));
+        let mut rank = vec![0u32; sources.len()];
+        for (r, &i) in names.iter().enumerate() {
+            rank[i as usize] = r as u32;
+        }
+        let dir = self
+            .path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let name = self
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let mut distinct = Distinct {
+            order: Sorter::new(sort_bytes, dir, &format!("{name}.order")),
+            games: 0,
+            copied: KeySet::default(),
+            repeats: 0,
+        };
+        let mut repeats = KeySet::default();
+        let mut first: Option<Entry> = None;
+        let emit = |e: Entry, d: &mut Distinct| -> Result<()> {
+            if e.copies > 1 {
+                d.copied.insert(e.hash);
             }
-            same
-        });
-        entries.sort_unstable_by_key(|e| e.offset);
+            d.games += 1;
+            let r = rank.get(e.source as usize).copied().unwrap_or(u32::MAX);
+            d.order.push((r, e))
+        };
+        // Occurrences of a hash in place order: the first kept.
+        self.entries.drain(|sorted| {
+            for &e in sorted {
+                match &mut first {
+                    Some(f) if f.hash == e.hash => {
+                        distinct.repeats += 1;
+                        if count_repeats {
+                            repeats.insert(e.offset);
+                        } else {
+                            f.copies += 1;
+                        }
+                    }
+                    _ => {
+                        if let Some(f) = first.replace(e) {
+                            emit(f, &mut distinct)?;
+                        }
+                    }
+                }
+            }
+            Ok(())
+        })?;
+        if let Some(f) = first {
+            emit(f, &mut distinct)?;
+        }
         Ok((
             JournalReader {
                 file,
                 path: self.path,
                 bytes: None,
                 len: self.offset,
+                repeats,
             },
-            entries,
+            distinct,
         ))
     }
 }
@@ -294,10 +414,10 @@ impl JournalReader {
         self.len == 0
     }
 
-    /// Every game in input order, each occurrence.
+    /// Every game in input order, each occurrence that counts.
     pub fn for_each(&self, mut f: impl FnMut(Game) -> Result<()>) -> Result<()> {
         let Some(bytes) = &self.bytes else {
-            return read_records(&self.path, u64::MAX, f);
+            return read_records(&self.path, u64::MAX, &self.repeats, f);
         };
         let what = || format!("reading {}", self.path.display());
         let mut at = 0;
@@ -312,7 +432,9 @@ impl JournalReader {
                 .get(at + 4..at + len)
                 .ok_or_else(|| anyhow!("a damaged journal (record at {at})"))
                 .with_context(what)?;
-            f(decode(record, Fields::Counts).with_context(what)?)?;
+            if !self.repeats.contains(&(at as u64)) {
+                f(decode(record, Fields::Counts).with_context(what)?)?;
+            }
             at += len;
         }
         Ok(())
@@ -351,10 +473,44 @@ impl JournalReader {
     }
 }
 
+/// The distinct games of a journal in id order ([`Journal::finish`]).
+pub struct GamesInOrder<'a> {
+    pub reader: &'a JournalReader,
+    pub order: Sorter<(u32, Entry)>,
+    pub count: u64,
+}
+
+impl GamesInOrder<'_> {
+    /// Hands the games to `f` in batches of `batch`, each game with its
+    /// source index and copies, read and decoded on every core.
+    pub fn for_each_batch(
+        self,
+        batch: usize,
+        mut f: impl FnMut(Vec<(Game, u32, u32)>) -> Result<()>,
+    ) -> Result<()> {
+        let reader = self.reader;
+        self.order.drain(|entries| {
+            for chunk in entries.chunks(batch) {
+                let games = chunk
+                    .par_iter()
+                    .map(|(_, e)| Ok((reader.read(e, &mut Vec::new())?, e.source, e.copies)))
+                    .collect::<Result<Vec<_>>>()?;
+                f(games)?;
+            }
+            Ok(())
+        })
+    }
+}
+
 /// Reads the records of the journal at `path`, up to byte `end`, and hands
-/// the games to `f` in order. A thread reads and decodes them (on every
-/// core) a batch ahead of `f`.
-fn read_records(path: &Path, end: u64, mut f: impl FnMut(Game) -> Result<()>) -> Result<()> {
+/// the games to `f` in order, but those at the places in `skip`. A thread
+/// reads and decodes them (on every core) a batch ahead of `f`.
+fn read_records(
+    path: &Path,
+    end: u64,
+    skip: &KeySet<u64>,
+    mut f: impl FnMut(Game) -> Result<()>,
+) -> Result<()> {
     const BATCH: usize = 2048;
     let file = File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
     let what = || format!("reading {}", path.display());
@@ -382,7 +538,9 @@ fn read_records(path: &Path, end: u64, mut f: impl FnMut(Game) -> Result<()>) ->
                         failed = Some(anyhow::Error::from(e).context(what()));
                         break;
                     }
-                    records.push(body);
+                    if !skip.contains(&at) {
+                        records.push(body);
+                    }
                     at += n as u64;
                 }
                 let last = records.len() < BATCH || failed.is_some();
@@ -659,6 +817,11 @@ impl<T: SortRecord> Sorter<T> {
     }
 
     pub fn push(&mut self, record: T) -> Result<()> {
+        if self.buf.capacity() == 0 {
+            // At once: a doubling Vec would hold twice its records while
+            // it grows (pages of the capacity left untouched cost nothing).
+            self.buf.reserve_exact(self.limit);
+        }
         self.buf.push(record);
         if self.buf.len() >= self.limit {
             self.spill()?;
@@ -819,14 +982,15 @@ pub fn parse_size(text: &str) -> std::result::Result<u64, String> {
 pub(super) const AGGREGATE_SHARE: f64 = 0.45;
 /// The share of the budget for the filter of shared positions once the
 /// counts no longer fit, at most (it is sized at 16 bits a position the
-/// input may hold), and for sorting the tails index in memory (the rest
-/// goes to sorted runs on disk).
+/// input may hold), and for each [`Sorter`] in memory (the games' places,
+/// their id order, the tails index, the parent links, the positions by
+/// depth; the rest goes to sorted runs on disk; four at most at once).
 pub(super) const FILTER_SHARE: f64 = 0.25;
-pub(super) const TAIL_SORT_SHARE: f64 = 0.1;
+pub(super) const SORT_SHARE: f64 = 0.05;
 /// The share of the budget for one key range's counts, when all the counts
 /// of a build do not fit (`build` counts and writes them range by range;
 /// the filter and the keys of the rows are held beside them).
-pub(super) const PART_SHARE: f64 = 0.4;
+pub(super) const PART_SHARE: f64 = 0.3;
 /// The memory the counts of a position the filter calls shared take, about
 /// (the position, its moves and its top games: 530 bytes measured on 2 M
 /// generated games), for choosing the number of key ranges.

@@ -17,7 +17,7 @@ use super::tails::{materialize_keys, value_chain};
 use crate::book::ingest::{Counts, Game, GameTags};
 use crate::book::keys::{polyglot_key, Key, KeyMap, MoveCode};
 use crate::book::minimax::{Graph, NodeInfo, ValueParams};
-use crate::book::spill::PairSorter;
+use crate::book::spill::{GamesInOrder, PairSorter};
 
 /// In-memory aggregate of many games, for `build`.
 #[derive(Default)]
@@ -345,9 +345,9 @@ impl Book {
     /// them all (see `book::spill`), the same book [`Book::bulk_load`]
     /// writes with every count. `agg` holds the exact counts of every
     /// position that two games may reach (every position of a game that
-    /// cannot have a tail), and of the moves out of them, and no game rows; `game(i)` is the game with id
-    /// `i + 1` of `games` (ids by source name, then hash), with its
-    /// source's index in `sources` and its number of copies; `tail_entries`
+    /// cannot have a tail), and of the moves out of them, and no game rows;
+    /// `games` are the games in id order (by source name, then hash), each
+    /// with its source's index in `sources` and its copies; `tail_entries`
     /// sorts the tails index's entries within its own memory limit.
     ///
     /// Games are read and their tails valued on every core, a batch ahead
@@ -357,8 +357,7 @@ impl Book {
         &mut self,
         agg: Aggregate,
         sources: &[String],
-        games: usize,
-        game: impl Fn(usize) -> Result<(Game, u32, u32)> + Sync,
+        games: GamesInOrder<'_>,
         mut tail_entries: PairSorter,
     ) -> Result<()> {
         const BATCH: usize = 4096;
@@ -376,6 +375,7 @@ impl Book {
         let mut heads = Vec::new();
         let mut counted_tail_keys = Vec::new();
         let mut uncounted_rows = Vec::new();
+        let count = games.count;
         std::thread::scope(|scope| -> Result<()> {
             let (send, batches) = std::sync::mpsc::sync_channel::<Result<Vec<GameTail>>>(2);
             // A batch is freed on a thread of its own: freeing what the
@@ -383,20 +383,20 @@ impl Book {
             // half this thread's time when it freed them itself.
             let (send_used, used) = std::sync::mpsc::channel::<Vec<GameTail>>();
             scope.spawn(move || used.into_iter().for_each(drop));
-            let (nodes, game) = (&nodes, &game);
+            let nodes = &nodes;
             scope.spawn(move || {
-                for start in (0..games).step_by(BATCH) {
-                    let batch = (start..games.min(start + BATCH))
+                let read = games.for_each_batch(BATCH, |batch| {
+                    let batch = batch
                         .into_par_iter()
-                        .map(|i| {
-                            let (g, source, copies) = game(i)?;
-                            Ok(game_tail(g, source, copies, tails, |k| nodes.get(k), &params))
+                        .map(|(g, source, copies)| {
+                            game_tail(g, source, copies, tails, |k| nodes.get(k), &params)
                         })
-                        .collect::<Result<Vec<GameTail>>>();
-                    let failed = batch.is_err();
-                    if send.send(batch).is_err() || failed {
-                        return;
-                    }
+                        .collect();
+                    send.send(Ok(batch))
+                        .map_err(|_| anyhow!("the writer stopped"))
+                });
+                if let Err(e) = read {
+                    let _ = send.send(Err(e));
                 }
             });
             let mut written = 0i64;
@@ -425,8 +425,8 @@ impl Book {
                 let _ = send_used.send(batch);
                 written += n;
             }
-            if written as usize != games {
-                bail!("{written} of {games} games were read");
+            if written as u64 != count {
+                bail!("{written} of {count} games were read");
             }
             Ok(())
         })?;
@@ -588,7 +588,10 @@ fn moves_then_graph(
 }
 
 /// Inserts game rows `(id, game, tail ply, source id)` into a fresh table.
-pub(super) fn insert_game_rows(tx: &Connection, rows: &[(i64, &GameRow, Option<u32>, i64)]) -> Result<()> {
+pub(super) fn insert_game_rows(
+    tx: &Connection,
+    rows: &[(i64, &GameRow, Option<u32>, i64)],
+) -> Result<()> {
     // Ascending: later games get later ids, so the pages are packed full.
     insert_chunked_in(
         tx,

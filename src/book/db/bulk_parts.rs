@@ -24,10 +24,10 @@ use super::bulk::{
 };
 use super::explore::write_top_blob;
 use super::tail_index::IndexWriter;
-use crate::book::ingest::{Counts, Game};
+use crate::book::ingest::Counts;
 use crate::book::keys::{Key, KeySet, MoveCode};
 use crate::book::minimax::{node_value_with, NodeInfo, ValueParams};
-use crate::book::spill::PairSorter;
+use crate::book::spill::{GamesInOrder, PairSorter};
 
 /// The attached database of the tails' first positions.
 const HEADS: &str = "bulk_heads";
@@ -123,7 +123,11 @@ impl PartsWriter<'_> {
 
     /// Inserts position rows (their value, choice and parent come at the
     /// end) and moves, both in key order.
-    fn add_rows(&mut self, rows: &[(Key, &NodeAgg)], moves: &[((i64, u16), EdgeAgg)]) -> Result<()> {
+    fn add_rows(
+        &mut self,
+        rows: &[(Key, &NodeAgg)],
+        moves: &[((i64, u16), EdgeAgg)],
+    ) -> Result<()> {
         let blob = std::cell::RefCell::new(Vec::new());
         insert_chunked(
             &self.tx,
@@ -169,15 +173,13 @@ impl PartsWriter<'_> {
         Ok(())
     }
 
-    /// Writes the games in id order (`game(i)` as for
-    /// [`Book::bulk_load_games`]), after every key range: their rows, their
+    /// Writes the games in id order, after every key range: their rows, their
     /// tails and the tails' index, the positions before a tail that the
     /// game alone reaches, and each tail's first position (for the values).
     pub fn write_games(
         &mut self,
         sources: &[String],
-        games: usize,
-        game: impl Fn(usize) -> Result<(Game, u32, u32)> + Sync,
+        games: GamesInOrder<'_>,
         mut tail_entries: PairSorter,
     ) -> Result<()> {
         const BATCH: usize = 4096;
@@ -195,15 +197,13 @@ impl PartsWriter<'_> {
             ..NodeAgg::default()
         };
         let lookup = |k: &Key| rows.contains(k).then_some(&shared);
+        let count = games.count;
         let mut written = 0i64;
-        for start in (0..games).step_by(BATCH) {
-            let batch = (start..games.min(start + BATCH))
+        games.for_each_batch(BATCH, |batch| {
+            let batch: Vec<GameTail> = batch
                 .into_par_iter()
-                .map(|i| {
-                    let (g, source, copies) = game(i)?;
-                    Ok(game_tail(g, source, copies, tails, lookup, &params))
-                })
-                .collect::<Result<Vec<GameTail>>>()?;
+                .map(|(g, source, copies)| game_tail(g, source, copies, tails, lookup, &params))
+                .collect();
             let game_rows: Vec<_> = batch
                 .iter()
                 .enumerate()
@@ -233,9 +233,10 @@ impl PartsWriter<'_> {
             let alone: Vec<(Key, &NodeAgg)> = alone.iter().map(|(k, n)| (*k, n)).collect();
             self.add_rows(&alone, &moves)?;
             written += batch.len() as i64;
-        }
-        if written as usize != games {
-            bail!("{written} of {games} games were read");
+            Ok(())
+        })?;
+        if written as u64 != count {
+            bail!("{written} of {count} games were read");
         }
         let mut index = IndexWriter::new(&self.tx)?;
         tail_entries.drain(|entries| index.push(entries))?;
@@ -385,7 +386,8 @@ fn write_values(tx: &Transaction<'_>, layers: PairSorter, params: &ValueParams) 
                     },
                 ));
             }
-            let (v, best) = node_value_with(&n, kids.iter().map(|(m, c)| (*m, c)), params, &mut buf);
+            let (v, best) =
+                node_value_with(&n, kids.iter().map(|(m, c)| (*m, c)), params, &mut buf);
             set.execute(params![key, v, best.map(|m| m.0)])?;
         }
         Ok(())
