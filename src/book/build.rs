@@ -562,6 +562,7 @@ pub fn build_book(
     // Repeats were left in the journal when `seen` was not kept.
     let count_repeats = !filter.allow_duplicates && from_start;
     let (mut reader, distinct) = journal.finish(&sources, count_repeats, sort_bytes)?;
+    peak_memory::release_free();
     peak_memory::trace("journal finished");
     if count_repeats && distinct.repeats > 0 {
         summary.used -= distinct.repeats;
@@ -636,10 +637,17 @@ pub fn build_book(
                     filter.estimated_shared()
                 ));
                 w.write_part(agg, &untailed)?;
+                peak_memory::release_free();
             }
+            // The filter has done its work.
+            drop(shared);
+            peak_memory::release_free();
             w.write_games(&sources, games, tail_index)?;
             peak_memory::trace("games written");
-            w.finish()
+            peak_memory::release_free();
+            w.finish()?;
+            peak_memory::trace("links and values written");
+            Ok(())
         })();
         let detached = target.end_parts();
         written?;

@@ -65,8 +65,13 @@ impl Book {
         self.conn
             .execute(&format!("ATTACH DATABASE ?1 AS {HEADS}"), [name])
             .with_context(|| format!("cannot create {}", heads.display()))?;
+        // Reads through SQLite's page cache, not a map of the file: the
+        // pages of a map count as the process's memory, up to the map's
+        // size (1 GB), and the budget is about that memory.
+        self.conn.pragma_update(None, "mmap_size", 0i64)?;
         self.conn.execute_batch(&format!(
-            "PRAGMA {HEADS}.journal_mode = OFF; PRAGMA {HEADS}.synchronous = OFF;
+            "PRAGMA {HEADS}.mmap_size = 0; PRAGMA {HEADS}.cache_size = -4096;
+             PRAGMA {HEADS}.journal_mode = OFF; PRAGMA {HEADS}.synchronous = OFF;
              CREATE TABLE {HEADS}.heads(key INTEGER PRIMARY KEY, depth INTEGER NOT NULL,
                white INTEGER NOT NULL, draws INTEGER NOT NULL, black INTEGER NOT NULL,
                exact REAL, value REAL NOT NULL, expected INTEGER NOT NULL);"
@@ -90,6 +95,7 @@ impl Book {
     pub fn end_parts(&self) -> Result<()> {
         self.conn
             .execute_batch(&format!("DETACH DATABASE {HEADS}"))?;
+        self.conn.pragma_update(None, "mmap_size", 1i64 << 30)?;
         Ok(())
     }
 }
