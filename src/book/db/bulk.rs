@@ -402,16 +402,7 @@ impl Book {
             let mut written = 0i64;
             for batch in batches {
                 let batch = batch?;
-                let rows: Vec<(i64, &GameRow, Option<u32>, i64)> = batch
-                    .iter()
-                    .enumerate()
-                    .map(|(i, t)| {
-                        let id = written + i as i64 + 1;
-                        (id, &t.row, t.tail, source_ids[t.row.source as usize])
-                    })
-                    .collect();
-                insert_game_rows(&tx, &rows)?;
-                drop(rows);
+                insert_game_tails(&tx, &batch, written, &source_ids)?;
                 let n = batch.len() as i64;
                 for (i, t) in batch.iter().enumerate() {
                     let id = written + i as i64 + 1;
@@ -588,7 +579,7 @@ fn moves_then_graph(
 }
 
 /// Inserts game rows `(id, game, tail ply, source id)` into a fresh table.
-pub(super) fn insert_game_rows(
+fn insert_game_rows(
     tx: &Connection,
     rows: &[(i64, &GameRow, Option<u32>, i64)],
 ) -> Result<()> {
@@ -615,6 +606,25 @@ pub(super) fn insert_game_rows(
             bind_game_info(st, i + 12, g)
         },
     )
+}
+
+/// Inserts the games of `batch` with their tails, with the ids after
+/// `written`.
+pub(super) fn insert_game_tails(
+    tx: &Connection,
+    batch: &[GameTail],
+    written: i64,
+    source_ids: &[i64],
+) -> Result<()> {
+    let rows: Vec<(i64, &GameRow, Option<u32>, i64)> = batch
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let id = written + i as i64 + 1;
+            (id, &t.row, t.tail, source_ids[t.row.source as usize])
+        })
+        .collect();
+    insert_game_rows(tx, &rows)
 }
 
 /// Binds a game's ratings, tags and rest (8 values) from parameter `i`.
@@ -644,6 +654,19 @@ fn insert_move_rows(
     edge_rows: &[((i64, u16), EdgeAgg)],
     links: &[(i64, i64)],
 ) -> Result<()> {
+    insert_moves(tx, edge_rows)?;
+    let listed: Vec<(i64, i64)> = links
+        .chunk_by(|a, b| a.0 == b.0)
+        .filter(|g| g.len() > 1)
+        .flatten()
+        .copied()
+        .collect();
+    insert_pairs(tx, "INSERT INTO parents(child, parent)", &listed)
+}
+
+/// Inserts counted moves `((parent, move code), counts)` into a table
+/// that has none of them.
+pub(super) fn insert_moves(tx: &Connection, edge_rows: &[((i64, u16), EdgeAgg)]) -> Result<()> {
     insert_chunked(
         tx,
         "INSERT INTO moves(parent, move, uci, child, white, draws, black, rating_sum, rated)",
@@ -660,14 +683,7 @@ fn insert_move_rows(
             st.raw_bind_parameter(i + 7, e.rating_sum as i64)?;
             st.raw_bind_parameter(i + 8, e.rated)
         },
-    )?;
-    let listed: Vec<(i64, i64)> = links
-        .chunk_by(|a, b| a.0 == b.0)
-        .filter(|g| g.len() > 1)
-        .flatten()
-        .copied()
-        .collect();
-    insert_pairs(tx, "INSERT INTO parents(child, parent)", &listed)
+    )
 }
 
 /// Inserts the first `rows` nodes of the valued graph as positions.

@@ -19,8 +19,8 @@ use rusqlite::{params, Transaction};
 
 use super::book::Book;
 use super::bulk::{
-    game_tail, insert_chunked, insert_game_rows, insert_pairs, prune, source_ids, Aggregate,
-    EdgeAgg, GameTail, NodeAgg,
+    game_tail, insert_chunked, insert_game_tails, insert_moves, insert_pairs, prune, source_ids,
+    Aggregate, EdgeAgg, GameTail, NodeAgg,
 };
 use super::explore::write_top_blob;
 use super::tail_index::IndexWriter;
@@ -153,23 +153,7 @@ impl PartsWriter<'_> {
                 st.raw_bind_parameter(i + 7, (!blob.is_empty()).then_some(&*blob))
             },
         )?;
-        insert_chunked(
-            &self.tx,
-            "INSERT INTO moves(parent, move, uci, child, white, draws, black, rating_sum, rated)",
-            9,
-            moves,
-            |st, i, &((parent, mv), ref e)| {
-                st.raw_bind_parameter(i, parent)?;
-                st.raw_bind_parameter(i + 1, mv)?;
-                st.raw_bind_parameter(i + 2, MoveCode(mv).uci(e.castle))?;
-                st.raw_bind_parameter(i + 3, e.child)?;
-                st.raw_bind_parameter(i + 4, e.counts.white)?;
-                st.raw_bind_parameter(i + 5, e.counts.draws)?;
-                st.raw_bind_parameter(i + 6, e.counts.black)?;
-                st.raw_bind_parameter(i + 7, e.rating_sum as i64)?;
-                st.raw_bind_parameter(i + 8, e.rated)
-            },
-        )?;
+        insert_moves(&self.tx, moves)?;
         for (k, n) in rows {
             self.layers.push((-i64::from(n.depth), k.to_sql()))?;
         }
@@ -210,16 +194,7 @@ impl PartsWriter<'_> {
                 .into_par_iter()
                 .map(|(g, source, copies)| game_tail(g, source, copies, tails, lookup, &params))
                 .collect();
-            let game_rows: Vec<_> = batch
-                .iter()
-                .enumerate()
-                .map(|(i, t)| {
-                    let id = written + i as i64 + 1;
-                    (id, &t.row, t.tail, source_ids[t.row.source as usize])
-                })
-                .collect();
-            insert_game_rows(&self.tx, &game_rows)?;
-            drop(game_rows);
+            insert_game_tails(&self.tx, &batch, written, &source_ids)?;
             let mut alone: Vec<(Key, NodeAgg)> = Vec::new();
             for (i, t) in batch.iter().enumerate() {
                 let id = written + i as i64 + 1;
