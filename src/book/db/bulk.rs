@@ -579,10 +579,7 @@ fn moves_then_graph(
 }
 
 /// Inserts game rows `(id, game, tail ply, source id)` into a fresh table.
-fn insert_game_rows(
-    tx: &Connection,
-    rows: &[(i64, &GameRow, Option<u32>, i64)],
-) -> Result<()> {
+fn insert_game_rows(tx: &Connection, rows: &[(i64, &GameRow, Option<u32>, i64)]) -> Result<()> {
     // Ascending: later games get later ids, so the pages are packed full.
     insert_chunked_in(
         tx,
