@@ -24,9 +24,10 @@ use super::keys::KeySet;
 use super::merge::merge_books;
 use super::minimax::ChoiceChange;
 use super::spill::{
-    self, count_part, count_shared, plain_size, Counter, GamesInOrder, Journal, KeyPart,
-    PairSorter, SharedFilter, TempFiles, AGGREGATE_SHARE, FILTER_SHARE, JOURNAL_FROM,
-    JOURNAL_MEMORY_SHARE, PART_BYTES_PER_POSITION, PART_SHARE, SORT_SHARE,
+    self, count_part, count_shared, plain_size, Counter, GamesInOrder, Journal, KeyRange,
+    PairSorter, SharedFilter, TempFiles, AGGREGATE_SHARE, CACHE_SHARE_COUNTING,
+    CACHE_SHARE_WRITING, FILTER_SHARE, JOURNAL_FROM, JOURNAL_MEMORY_SHARE, PART_BYTES_PER_POSITION,
+    PART_SHARE, SORT_SHARE,
 };
 pub use super::spill::{default_memory, parse_size, Spill};
 use crate::atomic_file;
@@ -510,6 +511,7 @@ pub fn build_book(
         filter_bytes,
         spilled_at: None,
         games: 0,
+        positions: 0,
     };
     for_each_game_with(
         inputs,
@@ -529,6 +531,7 @@ pub fn build_book(
         journal,
         sources,
         spilled_at,
+        positions,
         ..
     } = counter;
     if let Some(agg) = agg {
@@ -584,12 +587,14 @@ pub fn build_book(
     });
     // The counts in key ranges when they do not fit at once.
     let part_limit = (spill.memory as f64 * PART_SHARE) as u64;
-    let parts = (shared.estimated_shared() * PART_BYTES_PER_POSITION)
-        .div_ceil(part_limit.max(1))
-        .max(1);
+    let parts_for = |shared: u64| {
+        (shared * PART_BYTES_PER_POSITION)
+            .div_ceil(part_limit.max(1))
+            .max(1)
+    };
     let tails = !filter.no_tails;
     let mut shared = Some(shared);
-    let counts = if parts == 1 {
+    let counts = if parts_for(shared.as_ref().map_or(0, |f| f.estimated_shared())) == 1 {
         let filter = shared.take();
         let agg = match &filter {
             Some(f) => count_shared(&reader, &copied, f, tails)?,
@@ -613,6 +618,8 @@ pub fn build_book(
         &temp.dir,
         &format!("{}tails", temp.prefix),
     );
+    // Key ranges counted, in rounds of filters.
+    let (mut ranges, mut filter_rounds) = (0u64, 0u64);
     // Writes the book at `target` (new and empty), in one go or in parts.
     let write = |target: &mut Book| -> Result<()> {
         if let Some(agg) = counts {
@@ -621,27 +628,56 @@ pub fn build_book(
         let heads = atomic_file::Pending::temporary(&temp.path("heads.sqlite"));
         let written = (|| -> Result<()> {
             let mut w = target.parts(heads.path(), &temp.dir, &temp.prefix, sort_bytes)?;
-            for index in 0..parts {
-                let part = KeyPart {
-                    index,
-                    count: parts,
-                };
-                let Some(filter) = &shared else {
+            w.set_cache((spill.memory as f64 * CACHE_SHARE_COUNTING) as u64)?;
+            let Some(mut first) = shared.and_then(Arc::into_inner) else {
+                bail!("internal error: no filter to count from");
+            };
+            first.forget_seen();
+            // The first filter, filled with every position, calls many
+            // single ones shared: the key ranges are counted from sharper
+            // filters, each of the keys the first calls shared in one round
+            // of ranges.
+            let candidates = first.estimated_shared().min(positions);
+            let rounds = candidates
+                .div_ceil(SharedFilter::capacity(filter_bytes).max(1))
+                .max(1);
+            filter_rounds = rounds;
+            let mut first = Some(first);
+            for round in 0..rounds {
+                let range = KeyRange::WHOLE.part(round, rounds);
+                let Some(filter) = &first else {
                     bail!("internal error: no filter to count from");
                 };
-                let (agg, untailed) = count_part(&reader, &copied, filter, tails, part)?;
+                let sharper = filter.refine(&reader, range, filter_bytes)?;
+                if rounds == 1 {
+                    first = None;
+                }
+                let parts = parts_for(sharper.estimated_shared());
                 peak_memory::trace(&format!(
-                    "key range {index}/{parts} counted ({} positions, about {} MB; {} estimated shared in all)",
-                    agg.nodes.len(),
-                    agg.approx_bytes() >> 20,
-                    filter.estimated_shared()
+                    "round {round}/{rounds} filtered: {} estimated shared, in {parts} key ranges",
+                    sharper.estimated_shared()
                 ));
-                w.write_part(agg, &untailed)?;
-                peak_memory::release_free();
+                for index in 0..parts {
+                    let part = range.part(index, parts);
+                    let halves = count_part(&reader, &copied, &sharper, tails, part)?;
+                    peak_memory::trace(&format!(
+                        "key range {index}/{parts} counted ({} positions, about {} MB)",
+                        halves.iter().map(|(a, _)| a.nodes.len()).sum::<usize>(),
+                        halves.iter().map(|(a, _)| a.approx_bytes()).sum::<u64>() >> 20,
+                    ));
+                    // Each half written and freed on its own.
+                    for (agg, untailed) in halves {
+                        w.write_part(agg, &untailed)?;
+                    }
+                    ranges += 1;
+                    peak_memory::release_free();
+                }
             }
-            // The filter has done its work.
-            drop(shared);
+            // The filters have done their work.
+            drop(first);
             peak_memory::release_free();
+            // Past the counts, most of the budget is SQLite's.
+            w.set_cache((spill.memory as f64 * CACHE_SHARE_WRITING) as u64)?;
             w.write_games(&sources, games, tail_index)?;
             peak_memory::trace("games written");
             peak_memory::release_free();
@@ -676,10 +712,13 @@ pub fn build_book(
         merge_books(path, &[part.path().to_path_buf()], true, 1)
             .context("adding the new games' book")?;
     }
-    if parts > 1 {
-        summary.spill = summary
-            .spill
-            .map(|s| format!("{s}; counted and written in {parts} key ranges, valued by depth"));
+    if ranges > 0 {
+        summary.spill = summary.spill.map(|s| {
+            format!(
+                "{s}; counted and written in {ranges} key ranges ({filter_rounds} rounds of \
+                 sharper filters), valued by depth"
+            )
+        });
     }
     summary.seconds = start.elapsed().as_secs_f64();
     summary.end_phase("games, tails, values and SQLite", summary.seconds);

@@ -37,8 +37,9 @@ use super::keys::{Key, MoveCode};
 
 /// A blocked Bloom filter over position keys: each key sets three bits of
 /// one 64-bit word, so a look-up costs one cache miss. Zobrist keys are
-/// uniformly random: the word comes from the key's top bits, the three bits
-/// from its low ones.
+/// uniformly random: the three bits come from the key's low 18 bits, the
+/// word from the bits above them (not the top ones, which a [`KeyRange`]
+/// shares: a filter of one range uses all its words).
 struct Bloom {
     /// Atomic, so the threads that validate games can fill it together.
     words: Vec<AtomicU64>,
@@ -48,8 +49,7 @@ struct Bloom {
 
 impl Bloom {
     fn new(bytes: u64) -> Bloom {
-        // A power of two of at least 1,024 words.
-        let log = (bytes / 8).max(1024).ilog2();
+        let log = Bloom::log_words(bytes);
         Bloom {
             words: std::iter::repeat_with(|| AtomicU64::new(0))
                 .take(1 << log)
@@ -58,9 +58,19 @@ impl Bloom {
         }
     }
 
+    /// A power of two of at least 1,024 words within `bytes`.
+    fn log_words(bytes: u64) -> u32 {
+        (bytes / 8).max(1024).ilog2()
+    }
+
+    /// The bytes of a filter made with `bytes`.
+    fn new_size(bytes: u64) -> u64 {
+        8 << Bloom::log_words(bytes)
+    }
+
     fn slot(&self, key: Key) -> (usize, u64) {
         let k = key.0;
-        let word = (k >> (64 - self.log)) as usize;
+        let word = ((k >> 18) & ((1 << self.log) - 1)) as usize;
         let mask = (1u64 << (k & 63)) | (1u64 << ((k >> 6) & 63)) | (1u64 << ((k >> 12) & 63));
         (word, mask)
     }
@@ -144,6 +154,39 @@ impl SharedFilter {
                 }
             }
         }
+    }
+
+    /// Frees the filter of the positions met once: when the games are all
+    /// in, only the other one is asked ([`SharedFilter::is_shared`]).
+    pub fn forget_seen(&mut self) {
+        self.seen = Bloom::new(0);
+    }
+
+    /// A sharper filter for the keys of `range`, of `bytes`: one pass over
+    /// the journal adds to it each key of `range` that this filter calls
+    /// shared. Holding only those, it calls far fewer single positions
+    /// shared; its own filter of positions met once is freed.
+    pub fn refine(
+        &self,
+        reader: &JournalReader,
+        range: KeyRange,
+        bytes: u64,
+    ) -> Result<SharedFilter> {
+        let mut sharper = SharedFilter::new(bytes);
+        reader.par_for_each(|game| {
+            sharper.add_all(
+                game.keys()
+                    .filter(|&k| range.contains(k) && self.is_shared(k)),
+            );
+        })?;
+        sharper.forget_seen();
+        Ok(sharper)
+    }
+
+    /// How many keys a filter of `bytes` sorts well (16 bits each in the
+    /// filter of the positions met once: about one in 200 false).
+    pub fn capacity(bytes: u64) -> u64 {
+        Bloom::new_size(bytes / 2) * 8 / 16
     }
 
     /// About how many positions the filter calls shared.
@@ -420,6 +463,69 @@ impl JournalReader {
             return read_records(&self.path, u64::MAX, &self.repeats, f);
         };
         let what = || format!("reading {}", self.path.display());
+        self.each_record(bytes, |record| {
+            f(decode(record, Fields::Counts).with_context(what)?)
+        })
+    }
+
+    /// Every game in input order, handed to `f` a batch at a time, decoded
+    /// on every core (from the file, a batch ahead of `f`).
+    pub fn for_each_batch(&self, mut f: impl FnMut(&[Game]) -> Result<()>) -> Result<()> {
+        const BATCH: usize = 2048;
+        let Some(bytes) = &self.bytes else {
+            return read_games(&self.path, u64::MAX, &self.repeats, |games| f(&games));
+        };
+        let what = || format!("reading {}", self.path.display());
+        let mut decode_all = |records: &[&[u8]]| -> Result<()> {
+            let games = records
+                .par_iter()
+                .map(|b| decode(b, Fields::Counts).with_context(what))
+                .collect::<Result<Vec<Game>>>()?;
+            f(&games)
+        };
+        let mut records = Vec::with_capacity(BATCH);
+        self.each_record(bytes, |record| {
+            records.push(record);
+            if records.len() == BATCH {
+                decode_all(&records)?;
+                records.clear();
+            }
+            Ok(())
+        })?;
+        decode_all(&records)
+    }
+
+    /// Every game, as [`JournalReader::for_each`], handed to `f` on every
+    /// core in no particular order.
+    pub fn par_for_each(&self, f: impl Fn(&Game) + Sync) -> Result<()> {
+        let what = || format!("reading {}", self.path.display());
+        let each = |records: &[&[u8]]| -> Result<()> {
+            records.par_iter().try_for_each(|b| {
+                f(&decode(b, Fields::Counts).with_context(what)?);
+                Ok(())
+            })
+        };
+        let Some(bytes) = &self.bytes else {
+            return read_batches(&self.path, u64::MAX, &self.repeats, Ok, |batch| {
+                let records: Vec<&[u8]> = batch.iter().map(Vec::as_slice).collect();
+                each(&records)
+            });
+        };
+        let mut records = Vec::new();
+        self.each_record(bytes, |record| {
+            records.push(record);
+            Ok(())
+        })?;
+        each(&records)
+    }
+
+    /// The records of the journal read into `bytes`, but the repeats.
+    fn each_record<'a>(
+        &self,
+        bytes: &'a [u8],
+        mut f: impl FnMut(&'a [u8]) -> Result<()>,
+    ) -> Result<()> {
+        let what = || format!("reading {}", self.path.display());
         let mut at = 0;
         while at < bytes.len() {
             let len = bytes
@@ -433,7 +539,7 @@ impl JournalReader {
                 .ok_or_else(|| anyhow!("a damaged journal (record at {at})"))
                 .with_context(what)?;
             if !self.repeats.contains(&(at as u64)) {
-                f(decode(record, Fields::Counts).with_context(what)?)?;
+                f(record)?;
             }
             at += len;
         }
@@ -511,11 +617,44 @@ fn read_records(
     skip: &KeySet<u64>,
     mut f: impl FnMut(Game) -> Result<()>,
 ) -> Result<()> {
+    read_games(path, end, skip, |games| {
+        games.into_iter().try_for_each(&mut f)
+    })
+}
+
+/// [`read_records`], the games handed to `f` a batch at a time.
+fn read_games(
+    path: &Path,
+    end: u64,
+    skip: &KeySet<u64>,
+    f: impl FnMut(Vec<Game>) -> Result<()>,
+) -> Result<()> {
+    let what = || format!("reading {}", path.display());
+    let decode_all = |records: Vec<Vec<u8>>| -> Result<Vec<Game>> {
+        records
+            .par_iter()
+            .map(|b| decode(b, Fields::Counts).with_context(what))
+            .collect()
+    };
+    read_batches(path, end, skip, decode_all, f)
+}
+
+/// Reads the records of the journal at `path`, up to byte `end`, but those
+/// at the places in `skip`, and hands them to `f` in batches, in order,
+/// each made into a `T` by `prepare` on the thread that reads them, a batch
+/// ahead of `f`.
+fn read_batches<T: Send>(
+    path: &Path,
+    end: u64,
+    skip: &KeySet<u64>,
+    prepare: impl Fn(Vec<Vec<u8>>) -> Result<T> + Send,
+    mut f: impl FnMut(T) -> Result<()>,
+) -> Result<()> {
     const BATCH: usize = 2048;
     let file = File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
     let what = || format!("reading {}", path.display());
     std::thread::scope(|scope| -> Result<()> {
-        let (send, batches) = std::sync::mpsc::sync_channel::<Result<Vec<Game>>>(2);
+        let (send, batches) = std::sync::mpsc::sync_channel::<Result<T>>(2);
         scope.spawn(move || {
             let mut r = BufReader::with_capacity(1 << 20, file);
             let mut at = 0u64;
@@ -544,23 +683,17 @@ fn read_records(
                     at += n as u64;
                 }
                 let last = records.len() < BATCH || failed.is_some();
-                let games: Result<Vec<Game>> = records
-                    .par_iter()
-                    .map(|b| decode(b, Fields::Counts).with_context(what))
-                    .collect();
-                let games = match failed {
+                let batch = match failed {
                     Some(e) => Err(e),
-                    None => games,
+                    None => prepare(records),
                 };
-                if send.send(games).is_err() || last {
+                if send.send(batch).is_err() || last {
                     return;
                 }
             }
         });
         for batch in batches {
-            for game in batch? {
-                f(game)?;
-            }
+            f(batch?)?;
         }
         Ok(())
     })
@@ -997,6 +1130,11 @@ pub(super) const PART_SHARE: f64 = 0.3;
 pub(super) const PART_BYTES_PER_POSITION: u64 = 600;
 /// A journal up to this share of the budget is held in memory for its two
 /// reads (and counted on two threads).
+/// SQLite's page caches while key ranges are counted and written, and
+/// then while the games and values are (shares of the budget).
+pub(super) const CACHE_SHARE_COUNTING: f64 = 0.05;
+pub(super) const CACHE_SHARE_WRITING: f64 = 0.25;
+
 pub(super) const JOURNAL_MEMORY_SHARE: f64 = 0.1;
 
 /// Inputs of more PGN than this (decompressed, estimated) make a new book
@@ -1039,6 +1177,9 @@ pub(super) struct Counter {
     /// Games counted when the budget was reached.
     pub spilled_at: Option<u64>,
     pub games: u64,
+    /// Positions the games reach, each time (an upper bound of the
+    /// distinct ones).
+    pub positions: u64,
 }
 
 impl Counter {
@@ -1050,6 +1191,7 @@ impl Counter {
         }
         let index = self.sources.len() as u32 - 1;
         self.games += 1;
+        self.positions += game.plies.len() as u64 + 1;
         if let Some(r) = record {
             return self.journal.append_record(game.hash, &r, index);
         }
@@ -1083,82 +1225,81 @@ impl Counter {
 /// game that cannot have a tail (from a FEN, or repeated in the input). The
 /// positions before a tail that one game alone reaches are added from that
 /// game when the book is written.
-///
-/// A journal held in memory is counted on two threads, each the positions
-/// of one half of the keys (its top bit): the two counts have no key in
-/// common, so they join without a look-up.
 pub(super) fn count_shared(
     reader: &JournalReader,
     copied: &KeySet<u64>,
     shared: &SharedFilter,
     tails: bool,
 ) -> Result<Aggregate> {
-    Ok(count_part(reader, copied, shared, tails, KeyPart::WHOLE)?.0)
+    let [(mut agg, _), (high, _)] = count_part(reader, copied, shared, tails, KeyRange::WHOLE)?;
+    agg.nodes.extend(high.nodes);
+    agg.edges.extend(high.edges);
+    Ok(agg)
 }
 
-/// A range of position keys, by their top bits: part `index` of `count`
-/// equal parts (`build` counts one part at a time when all the counts do
-/// not fit its budget).
+/// A range of position keys, `start..end` (`build` counts one range at a
+/// time when all the counts do not fit its budget). Zobrist keys are
+/// uniformly random: equal ranges hold about equal numbers of positions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct KeyPart {
-    pub index: u64,
-    pub count: u64,
+pub struct KeyRange {
+    start: u128,
+    end: u128,
 }
 
-impl KeyPart {
-    pub const WHOLE: KeyPart = KeyPart { index: 0, count: 1 };
+impl KeyRange {
+    pub const WHOLE: KeyRange = KeyRange {
+        start: 0,
+        end: 1 << 64,
+    };
 
     pub fn contains(&self, key: Key) -> bool {
-        (u128::from(key.0) * u128::from(self.count)) >> 64 == u128::from(self.index)
+        let k = u128::from(key.0);
+        self.start <= k && k < self.end
     }
 
-    /// Its two halves (for two threads).
-    fn halves(&self) -> [KeyPart; 2] {
-        [0, 1].map(|h| KeyPart {
-            index: 2 * self.index + h,
-            count: 2 * self.count,
-        })
+    /// Part `index` of `count` equal parts of this range.
+    pub fn part(&self, index: u64, count: u64) -> KeyRange {
+        let width = self.end - self.start;
+        let count = u128::from(count.max(1));
+        let at = |i: u128| self.start + width * i / count;
+        KeyRange {
+            start: at(u128::from(index)),
+            end: at(u128::from(index) + 1),
+        }
     }
 }
 
 /// [`count_shared`] for the keys of `part` only, and the keys of `part`
-/// that games without a tail reach (rows whatever their counts).
+/// that games without a tail reach (rows whatever their counts): in two
+/// halves of the range, counted on two threads.
 pub(super) fn count_part(
     reader: &JournalReader,
     copied: &KeySet<u64>,
     shared: &SharedFilter,
     tails: bool,
-    part: KeyPart,
-) -> Result<(Aggregate, KeySet<Key>)> {
+    part: KeyRange,
+) -> Result<[(Aggregate, KeySet<Key>); 2]> {
     let standard = crate::book::keys::polyglot_key(&shakmaty::Chess::default());
-    let count = |part: KeyPart| -> Result<(Aggregate, KeySet<Key>)> {
-        let mut agg = Aggregate::new(tails);
-        let mut untailed = KeySet::default();
-        reader.for_each(|game| {
+    let count = |games: &[Game], part: KeyRange, (agg, untailed): &mut (Aggregate, KeySet<Key>)| {
+        for game in games {
             if game.start_ply == 0 && game.start == standard && !copied.contains(&game.hash) {
-                agg.count_positions(&game, |_, k| part.contains(k) && shared.is_shared(k));
+                agg.count_positions(game, |_, k| part.contains(k) && shared.is_shared(k));
             } else {
-                agg.count_positions(&game, |_, k| part.contains(k));
+                agg.count_positions(game, |_, k| part.contains(k));
                 untailed.extend(game.keys().filter(|&k| part.contains(k)));
             }
-            Ok(())
-        })?;
-        Ok((agg, untailed))
+        }
     };
-    if !reader.loaded() {
-        return count(part);
-    }
-    let [low, high] = part.halves();
-    let (low, high) = std::thread::scope(|scope| {
-        let high = scope.spawn(|| count(high));
-        (count(low), high.join())
-    });
-    let high = high.map_err(|_| anyhow!("a thread counting the journal panicked"))??;
-    let (mut agg, mut untailed) = low?;
-    agg.nodes.extend(high.0.nodes);
-    agg.edges.extend(high.0.edges);
-    untailed.extend(high.1);
-    Ok((agg, untailed))
+    // Two threads, each the keys of one half of the range: the two counts
+    // have no key in common.
+    let [low, high] = [part.part(0, 2), part.part(1, 2)];
+    let mut counts = [(); 2].map(|()| (Aggregate::new(tails), KeySet::default()));
+    reader.for_each_batch(|games| {
+        let [a, b] = &mut counts;
+        rayon::join(|| count(games, low, a), || count(games, high, b));
+        Ok(())
+    })?;
+    Ok(counts)
 }
 
 /// Temporary files of one build, beside the book or in `--temp-dir`, named
@@ -1274,6 +1415,96 @@ mod tests {
             "{false_shared} of {} single positions called shared",
             once.len()
         );
+    }
+
+    /// A game through the positions `keys` (the first its start).
+    fn game_through(hash: u64, keys: &[Key]) -> Game {
+        Game {
+            white: String::new(),
+            black: String::new(),
+            result: GameResult::Draw,
+            hash,
+            start: keys[0],
+            start_ply: 0,
+            plies: keys
+                .windows(2)
+                .map(|w| Ply {
+                    parent: w[0],
+                    mv: MoveCode(1),
+                    child: w[1],
+                    castle: false,
+                })
+                .collect(),
+            total_plies: keys.len() as u32 - 1,
+            terminal: None,
+            white_elo: None,
+            black_elo: None,
+            tags: GameTags::default(),
+            rest: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn sharper_filters_of_key_ranges_keep_every_shared_position_and_few_single_ones() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("games");
+        let key = |i: u64| Key(i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x5EED);
+        // 3,000 games of 30 positions: 10 of a pool of 60 that many games
+        // reach, then 20 that this game alone reaches.
+        let mut journal = Journal::create(&path, 1 << 20).expect("journal");
+        // A first filter far too small for the 60,000 single positions.
+        let mut first = SharedFilter::new(1 << 13);
+        for g in 0..3_000u64 {
+            let keys: Vec<Key> = (0..10)
+                .map(|p| key((g * 7 + p * 13) % 60))
+                .chain((0..20).map(|p| key(1_000 + g * 20 + p)))
+                .collect();
+            let game = game_through(g, &keys);
+            first.add_all(game.keys());
+            journal.append(&game, 0).expect("append");
+        }
+        first.forget_seen();
+        let (reader, _) = journal
+            .finish(&["t".to_string()], false, 1 << 20)
+            .expect("finish");
+        let single: Vec<Key> = (1_000..1_000 + 60_000).map(key).collect();
+        let first_false = single.iter().filter(|&&k| first.is_shared(k)).count();
+        assert!(
+            first_false > 30_000,
+            "the first filter is not saturated: {first_false}"
+        );
+        let mut sharper_false = 0;
+        for round in 0..3 {
+            let range = KeyRange::WHOLE.part(round, 3);
+            let sharper = first.refine(&reader, range, 1 << 17).expect("refine");
+            for k in (0..60).map(key).filter(|&k| range.contains(k)) {
+                assert!(sharper.is_shared(k), "a shared position called single");
+            }
+            sharper_false += single
+                .iter()
+                .filter(|&&k| range.contains(k) && sharper.is_shared(k))
+                .count();
+        }
+        // About 20,000 keys a range, 2^19 bits to tell them: well under 1%.
+        assert!(sharper_false < 300, "{sharper_false} false positives");
+    }
+
+    #[test]
+    fn key_ranges_split_the_keys_without_gap_or_overlap() {
+        let whole = KeyRange::WHOLE;
+        for k in [0, 1, u64::MAX / 3, u64::MAX / 3 + 1, u64::MAX - 1, u64::MAX] {
+            let key = Key(k);
+            assert!(whole.contains(key));
+            for count in [1, 2, 3, 7] {
+                let parts: Vec<KeyRange> = (0..count).map(|i| whole.part(i, count)).collect();
+                assert_eq!(parts.iter().filter(|p| p.contains(key)).count(), 1);
+                let sub = (0..count)
+                    .flat_map(|i| (0..5).map(move |j| whole.part(i, count).part(j, 5)))
+                    .filter(|p| p.contains(key))
+                    .count();
+                assert_eq!(sub, 1, "key {k:#x} in {count} x 5 parts");
+            }
+        }
     }
 
     #[test]

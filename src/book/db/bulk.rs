@@ -360,7 +360,6 @@ impl Book {
         games: GamesInOrder<'_>,
         mut tail_entries: PairSorter,
     ) -> Result<()> {
-        const BATCH: usize = 4096;
         let Aggregate {
             nodes,
             edges,
@@ -375,49 +374,18 @@ impl Book {
         let mut heads = Vec::new();
         let mut counted_tail_keys = Vec::new();
         let mut uncounted_rows = Vec::new();
-        let count = games.count;
-        std::thread::scope(|scope| -> Result<()> {
-            let (send, batches) = std::sync::mpsc::sync_channel::<Result<Vec<GameTail>>>(2);
-            // A batch is freed on a thread of its own: freeing what the
-            // reading threads allocated waits on their allocator's locks,
-            // half this thread's time when it freed them itself.
-            let (send_used, used) = std::sync::mpsc::channel::<Vec<GameTail>>();
-            scope.spawn(move || used.into_iter().for_each(drop));
-            let nodes = &nodes;
-            scope.spawn(move || {
-                let read = games.for_each_batch(BATCH, |batch| {
-                    let batch = batch
-                        .into_par_iter()
-                        .map(|(g, source, copies)| {
-                            game_tail(g, source, copies, tails, |k| nodes.get(k), &params)
-                        })
-                        .collect();
-                    send.send(Ok(batch))
-                        .map_err(|_| anyhow!("the writer stopped"))
-                });
-                if let Err(e) = read {
-                    let _ = send.send(Err(e));
+        let nodes_ref = &nodes;
+        let lookup = |k: &Key| nodes_ref.get(k);
+        for_each_tail_batch(games, tails, lookup, &params, |batch, written| {
+            insert_game_tails(&tx, batch, written, &source_ids)?;
+            for (i, t) in batch.iter().enumerate() {
+                let id = written + i as i64 + 1;
+                for &k in &t.keys {
+                    tail_entries.push((prefix(k), id))?;
                 }
-            });
-            let mut written = 0i64;
-            for batch in batches {
-                let batch = batch?;
-                insert_game_tails(&tx, &batch, written, &source_ids)?;
-                let n = batch.len() as i64;
-                for (i, t) in batch.iter().enumerate() {
-                    let id = written + i as i64 + 1;
-                    for &k in &t.keys {
-                        tail_entries.push((prefix(k), id))?;
-                    }
-                    heads.extend(t.head);
-                    counted_tail_keys.extend_from_slice(&t.counted);
-                    uncounted_rows.extend_from_slice(&t.rows);
-                }
-                let _ = send_used.send(batch);
-                written += n;
-            }
-            if written as u64 != count {
-                bail!("{written} of {count} games were read");
+                heads.extend(t.head);
+                counted_tail_keys.extend_from_slice(&t.counted);
+                uncounted_rows.extend_from_slice(&t.rows);
             }
             Ok(())
         })?;
@@ -752,6 +720,53 @@ pub(super) struct GameTail {
 /// Finds the tail of `game` as `find_tails` does (a position the aggregate
 /// did not count, `counted` gives `None`, is one this game alone reaches)
 /// and values it.
+/// The games in id order made into [`GameTail`]s on every core (`lookup`:
+/// the counted rows), handed to `write` a batch at a time with the number
+/// of games before it, while the next batch is made.
+pub(super) fn for_each_tail_batch<'a>(
+    games: GamesInOrder<'_>,
+    tails: bool,
+    lookup: impl Fn(&Key) -> Option<&'a NodeAgg> + Sync,
+    params: &ValueParams,
+    mut write: impl FnMut(&[GameTail], i64) -> Result<()>,
+) -> Result<()> {
+    const BATCH: usize = 4096;
+    let count = games.count;
+    std::thread::scope(|scope| -> Result<()> {
+        let (send, batches) = std::sync::mpsc::sync_channel::<Result<Vec<GameTail>>>(2);
+        // A batch is freed on a thread of its own: freeing what the
+        // reading threads allocated waits on their allocator's locks,
+        // half this thread's time when it freed them itself.
+        let (send_used, used) = std::sync::mpsc::channel::<Vec<GameTail>>();
+        scope.spawn(move || used.into_iter().for_each(drop));
+        let lookup = &lookup;
+        scope.spawn(move || {
+            let read = games.for_each_batch(BATCH, |batch| {
+                let batch = batch
+                    .into_par_iter()
+                    .map(|(g, source, copies)| game_tail(g, source, copies, tails, lookup, params))
+                    .collect();
+                send.send(Ok(batch))
+                    .map_err(|_| anyhow!("the writer stopped"))
+            });
+            if let Err(e) = read {
+                let _ = send.send(Err(e));
+            }
+        });
+        let mut written = 0i64;
+        for batch in batches {
+            let batch = batch?;
+            write(&batch, written)?;
+            written += batch.len() as i64;
+            let _ = send_used.send(batch);
+        }
+        if written as u64 != count {
+            bail!("{written} of {count} games were read");
+        }
+        Ok(())
+    })
+}
+
 pub(super) fn game_tail<'a>(
     game: Game,
     source: u32,

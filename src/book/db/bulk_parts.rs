@@ -13,14 +13,14 @@
 
 use std::path::Path;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, Context, Result};
 use rayon::prelude::*;
 use rusqlite::{params, Transaction};
 
 use super::book::Book;
 use super::bulk::{
-    game_tail, insert_chunked, insert_game_tails, insert_moves, insert_pairs, prune, source_ids,
-    Aggregate, EdgeAgg, GameTail, NodeAgg,
+    for_each_tail_batch, insert_chunked, insert_game_tails, insert_moves, insert_pairs, prune,
+    source_ids, Aggregate, EdgeAgg, NodeAgg,
 };
 use super::explore::write_top_blob;
 use super::tail_index::IndexWriter;
@@ -101,6 +101,19 @@ impl Book {
 }
 
 impl PartsWriter<'_> {
+    /// SQLite's page caches, `bytes` in all (a quarter of it the heads'):
+    /// the pages of a book too big for them are read again through system
+    /// calls, most of the time of the values when the cache is small.
+    pub fn set_cache(&self, bytes: u64) -> Result<()> {
+        let kib = |b: u64| -((b >> 10).max(1024) as i64);
+        self.tx.execute_batch(&format!(
+            "PRAGMA main.cache_size = {}; PRAGMA {HEADS}.cache_size = {};",
+            kib(bytes - bytes / 4),
+            kib(bytes / 4)
+        ))?;
+        Ok(())
+    }
+
     /// Writes the rows of one key range: `agg` holds the exact counts of its
     /// positions that two games may reach, `untailed` those of them a game
     /// without a tail reaches. A position one game reaches once is left to
@@ -172,7 +185,6 @@ impl PartsWriter<'_> {
         games: GamesInOrder<'_>,
         mut tail_entries: PairSorter,
     ) -> Result<()> {
-        const BATCH: usize = 4096;
         let params = self.params;
         let tails = self.min_games <= 1;
         let source_ids = source_ids(&self.tx, sources)?;
@@ -187,14 +199,8 @@ impl PartsWriter<'_> {
             ..NodeAgg::default()
         };
         let lookup = |k: &Key| rows.contains(k).then_some(&shared);
-        let count = games.count;
-        let mut written = 0i64;
-        games.for_each_batch(BATCH, |batch| {
-            let batch: Vec<GameTail> = batch
-                .into_par_iter()
-                .map(|(g, source, copies)| game_tail(g, source, copies, tails, lookup, &params))
-                .collect();
-            insert_game_tails(&self.tx, &batch, written, &source_ids)?;
+        for_each_tail_batch(games, tails, lookup, &params, |batch, written| {
+            insert_game_tails(&self.tx, batch, written, &source_ids)?;
             let mut alone: Vec<(Key, NodeAgg)> = Vec::new();
             for (i, t) in batch.iter().enumerate() {
                 let id = written + i as i64 + 1;
@@ -212,13 +218,8 @@ impl PartsWriter<'_> {
                 .filter_map(|(k, n)| n.first.map(|(mv, e)| ((k.to_sql(), mv), e)))
                 .collect();
             let alone: Vec<(Key, &NodeAgg)> = alone.iter().map(|(k, n)| (*k, n)).collect();
-            self.add_rows(&alone, &moves)?;
-            written += batch.len() as i64;
-            Ok(())
+            self.add_rows(&alone, &moves)
         })?;
-        if written as u64 != count {
-            bail!("{written} of {count} games were read");
-        }
         let mut index = IndexWriter::new(&self.tx)?;
         tail_entries.drain(|entries| index.push(entries))?;
         index.finish()?;
