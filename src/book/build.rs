@@ -25,7 +25,7 @@ use super::merge::merge_books;
 use super::minimax::ChoiceChange;
 use super::spill::{
     self, count_part, count_shared, plain_size, Counter, GamesInOrder, Journal, KeyRange,
-    PairSorter, SharedFilter, TempFiles, AGGREGATE_SHARE, CACHE_SHARE_COUNTING,
+    PairSorter, SharedFilter, TempFiles, AGGREGATE_SHARE, CACHE_SHARE_COUNTING, CACHE_SHARE_VALUES,
     CACHE_SHARE_WRITING, FILTER_SHARE, JOURNAL_FROM, JOURNAL_MEMORY_SHARE, PART_BYTES_PER_POSITION,
     PART_SHARE, SORT_SHARE,
 };
@@ -681,6 +681,9 @@ pub fn build_book(
             w.write_games(&sources, games, tail_index)?;
             peak_memory::trace("games written");
             peak_memory::release_free();
+            // The values read every row and its children back: the more
+            // of the book in the cache, the fewer reads.
+            w.set_cache((spill.memory as f64 * CACHE_SHARE_VALUES) as u64)?;
             w.finish()?;
             peak_memory::trace("links and values written");
             Ok(())

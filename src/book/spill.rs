@@ -1130,10 +1130,11 @@ pub(super) const PART_SHARE: f64 = 0.3;
 pub(super) const PART_BYTES_PER_POSITION: u64 = 600;
 /// A journal up to this share of the budget is held in memory for its two
 /// reads (and counted on two threads).
-/// SQLite's page caches while key ranges are counted and written, and
-/// then while the games and values are (shares of the budget).
+/// SQLite's page caches while key ranges are counted and written, then
+/// while the games are, then while the values are (shares of the budget).
 pub(super) const CACHE_SHARE_COUNTING: f64 = 0.05;
 pub(super) const CACHE_SHARE_WRITING: f64 = 0.25;
+pub(super) const CACHE_SHARE_VALUES: f64 = 0.5;
 
 pub(super) const JOURNAL_MEMORY_SHARE: f64 = 0.1;
 

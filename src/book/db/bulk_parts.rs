@@ -29,6 +29,44 @@ use crate::book::keys::{Key, KeySet, MoveCode};
 use crate::book::minimax::{node_value_with, NodeInfo, ValueParams};
 use crate::book::spill::{GamesInOrder, PairSorter};
 
+/// The keys of the rows, 8 bytes each: a hash set of them would take twice
+/// that, and more while it grows (they are most of what the budget does not
+/// bound). Looked up once sorted, from an index of their top bits.
+#[derive(Default)]
+struct RowKeys {
+    keys: Vec<u64>,
+    /// Where the keys of each value of the top [`RowKeys::TOP`] bits start.
+    starts: Vec<u32>,
+}
+
+impl RowKeys {
+    const TOP: u32 = 20;
+
+    /// Sorts the keys and indexes them, for [`RowKeys::contains`].
+    fn index(&mut self) {
+        self.keys.par_sort_unstable();
+        self.keys.shrink_to_fit();
+        let top = |k: u64| (k >> (64 - Self::TOP)) as usize;
+        self.starts = vec![0; (1 << Self::TOP) + 1];
+        for &k in &self.keys {
+            self.starts[top(k) + 1] += 1;
+        }
+        for i in 1..self.starts.len() {
+            self.starts[i] += self.starts[i - 1];
+        }
+    }
+
+    fn contains(&self, key: &Key) -> bool {
+        let t = (key.0 >> (64 - Self::TOP)) as usize;
+        match (self.starts.get(t), self.starts.get(t + 1)) {
+            (Some(&a), Some(&b)) => self.keys[a as usize..b as usize]
+                .binary_search(&key.0)
+                .is_ok(),
+            _ => false,
+        }
+    }
+}
+
 /// The attached database of the tails' first positions.
 const HEADS: &str = "bulk_heads";
 
@@ -40,7 +78,7 @@ pub struct PartsWriter<'a> {
     min_games: u32,
     /// The keys of the counted rows: a game's tail starts after the last
     /// of its positions in this set.
-    rows: KeySet<Key>,
+    rows: RowKeys,
     /// `(-depth, key)` of every row, for the values from the deepest.
     layers: PairSorter,
     /// `(child, parent)` of every move written, for the parent links.
@@ -83,7 +121,7 @@ impl Book {
             tx,
             params,
             min_games,
-            rows: KeySet::default(),
+            rows: RowKeys::default(),
             layers: PairSorter::new(sort_bytes, temp_dir, &format!("{prefix}layers")),
             links: PairSorter::new(sort_bytes, temp_dir, &format!("{prefix}links")),
             heads: 0,
@@ -122,7 +160,7 @@ impl PartsWriter<'_> {
         let Aggregate { nodes, edges, .. } = agg;
         let (mut nodes, edges) = prune(nodes, edges, self.min_games);
         nodes.retain(|k, n| n.counts.total() > 1 || untailed.contains(k));
-        self.rows.extend(nodes.keys().copied());
+        self.rows.keys.extend(nodes.keys().map(|k| k.0));
         // References, not copies: the counts are most of the memory.
         let mut rows: Vec<(Key, &NodeAgg)> = nodes.iter().map(|(k, n)| (*k, n)).collect();
         rows.par_sort_unstable_by_key(|(k, _)| k.to_sql());
@@ -132,7 +170,7 @@ impl PartsWriter<'_> {
             .chain(
                 edges
                     .into_iter()
-                    .filter(|((p, _), _)| self.rows.contains(p))
+                    .filter(|((p, _), _)| nodes.contains_key(p))
                     .map(|((p, mv), e)| ((p.to_sql(), mv), e)),
             )
             .collect();
@@ -188,7 +226,8 @@ impl PartsWriter<'_> {
         let params = self.params;
         let tails = self.min_games <= 1;
         let source_ids = source_ids(&self.tx, sources)?;
-        let rows = std::mem::take(&mut self.rows);
+        let mut rows = std::mem::take(&mut self.rows);
+        rows.index();
         // What a row looks like to `game_tail`: a position two games reach.
         let shared = NodeAgg {
             counts: Counts {
@@ -374,4 +413,27 @@ fn write_values(tx: &Transaction<'_>, layers: PairSorter, params: &ValueParams) 
         }
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn row_keys_find_every_key_added_and_no_other() {
+        let key = |i: u64| i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x0F0F;
+        let mut rows = RowKeys::default();
+        // In two parts, as the key ranges add them; the ends of the key
+        // space included.
+        rows.keys.extend((0..50_000).map(|i| key(2 * i)));
+        rows.keys.extend([0, u64::MAX]);
+        rows.keys.extend((50_000..100_000).map(|i| key(2 * i)));
+        rows.index();
+        for i in 0..100_000 {
+            assert!(rows.contains(&Key(key(2 * i))), "key {i} lost");
+            assert!(!rows.contains(&Key(key(2 * i + 1))), "key {i} made up");
+        }
+        assert!(rows.contains(&Key(0)) && rows.contains(&Key(u64::MAX)));
+        assert!(!RowKeys::default().contains(&Key(7)));
+    }
 }
