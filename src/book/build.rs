@@ -717,9 +717,12 @@ pub fn build_book(
     }
     if ranges > 0 {
         summary.spill = summary.spill.map(|s| {
+            let filters = match filter_rounds {
+                1 => "a sharper filter".to_string(),
+                n => format!("sharper filters in {n} rounds"),
+            };
             format!(
-                "{s}; counted and written in {ranges} key ranges ({filter_rounds} rounds of \
-                 sharper filters), valued by depth"
+                "{s}; counted and written in {ranges} key ranges from {filters}, valued by depth"
             )
         });
     }
