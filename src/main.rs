@@ -232,7 +232,8 @@ struct BuildArgs {
     no_tails: bool,
     /// Memory the build may hold (e.g. 512M, 2G; default: half of the machine's). Past
     /// it, games go to a journal in --temp-dir and a filter of shared positions replaces
-    /// the counts; the book is the same (the positions two games reach stay in memory).
+    /// the counts, which are then taken in key ranges; the book is the same (the keys of
+    /// the positions two games reach stay in memory, 8 bytes each).
     #[arg(long, value_name = "SIZE", value_parser = build::parse_size)]
     memory: Option<u64>,
     /// Directory for the build's temporary files (default: the book's). They are removed
@@ -279,6 +280,12 @@ struct MergeArgs {
     /// `build --min-games` does (a new book only).
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     min_games: u32,
+    /// Memory for the values (e.g. 512M, 2G; default: half of the machine's). A book
+    /// whose graph takes more than half of it (about 300 bytes a position and a game) is
+    /// valued depth by depth through SQLite instead: slower, the same values. The rows
+    /// are added in SQLite whatever the budget.
+    #[arg(long, value_name = "SIZE", value_parser = build::parse_size)]
+    memory: Option<u64>,
     /// Books to merge, built with the same settings (max-ply and value parameters).
     #[arg(required = true, value_name = "SHARD.sqlite")]
     shards: Vec<PathBuf>,
@@ -1032,9 +1039,12 @@ impl MergeArgs {
             book,
             allow_duplicates,
             min_games,
+            memory,
             shards,
         } = self;
-        let summary = book::merge::merge_books(&book.book, &shards, allow_duplicates, min_games)?;
+        let memory = memory.unwrap_or_else(build::default_memory);
+        let summary =
+            book::merge::merge_books(&book.book, &shards, allow_duplicates, min_games, memory)?;
         eprint!("{}", summary.report());
         Ok(ExitCode::SUCCESS)
     }

@@ -59,9 +59,24 @@ fn four_shards_merged_equal_one_build_and_each_game_is_in_one_shard() {
     let merged = dir.path().join("merged.sqlite");
     let mut args = vec!["merge", "--book", s(&merged)];
     args.extend(shards.iter().map(|p| s(p)));
-    ok(&args);
+    let report = String::from_utf8_lossy(&ok(&args).stderr).into_owned();
+    assert!(!report.contains("by depth"), "{report}");
     assert_same_book(&one, &merged);
     ok(&["check", "--book", s(&merged)]);
+    // A budget the graph does not fit: the values depth by depth through
+    // SQLite, the same book.
+    let small = dir.path().join("small.sqlite");
+    let mut args = vec!["merge", "--memory", "1M", "--book", s(&small)];
+    args.extend(shards.iter().map(|p| s(p)));
+    let report = String::from_utf8_lossy(&ok(&args).stderr).into_owned();
+    assert!(report.contains("valued by depth"), "{report}");
+    assert_same_book(&one, &small);
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("dir")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains("merging"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
 #[test]

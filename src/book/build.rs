@@ -712,7 +712,7 @@ pub fn build_book(
             new.write_unjournaled()?;
             write(&mut new).context("writing the new games' book")?;
         }
-        merge_books(path, &[part.path().to_path_buf()], true, 1)
+        merge_books(path, &[part.path().to_path_buf()], true, 1, spill.memory)
             .context("adding the new games' book")?;
     }
     if ranges > 0 {

@@ -27,6 +27,9 @@ pub struct MergeSummary {
     pub phases: Vec<(&'static str, f64)>,
     /// Analysis files added (`analyze --shard`): files, positions.
     pub analysis: Option<(usize, usize)>,
+    /// The values computed depth by depth through SQLite (the graph did
+    /// not fit the memory budget).
+    pub by_depth: bool,
 }
 
 impl MergeSummary {
@@ -54,10 +57,15 @@ impl MergeSummary {
             .map(|(name, t)| format!("{name} {t:.2} s"))
             .collect();
         s.push_str(&format!(
-            "merged {} books in {:.2} s ({})\n",
+            "merged {} books in {:.2} s ({}){}\n",
             self.inputs.len(),
             self.seconds,
-            p.join(", ")
+            p.join(", "),
+            if self.by_depth {
+                "; valued by depth through SQLite (the graph is over half of --memory)"
+            } else {
+                ""
+            }
         ));
         s
     }
@@ -72,6 +80,7 @@ pub fn merge_books(
     shards: &[PathBuf],
     allow_duplicates: bool,
     min_games: u32,
+    memory: u64,
 ) -> Result<MergeSummary> {
     let start = Instant::now();
     if shards.is_empty() {
@@ -140,7 +149,15 @@ pub fn merge_books(
         }
         let added = start.elapsed().as_secs_f64();
         summary.phases.push(("rows", added));
-        book.finish_merge()
+        let dir = out
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let name = out
+            .file_name()
+            .map_or_else(|| "book".into(), |n| n.to_string_lossy());
+        summary.by_depth = book
+            .finish_merge(memory, dir, &format!("{name}.merging-"))
             .context("computing the merged book's values")?;
         book.make_durable()?;
         summary

@@ -66,7 +66,7 @@ impl<'c> Sql<'c> {
                  WHERE p.key = ?1"
             ))?,
             children: conn.prepare_cached(
-                "SELECT move, child FROM moves WHERE parent = ?1 AND child IS NOT NULL",
+                "SELECT move, child FROM moves WHERE parent = ?1 AND child IS NOT NULL ORDER BY move",
             )?,
             parents: conn.prepare_cached("SELECT parent FROM parents WHERE child = ?1")?,
         })

@@ -22,11 +22,13 @@ use super::graph::reevaluate_all;
 use super::schema::{hash_from_sql, moves_from_blob};
 use super::tail_index::{add as add_entries, for_each_bucket, key_range, prefix, read_bucket};
 use super::tails::{expand, materialize_keys, read_tail_game_in, tail_node, write_rows, Expansion};
+use super::values::{reevaluate_by_depth, GRAPH_BYTES_PER_POSITION};
 use shakmaty::fen::Fen;
 
 use crate::book::ingest::GameResult;
 use crate::book::keys::Key;
 use crate::book::minimax::ValueParams;
+use crate::book::spill::PairSorter;
 
 /// What one added book brought.
 #[derive(Clone, Debug, Default)]
@@ -182,8 +184,11 @@ impl Book {
     /// After the last [`Book::merge_book`]: parent links recomputed from the
     /// moves (a position's `parent` is its smallest parent key, and a
     /// position with two or more parents has them all in `parents`, as
-    /// `build` writes them), then every value and choice.
-    pub fn finish_merge(&mut self) -> Result<()> {
+    /// `build` writes them), then every value and choice: in memory when
+    /// the graph fits in `memory`, else depth by depth through SQLite (the
+    /// positions sorted in runs in `temp_dir` named from `prefix`). Returns
+    /// whether the values were computed by depth.
+    pub fn finish_merge(&mut self, memory: u64, temp_dir: &Path, prefix: &str) -> Result<bool> {
         let tx = self.conn.transaction()?;
         let min_games = self.settings.min_games;
         if min_games > 1 {
@@ -233,9 +238,23 @@ impl Book {
                SELECT DISTINCT child, parent FROM moves WHERE child IN
                  (SELECT child FROM moves WHERE child IS NOT NULL GROUP BY child HAVING count(DISTINCT parent) > 1);",
         )?;
-        reevaluate_all(&tx, &self.settings.params)?;
+        // Every game may end in a tail, whose first position the graph
+        // holds beside the rows (games are numbered from 1: a cheap bound).
+        let (positions, games): (i64, Option<i64>) = tx.query_row(
+            "SELECT (SELECT count(*) FROM positions), (SELECT max(id) FROM games)",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        let graph = (positions + games.unwrap_or(0)).max(0) as u64 * GRAPH_BYTES_PER_POSITION;
+        let by_depth = graph > memory / 2;
+        if by_depth {
+            let layers = PairSorter::new(memory / 20, temp_dir, &format!("{prefix}layers"));
+            reevaluate_by_depth(&tx, &self.settings.params, layers)?;
+        } else {
+            reevaluate_all(&tx, &self.settings.params)?;
+        }
         tx.commit()?;
-        Ok(())
+        Ok(by_depth)
     }
 }
 

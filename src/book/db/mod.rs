@@ -46,6 +46,7 @@ pub mod scan;
 pub mod schema;
 mod tail_index;
 mod tails;
+mod values;
 
 pub use analysis::Analysis;
 pub use book::{Book, BookMove, BookTotals};
