@@ -162,7 +162,7 @@ impl SharedFilter {
         self.seen = Bloom::new(0);
     }
 
-    /// A sharper filter for the keys of `range`, of `bytes`: one pass over
+    /// A sharper filter for the keys of `range`, of `bytes` at most: one pass over
     /// the journal adds to it each key of `range` that this filter calls
     /// shared. Holding only those, it calls far fewer single positions
     /// shared; its own filter of positions met once is freed.
@@ -172,7 +172,13 @@ impl SharedFilter {
         range: KeyRange,
         bytes: u64,
     ) -> Result<SharedFilter> {
-        let mut sharper = SharedFilter::new(bytes);
+        // Of the keys a round adds, only the shared ones reach the second
+        // filter, the one kept while counting: a quarter of the first's
+        // bits is plenty.
+        let mut sharper = SharedFilter {
+            seen: Bloom::new(bytes / 2),
+            shared: Bloom::new(bytes / 8),
+        };
         reader.par_for_each(|game| {
             sharper.add_all(
                 game.keys()
