@@ -172,9 +172,9 @@ impl SharedFilter {
         range: KeyRange,
         bytes: u64,
     ) -> Result<SharedFilter> {
-        // Of the keys a round adds, only the shared ones reach the second
-        // filter, the one kept while counting: a quarter of the first's
-        // bits is plenty.
+        // Of the keys a round adds, only the shared ones reach the filter
+        // kept while counting: a quarter of the bits of the filter of the
+        // positions met once is plenty.
         let mut sharper = SharedFilter {
             seen: Bloom::new(bytes / 2),
             shared: Bloom::new(bytes / 8),
@@ -189,7 +189,7 @@ impl SharedFilter {
         Ok(sharper)
     }
 
-    /// How many keys a filter of `bytes` sorts well (16 bits each in the
+    /// How many keys a filter of `bytes` tells apart well (16 bits each in the
     /// filter of the positions met once: about one in 200 false).
     pub fn capacity(bytes: u64) -> u64 {
         Bloom::new_size(bytes / 2) * 8 / 16
