@@ -87,6 +87,13 @@ impl Drop for Pending {
     }
 }
 
+/// The directory a file at `path` is in (`.` for a bare file name).
+pub fn directory_of(path: &Path) -> &Path {
+    path.parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+}
+
 /// Replaces `path` with what `fill` writes, synced to disk before the rename.
 pub fn write_with(
     path: &Path,

@@ -134,9 +134,8 @@ pub fn merge_books(
             out.display()
         );
     }
-    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
+    let dir = atomic_file::directory_of(out);
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     // Removes what a killed merge left; removed again if this one fails.
     let pending = atomic_file::Pending::new(out, ".merging");
     let mut summary = MergeSummary::default();
@@ -149,10 +148,6 @@ pub fn merge_books(
         }
         let added = start.elapsed().as_secs_f64();
         summary.phases.push(("rows", added));
-        let dir = out
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
         let name = out
             .file_name()
             .map_or_else(|| "book".into(), |n| n.to_string_lossy());

@@ -301,10 +301,7 @@ impl Journal {
     pub fn create(path: &Path, sort_bytes: u64) -> Result<Journal> {
         let file = File::create(path)
             .with_context(|| format!("cannot create the temporary file {}", path.display()))?;
-        let dir = path
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
+        let dir = crate::atomic_file::directory_of(path);
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -390,11 +387,7 @@ impl Journal {
         for (r, &i) in names.iter().enumerate() {
             rank[i as usize] = r as u32;
         }
-        let dir = self
-            .path
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
+        let dir = crate::atomic_file::directory_of(&self.path);
         let name = self
             .path
             .file_name()
@@ -1321,10 +1314,7 @@ impl TempFiles {
     pub fn new(book: &Path, spill: &Spill) -> Result<TempFiles> {
         let dir = match &spill.temp_dir {
             Some(d) => d.clone(),
-            None => book
-                .parent()
-                .filter(|d| !d.as_os_str().is_empty())
-                .map_or_else(|| PathBuf::from("."), |d| d.to_path_buf()),
+            None => crate::atomic_file::directory_of(book).to_path_buf(),
         };
         if !dir.is_dir() {
             bail!(
