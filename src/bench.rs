@@ -743,6 +743,7 @@ fn bench_learn(book: &Path, games: &Path, skip: usize, n: usize, full_runs: usiz
     let mut stream = GameStream::new(open_input(games)?);
     let mut times = Vec::with_capacity(n);
     let mut recomputed = Vec::with_capacity(n);
+    let mut added = Vec::with_capacity(n);
     let mut seen = 0usize;
     'outer: loop {
         let batch = stream.next_batch(1024);
@@ -763,6 +764,7 @@ fn bench_learn(book: &Path, games: &Path, skip: usize, n: usize, full_runs: usiz
             if let Some(re) = re {
                 times.push(dt * 1e3);
                 recomputed.push(re.recomputed as f64);
+                added.push(game);
             }
             if times.len() >= n {
                 break 'outer;
@@ -799,6 +801,23 @@ fn bench_learn(book: &Path, games: &Path, skip: usize, n: usize, full_runs: usiz
         full_med / med
     );
     drop(b);
+    // The floor on this machine: the same games into another copy, each
+    // written as its row and its counts alone, one transaction a game.
+    let floor_copy = dir.join("learn-floor.sqlite");
+    copy_book(book, &floor_copy)?;
+    let mut f = Book::open(&floor_copy)?;
+    let mut floor = Vec::with_capacity(added.len());
+    for game in &added {
+        let t = Instant::now();
+        f.add_counts_only(game, "bench")?;
+        floor.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    drop(f);
+    let floor_med = median(&mut floor);
+    println!(
+        "floor (the same games, each its row and its counts only, one transaction): median {floor_med:.3} ms; learn/floor = {:.2}",
+        med / floor_med
+    );
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }

@@ -142,6 +142,7 @@ pub fn merge_books(
     {
         let mut book = Book::open_or_create(pending.path(), settings)?;
         book.write_unjournaled()?;
+        book.limit_memory(memory)?;
         for input in &inputs {
             let merged = book.merge_book(input, allow_duplicates)?;
             summary.inputs.push((input.clone(), merged));

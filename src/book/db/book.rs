@@ -323,6 +323,20 @@ impl Book {
         Ok(())
     }
 
+    /// Keeps what SQLite maps and caches within a share of `bytes`: each
+    /// database (this book and any attached later) maps at most an eighth
+    /// of it, and this book caches at most a sixteenth (never more than
+    /// the defaults of [`open`](Book::open)). Mapped pages count in the
+    /// process's resident memory as much as its heap does.
+    pub fn limit_memory(&self, bytes: u64) -> Result<()> {
+        let map = (bytes / 8).min(1 << 30);
+        let cache_kib = (bytes / 16 / 1024).clamp(1024, 16_384);
+        self.conn.pragma_update(None, "mmap_size", map as i64)?;
+        self.conn
+            .pragma_update(None, "cache_size", -(cache_kib as i64))?;
+        Ok(())
+    }
+
     /// Back to a journal (WAL) with full syncs, and everything written into
     /// the file itself, before a new book is renamed into place.
     pub fn make_durable(&self) -> Result<()> {
@@ -341,7 +355,7 @@ impl Book {
     /// alone is the whole book (to be copied, say).
     pub fn checkpoint(&self) -> Result<()> {
         self.conn
-            .execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+            .execute_batch("PRAGMA main.wal_checkpoint(TRUNCATE);")
             .with_context(|| format!("checkpointing {}", self.path.display()))
     }
 

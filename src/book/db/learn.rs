@@ -79,6 +79,42 @@ impl Book {
     }
 }
 
+impl Book {
+    /// `bench learn`'s floor: the writes that any book keeping counts per
+    /// position must make for one game, in one transaction, and nothing
+    /// else: the game's row, and the counts of its moves and of its
+    /// positions stored as rows (no cache, no values, no tails, no top
+    /// games). Returns `false` if the game is already in the book.
+    pub fn add_counts_only(&mut self, game: &Game, source: &str) -> Result<bool> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        if !insert_game_row(&tx, game, source)? {
+            return Ok(false);
+        }
+        let c = game.result.counts();
+        {
+            let mut position = tx.prepare_cached(
+                "UPDATE positions SET white = white + ?2, draws = draws + ?3, black = black + ?4
+                 WHERE key = ?1",
+            )?;
+            let mut mv = tx.prepare_cached(
+                "UPDATE moves SET white = white + ?3, draws = draws + ?4, black = black + ?5
+                 WHERE parent = ?1 AND move = ?2",
+            )?;
+            for key in game.keys() {
+                position.execute(params![key, c.white, c.draws, c.black])?;
+            }
+            for p in &game.plies {
+                mv.execute(params![p.parent, p.mv.0, c.white, c.draws, c.black])?;
+            }
+        }
+        tx.commit()?;
+        self.cache.clear();
+        Ok(true)
+    }
+}
+
 fn add_game(
     conn: &mut Connection,
     cache: &mut NodeCache,

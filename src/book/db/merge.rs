@@ -21,7 +21,7 @@ use super::explore::{merge_top, top_from_blob};
 use super::graph::reevaluate_all;
 use super::schema::{hash_from_sql, moves_from_blob};
 use super::tail_index::{add as add_entries, for_each_bucket, key_range, prefix, read_bucket};
-use super::tails::{expand, materialize_keys, read_tail_game_in, tail_node, write_rows, Expansion};
+use super::tails::{expand, materialize_keys, read_tail_game_in, tail_node, write_rows};
 use super::values::{reevaluate_by_depth, GRAPH_BYTES_PER_POSITION};
 use shakmaty::fen::Fen;
 
@@ -92,14 +92,15 @@ impl Book {
         let hit = shard_rows_in_tails(&tx)?;
         materialize_keys(&tx, &self.settings.params, hit)?;
         // Top lists of positions both books have are joined once the
-        // counts are final; the others are copied with their rows.
-        let both_tops: Vec<(Key, Vec<u8>)> = tx
-            .prepare(
-                "SELECT s.key, s.top FROM shard.positions s JOIN main.positions m ON m.key = s.key
-                 WHERE s.top IS NOT NULL",
-            )?
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect::<rusqlite::Result<_>>()?;
+        // counts are final; the others are copied with their rows. Their
+        // keys wait in a temporary table: SQLite's pages, not this heap.
+        tx.execute_batch(
+            "DROP TABLE IF EXISTS temp.merge_tops;
+             CREATE TEMP TABLE merge_tops(key INTEGER PRIMARY KEY);
+             INSERT INTO temp.merge_tops
+               SELECT s.key FROM shard.positions s JOIN main.positions m ON m.key = s.key
+               WHERE s.top IS NOT NULL;",
+        )?;
         merged.positions = tx.execute(
             "INSERT INTO main.positions(key, depth, white, draws, black, exact, expected, top)
              SELECT key, depth, white, draws, black, exact, expected, top FROM shard.positions WHERE true
@@ -173,10 +174,18 @@ impl Book {
                 edge.execute(params![key, mv, c[0], c[1], c[2], c[3], c[4]])?;
             }
         }
-        for (key, blob) in both_tops {
-            let shard_top = top_from_blob(&blob).unwrap_or_default();
-            merge_top(&tx, key, &shard_top.entries())?;
+        {
+            let mut tops = tx.prepare(
+                "SELECT t.key, s.top FROM temp.merge_tops t JOIN shard.positions s ON s.key = t.key",
+            )?;
+            let mut rows = tops.query([])?;
+            while let Some(r) = rows.next()? {
+                let blob: Vec<u8> = r.get(1)?;
+                let shard_top = top_from_blob(&blob).unwrap_or_default();
+                merge_top(&tx, r.get(0)?, &shard_top.entries())?;
+            }
         }
+        tx.execute_batch("DROP TABLE temp.merge_tops")?;
         tx.commit()?;
         Ok(merged)
     }
@@ -426,11 +435,14 @@ fn merge_tails(tx: &Transaction<'_>, params: &ValueParams, skip: &HashSet<i64>) 
     candidates.sort_unstable();
     candidates.dedup();
     let mut is_row = tx.prepare("SELECT 1 FROM main.positions WHERE key = ?1")?;
-    let mut hits: Vec<(Expansion, usize)> = Vec::new();
+    // Values do not matter here: `finish_merge` computes them all. A hit
+    // is kept as its game and extent, and expanded again to be written:
+    // the expansions of many games would not fit the memory budget.
+    let expand_game = |id: i64| expand(&read_tail_game_in(tx, "shard", id)?, params, no_scores);
+    let mut hits: Vec<(i64, usize)> = Vec::new();
     let mut shared: Vec<Key> = Vec::new();
     for id in candidates.into_iter().filter(|id| !skip.contains(id)) {
-        // Values do not matter here: `finish_merge` computes them all.
-        let exp = expand(&read_tail_game_in(tx, "shard", id)?, params, no_scores)?;
+        let exp = expand_game(id)?;
         let mut upto = None;
         for (i, n) in exp.nodes.iter().enumerate() {
             if is_row.exists([n.key])? || tail_node(tx, n.key, params)?.is_some() {
@@ -439,41 +451,46 @@ fn merge_tails(tx: &Transaction<'_>, params: &ValueParams, skip: &HashSet<i64>) 
             }
         }
         if let Some(upto) = upto {
-            hits.push((exp, upto));
+            hits.push((id, upto));
         }
     }
     materialize_keys(tx, params, shared)?;
-    // The shard's entries, under the games' ids here.
-    let here: HashMap<i64, i64> = tx
-        .prepare(
-            "SELECT s.id, m.id FROM shard.games s JOIN main.games m ON m.hash = s.hash
-             WHERE s.tail IS NOT NULL",
-        )?
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect::<rusqlite::Result<_>>()?;
+    // The shard's entries, under the games' ids here: the ids joined once,
+    // in order, into a temporary table (SQLite's pages, not this heap).
+    tx.execute_batch(
+        "DROP TABLE IF EXISTS temp.merge_ids;
+         CREATE TEMP TABLE merge_ids(shard INTEGER PRIMARY KEY, main INTEGER NOT NULL);
+         INSERT INTO temp.merge_ids
+           SELECT s.id, m.id FROM shard.games s JOIN main.games m ON m.hash = s.hash
+           WHERE s.tail IS NOT NULL ORDER BY s.id;",
+    )?;
+    let mut main_id = tx.prepare("SELECT main FROM temp.merge_ids WHERE shard = ?1")?;
     for_each_bucket(tx, "shard", |_, entries| {
         let mut listed = Vec::with_capacity(entries.len());
         for (p, game) in entries {
             if skip.contains(&game) {
                 continue;
             }
-            let id = here.get(&game).ok_or_else(|| {
-                anyhow!(
-                    "the shard's tails index names game {game}, which has no tail (a damaged book)"
-                )
-            })?;
-            listed.push((p, *id));
+            let id: i64 = main_id
+                .query_row([game], |r| r.get(0))
+                .optional()?
+                .ok_or_else(|| {
+                    anyhow!(
+                        "the shard's tails index names game {game}, which has no tail (a damaged book)"
+                    )
+                })?;
+            listed.push((p, id));
         }
         add_entries(tx, listed)
     })?;
-    let mut main_id = tx.prepare(
-        "SELECT m.id FROM main.games m JOIN shard.games s ON s.hash = m.hash WHERE s.id = ?1",
-    )?;
     let mut set_tail = tx.prepare("UPDATE main.games SET tail = ?2 WHERE id = ?1")?;
-    for (exp, upto) in hits {
-        let id: i64 = main_id.query_row([exp.game], |r| r.get(0))?;
+    for (game, upto) in hits {
+        let exp = expand_game(game)?;
+        let id: i64 = main_id.query_row([game], |r| r.get(0))?;
         write_rows(tx, &exp, id, upto, true)?;
         set_tail.execute(params![id, exp.rest_after(upto)])?;
     }
+    drop((main_id, set_tail));
+    tx.execute_batch("DROP TABLE temp.merge_ids")?;
     Ok(())
 }
