@@ -417,3 +417,53 @@ fn hossa_failure_does_not_happen() {
     }
     assert_exact(&book, "after 200 losses");
 }
+
+/// `bench learn`'s floor (`add_counts_only`) must count a game as learning
+/// does, or the two would be timed doing different work; like learning,
+/// it refuses a game already in the book.
+#[test]
+fn the_learn_floor_counts_a_game_as_learning_does() {
+    let (dir_a, dir_b) = (TempDir::new().expect("tmp"), TempDir::new().expect("tmp"));
+    let mut learned = sample_book(&dir_a);
+    let mut floor = sample_book(&dir_b);
+    let line = book_line(&learned, 12);
+    assert!(
+        line.len() >= 6,
+        "the sample book plays {} plies",
+        line.len()
+    );
+    let g = game(&line, "0-1", 7);
+    let mut keys = vec![polyglot_key(&Chess::default())];
+    let mut pos = Chess::default();
+    for m in &line {
+        pos.play_unchecked(*m);
+        keys.push(polyglot_key(&pos));
+    }
+    let before: Vec<_> = keys
+        .iter()
+        .map(|&k| learned.position(k).expect("q").expect("a row").counts)
+        .collect();
+    assert!(learned.add_game(&g, "test").expect("add").is_some());
+    assert!(floor.add_counts_only(&g, "test").expect("floor"));
+    assert!(!floor.add_counts_only(&g, "test").expect("floor again"));
+    // The positions of two games or more are rows; one game's are a
+    // tail, which learning turns into rows and the floor leaves alone.
+    let rows = before.iter().filter(|c| c.total() >= 2).count();
+    assert!(rows >= 6, "{rows} rows on the line");
+    for (i, &k) in keys.iter().enumerate().take(rows) {
+        assert!(before[i].total() >= 2);
+        let a = learned.position(k).expect("q").expect("a row").counts;
+        let b = floor.position(k).expect("q").expect("a row").counts;
+        assert_eq!(a, b, "position {i} of the line");
+        assert_eq!(a.black, before[i].black + 1, "position {i} counts the loss");
+        assert_eq!(a.white + a.draws, before[i].white + before[i].draws);
+        let moves = |book: &Book| {
+            book.moves(k)
+                .expect("moves")
+                .into_iter()
+                .map(|m| (m.uci, m.counts))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(moves(&learned), moves(&floor), "the moves of position {i}");
+    }
+}
