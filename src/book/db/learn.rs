@@ -77,9 +77,7 @@ impl Book {
         }
         out
     }
-}
 
-impl Book {
     /// `bench learn`'s floor: the writes that any book keeping counts per
     /// position must make for one game, in one transaction, and nothing
     /// else: the game's row, and the counts of its moves and of its
