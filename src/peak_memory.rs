@@ -18,11 +18,14 @@ pub fn peak_bytes() -> Option<u64> {
 }
 
 /// With `LEARNBOOK_TRACE_MEMORY` set, prints the resident and peak memory
-/// at `label` to stderr (for finding what a long run holds).
+/// at `label` to stderr, with the seconds since the first trace (for
+/// finding what a long run holds, and where its time goes).
 pub fn trace(label: &str) {
+    static FIRST: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
     if std::env::var_os("LEARNBOOK_TRACE_MEMORY").is_none() {
         return;
     }
+    let since = FIRST.get_or_init(std::time::Instant::now).elapsed();
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     let field = |name: &str| {
         status
@@ -31,9 +34,10 @@ pub fn trace(label: &str) {
             .map_or("?".to_string(), |l| l[name.len()..].trim().to_string())
     };
     eprintln!(
-        "memory at {label}: resident {}, peak {}",
+        "memory at {label}: resident {}, peak {} ({:.2} s)",
         field("VmRSS:"),
-        field("VmHWM:")
+        field("VmHWM:"),
+        since.as_secs_f64()
     );
 }
 

@@ -9,7 +9,9 @@ use rusqlite::{params, Connection};
 use shakmaty::Chess;
 
 use super::book::Book;
-use super::explore::{merge_top, mover_elo, rank_of, write_top_blob, TopEntry, TopList};
+use super::explore::{
+    merge_top, mover_elo, rank_of, write_top_blob, TopEntry, TopList, HELD_BYTES,
+};
 use super::graph::{reevaluate_all, MOVE_UPSERT};
 use super::schema::{hash_to_sql, moves_from_blob, moves_to_blob, source_id};
 use super::tail_index::{prefix, IndexWriter};
@@ -245,7 +247,7 @@ impl Aggregate {
             + table(&self.game_index)
             + (self.games.capacity() * std::mem::size_of::<GameRow>()) as u64
             + self.game_heap
-            + self.top_entries.max(0) as u64 * std::mem::size_of::<(TopEntry, bool)>() as u64 * 2
+            + self.top_entries.max(0) as u64 * HELD_BYTES as u64 * 2
     }
 
     /// An empty aggregate; `tails`: a new book keeps single-game tails.
@@ -412,6 +414,7 @@ impl Book {
             let mut index = IndexWriter::new(&tx)?;
             tail_entries.drain(|entries| index.push(entries))?;
             index.finish()?;
+            crate::peak_memory::trace("tails index written");
             moves_then_graph(&tx, &recv, worker)
         })?;
         insert_position_rows(&tx, &g, rows, &tops, &links)?;
@@ -540,6 +543,7 @@ fn moves_then_graph(
         return Err(anyhow!("the thread preparing the rows panicked"));
     };
     insert_move_rows(tx, &edge_rows, &links)?;
+    crate::peak_memory::trace("moves written");
     let (g, rows, tops) = worker
         .join()
         .map_err(|_| anyhow!("the evaluation thread panicked"))?;

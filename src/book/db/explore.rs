@@ -12,6 +12,7 @@
 use anyhow::{anyhow, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 use shakmaty::{fen::Fen, san::SanPlus, CastlingMode, Chess, Position};
+use smallvec::SmallVec;
 
 use super::book::Book;
 use super::schema::{hash_from_sql, hash_to_sql, moves_from_blob};
@@ -106,7 +107,7 @@ pub fn top_from_blob(blob: &[u8]) -> Option<TopList> {
                     rank: u16::from_le_bytes([b[2], b[3]]),
                     game: u64::from_le_bytes([b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11]]),
                 };
-                (entry, mv & SINGLE_BIT != 0)
+                Held::new(entry, mv & SINGLE_BIT != 0)
             })
             .collect(),
     ))
@@ -122,10 +123,10 @@ pub fn canonical(mut entries: Vec<TopEntry>, single: impl Fn(MoveCode) -> bool) 
     TopList(
         entries
             .into_iter()
-            .map(|e| (e, single(e.mv)))
-            .filter(|&(_, single)| {
+            .map(|e| Held::new(e, single(e.mv)))
+            .filter(|e| {
                 i += 1;
-                i <= TOP_GAMES || single
+                i <= TOP_GAMES || e.single
             })
             .collect(),
     )
@@ -136,12 +137,46 @@ pub fn canonical(mut entries: Vec<TopEntry>, single: impl Fn(MoveCode) -> bool) 
 /// It keeps the first [`TOP_GAMES`] and the marked ones, so that at the end
 /// [`TopList::entries`] is [`canonical`] of every game counted.
 #[derive(Clone, Debug, Default)]
-pub struct TopList(Vec<(TopEntry, bool)>);
+pub struct TopList(SmallVec<[Held; 2]>);
+
+/// An entry as a [`TopList`] holds it: 16 bytes, the mark in the padding
+/// that `(TopEntry, bool)` would add 8 bytes for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Held {
+    game: u64,
+    mv: MoveCode,
+    rank: u16,
+    single: bool,
+}
+
+/// Bytes a [`TopList`] entry takes where it is held.
+pub const HELD_BYTES: usize = std::mem::size_of::<Held>();
+
+impl Held {
+    fn new(e: TopEntry, single: bool) -> Held {
+        Held {
+            game: e.game,
+            mv: e.mv,
+            rank: e.rank,
+            single,
+        }
+    }
+
+    fn entry(&self) -> TopEntry {
+        TopEntry {
+            mv: self.mv,
+            rank: self.rank,
+            game: self.game,
+        }
+    }
+}
 
 impl TopList {
     /// A list of one game, the only one of its move.
     pub fn single(entry: TopEntry) -> TopList {
-        TopList(vec![(entry, true)])
+        let mut list = SmallVec::new();
+        list.push(Held::new(entry, true));
+        TopList(list)
     }
 
     /// Counts a game; `before`: the games that played its move here before
@@ -151,12 +186,8 @@ impl TopList {
         let mut changed = false;
         if before == 1 {
             // The move's one game is no longer its only one.
-            if let Some(e) = self
-                .0
-                .iter_mut()
-                .find(|(e, single)| *single && e.mv == entry.mv)
-            {
-                e.1 = false;
+            if let Some(e) = self.0.iter_mut().find(|e| e.single && e.mv == entry.mv) {
+                e.single = false;
                 changed = true;
             }
         }
@@ -166,23 +197,23 @@ impl TopList {
             && self
                 .0
                 .get(TOP_GAMES - 1)
-                .is_some_and(|(last, _)| TopEntry::order(&entry, last).is_gt())
+                .is_some_and(|last| TopEntry::order(&entry, &last.entry()).is_gt())
         {
             return changed;
         }
         // A game counted twice (`--allow-duplicates`) is listed once.
-        if self.0.iter().any(|(e, _)| *e == entry) {
+        if self.0.iter().any(|e| e.entry() == entry) {
             return changed;
         }
         let at = self
             .0
-            .partition_point(|(e, _)| TopEntry::order(e, &entry).is_lt());
-        self.0.insert(at, (entry, first_of_move));
+            .partition_point(|e| TopEntry::order(&e.entry(), &entry).is_lt());
+        self.0.insert(at, Held::new(entry, first_of_move));
         if self.0.len() > TOP_GAMES {
             let mut i = 0;
-            self.0.retain(|&(_, single)| {
+            self.0.retain(|e| {
                 i += 1;
-                i <= TOP_GAMES || single
+                i <= TOP_GAMES || e.single
             });
         }
         true
@@ -191,7 +222,11 @@ impl TopList {
     /// The list with only what it keeps: the first [`TOP_GAMES`] and the
     /// entries marked single.
     pub fn trimmed(&self) -> TopList {
-        TopList(self.kept().collect())
+        TopList(
+            self.kept()
+                .map(|(e, single)| Held::new(e, single))
+                .collect(),
+        )
     }
 
     /// The `(entry, single)` pairs [`TopList::trimmed`] keeps, ranked.
@@ -199,13 +234,13 @@ impl TopList {
         self.0
             .iter()
             .enumerate()
-            .filter(|&(i, &(_, single))| i < TOP_GAMES || single)
-            .map(|(_, &e)| e)
+            .filter(|&(i, e)| i < TOP_GAMES || e.single)
+            .map(|(_, e)| (e.entry(), e.single))
     }
 
     /// The entries, ranked.
     pub fn entries(&self) -> Vec<TopEntry> {
-        self.0.iter().map(|&(e, _)| e).collect()
+        self.0.iter().map(Held::entry).collect()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -218,8 +253,8 @@ impl TopList {
     }
 
     /// `(entry, single)` pairs, ranked.
-    pub fn marked(&self) -> &[(TopEntry, bool)] {
-        &self.0
+    pub fn marked(&self) -> Vec<(TopEntry, bool)> {
+        self.0.iter().map(|e| (e.entry(), e.single)).collect()
     }
 }
 
