@@ -23,7 +23,7 @@ use learnbook::shard::Shard;
     name = "learnbook",
     version,
     about = "Opening books that learn: PGN -> SQLite minimax book -> Polyglot",
-    after_help = "Exit codes: 0 success; 1 a negative answer (check: the book is not consistent; choose: no book move); 2 an error (bad input, unreadable file, engine failure: the message says which); 130 interrupted by Ctrl-C after storing what was done (analyze, tune, selfplay; serve stops gracefully: 130 on Ctrl-C, 143 on SIGTERM)."
+    after_help = "Exit codes: 0 success; 1 a negative answer (check: the book is not consistent; choose: no book move); 2 an error (bad input, unreadable file, engine failure: the message says which); 130 interrupted by Ctrl-C after storing what was done (analyze, tune, selfplay; serve stops gracefully: 130 on Ctrl-C, 143 on SIGTERM); 141 when the reader of the output went away (| head)."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -835,6 +835,7 @@ struct WeightsArgs {
 }
 
 fn main() -> ExitCode {
+    learnbook::interrupt::quiet_on_closed_stdout();
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,

@@ -199,3 +199,42 @@ fn learn_prints_the_choices_that_changed() {
     let (ok, out, _) = learnbook(&["check", "--book", s(&book)]);
     assert!(ok, "{out}");
 }
+
+#[test]
+fn learn_into_a_closed_pipe_stops_quietly_and_keeps_a_consistent_book() {
+    use std::io::{BufRead, BufReader, Read};
+    let dir = TempDir::new().expect("tmp");
+    let (a, b, _) = halves(dir.path());
+    let book = dir.path().join("book.sqlite");
+    assert!(learnbook(&["build", "--book", s(&book), s(&a)]).0);
+    let before = dump(&book).2;
+    // `learnbook learn ... | head -1`: the reader goes after one line.
+    let mut child = Command::new(bin())
+        .args(["learn", "--book", s(&book), s(&b)])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut first)
+        .expect("read");
+    assert!(first.contains(" re-evaluated"), "{first}");
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut err)
+        .expect("stderr");
+    let status = child.wait().expect("wait");
+    // What a program killed by SIGPIPE reports through a shell.
+    assert_eq!(status.code(), Some(141), "{status:?}: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let (ok, out, _) = learnbook(&["check", "--book", s(&book)]);
+    assert!(ok, "{out}");
+    assert!(
+        dump(&book).2 > before,
+        "the games learned before the reader left are kept"
+    );
+}
