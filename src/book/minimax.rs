@@ -45,6 +45,7 @@
 use std::collections::{BinaryHeap, HashSet};
 
 use anyhow::{bail, Result};
+use rayon::prelude::*;
 
 use super::ingest::Counts;
 use super::keys::{Key, KeyMap, MoveCode};
@@ -492,20 +493,19 @@ pub struct Graph {
 impl Graph {
     /// Builds the graph from nodes and `(parent, move, child)` edges; edges
     /// whose ends are unknown are ignored.
-    pub fn new(nodes: Vec<NodeInfo>, mut edge_list: Vec<(Key, MoveCode, Key)>) -> Graph {
+    pub fn new(nodes: Vec<NodeInfo>, edge_list: Vec<(Key, MoveCode, Key)>) -> Graph {
         let index: KeyMap<Key, u32> = nodes
             .iter()
             .enumerate()
             .map(|(i, n)| (n.key, i as u32))
             .collect();
-        edge_list.sort_unstable();
         let mut offsets = vec![0u32; nodes.len() + 1];
         let mut edges = Vec::with_capacity(edge_list.len());
         let mut resolved: Vec<(u32, MoveCode, u32)> = edge_list
-            .into_iter()
+            .into_par_iter()
             .filter_map(|(p, mv, c)| Some((*index.get(&p)?, mv, *index.get(&c)?)))
             .collect();
-        resolved.sort_unstable_by_key(|&(p, mv, _)| (p, mv));
+        resolved.par_sort_unstable_by_key(|&(p, mv, _)| (p, mv));
         for &(p, _, _) in &resolved {
             offsets[p as usize + 1] += 1;
         }
@@ -529,25 +529,43 @@ impl Graph {
     }
 
     /// Full evaluation: every node (before [`Graph::fixed`]), by decreasing depth.
+    /// A level's nodes are valued on every core: no move joins two positions
+    /// of one depth (a child's side to move, so its depth's parity, is the
+    /// other), so within a level no value reads another, and any order gives
+    /// the values one pass in order gives.
     pub fn evaluate(&mut self, p: &ValueParams) {
+        let depth_of = |n: &NodeInfo| n.depth.map_or(-1, i64::from);
         let mut order: Vec<u32> = (0..self.fixed as u32).collect();
         // Unknown depth sorts last; its value does not depend on children.
-        order.sort_unstable_by_key(|&i| {
-            std::cmp::Reverse(self.nodes[i as usize].depth.map_or(-1, i64::from))
-        });
-        let mut buf = Vec::new();
-        for i in order {
-            let i = i as usize;
-            let (v, best) = {
-                let node = &self.nodes[i];
-                let kids = self
-                    .children(i)
-                    .iter()
-                    .map(|&(mv, c)| (mv, &self.nodes[c as usize]));
-                node_value_with(node, kids, p, &mut buf)
-            };
-            self.nodes[i].value = v;
-            self.best[i] = best;
+        order.par_sort_unstable_by_key(|&i| std::cmp::Reverse(depth_of(&self.nodes[i as usize])));
+        let mut levels = Vec::new();
+        for level in order.chunk_by(|&a, &b| {
+            depth_of(&self.nodes[a as usize]) == depth_of(&self.nodes[b as usize])
+        }) {
+            levels.push(level.len());
+        }
+        let mut values = Vec::new();
+        let mut rest = &order[..];
+        for len in levels {
+            let (level, after) = rest.split_at(len);
+            rest = after;
+            let graph = &*self;
+            level
+                .par_iter()
+                .with_min_len(1024)
+                .map_init(Vec::new, |buf, &i| {
+                    let i = i as usize;
+                    let kids = graph
+                        .children(i)
+                        .iter()
+                        .map(|&(mv, c)| (mv, &graph.nodes[c as usize]));
+                    node_value_with(&graph.nodes[i], kids, p, buf)
+                })
+                .collect_into_vec(&mut values);
+            for (&i, &(v, best)) in level.iter().zip(&values) {
+                self.nodes[i as usize].value = v;
+                self.best[i as usize] = best;
+            }
         }
     }
 }

@@ -395,13 +395,12 @@ impl Book {
         for k in counted_tail_keys {
             nodes.remove(&k);
         }
-        nodes.extend(uncounted_rows);
         // The rows are prepared and valued on another core while the tails
         // index and then the moves are written (moves need no values).
         let (g, (rows, tops), links) = std::thread::scope(|scope| -> Result<_> {
             let (send, recv) = std::sync::mpsc::channel();
             let worker = scope.spawn(move || {
-                let p = prepare_graph(nodes, edges, heads, |m| {
+                let p = prepare_graph(nodes, uncounted_rows, edges, heads, |m| {
                     let _ = send.send(m);
                 });
                 crate::peak_memory::trace("graph prepared");
@@ -435,7 +434,7 @@ impl Book {
             ..
         } = agg;
         // Rows in key order: the B-trees are walked once, not at random.
-        let edge_rows = sorted_edges(&nodes, edges);
+        let edge_rows = sorted_edges(nodes.iter(), edges);
         let mut node_rows: Vec<(i64, NodeAgg)> =
             nodes.into_iter().map(|(k, n)| (k.to_sql(), n)).collect();
         node_rows.par_sort_unstable_by_key(|&(k, _)| k);
@@ -866,12 +865,11 @@ pub(super) fn prune(
 
 /// Aggregated moves as rows (the first of each position in `nodes`, and
 /// the others), in the table's order (keys as SQLite stores them, signed).
-fn sorted_edges(
-    nodes: &KeyMap<Key, NodeAgg>,
+fn sorted_edges<'a>(
+    nodes: impl Iterator<Item = (&'a Key, &'a NodeAgg)>,
     others: KeyMap<(Key, u16), EdgeAgg>,
 ) -> Vec<((i64, u16), EdgeAgg)> {
     let mut rows: Vec<((i64, u16), EdgeAgg)> = nodes
-        .iter()
         .filter_map(|(k, n)| n.first.map(|(mv, e)| ((k.to_sql(), mv), e)))
         .chain(others.into_iter().map(|((p, mv), e)| ((p.to_sql(), mv), e)))
         .collect();
@@ -1024,32 +1022,37 @@ fn prepare_rows(
             }
         }
     }
-    prepare_graph(nodes, edges, heads, moves_ready)
+    prepare_graph(nodes, Vec::new(), edges, heads, moves_ready)
 }
 
-/// The rows of `nodes` and `edges` (tails already taken out) and the tails'
-/// first positions `heads`, as [`Book::bulk_load`] writes and values them.
+/// The rows of `nodes` and `more` (positions `nodes` does not hold) and
+/// `edges` (tails already taken out) and the tails' first positions `heads`,
+/// as [`Book::bulk_load`] writes and values them. (`more` is not added to
+/// `nodes`: the table would grow, copying all it holds.)
 /// The moves go to `moves_ready` as soon as they are sorted, so that they
 /// are written while the rest is prepared.
 fn prepare_graph(
     nodes: KeyMap<Key, NodeAgg>,
+    more: Vec<(Key, NodeAgg)>,
     mut edges: KeyMap<(Key, u16), EdgeAgg>,
     heads: Vec<NodeInfo>,
     moves_ready: impl FnOnce(MoveRows),
 ) -> Prepared {
     // The moves within tails are not rows (the move into a tail is).
     edges.retain(|(p, _), _| nodes.contains_key(p));
-    let edge_rows = sorted_edges(&nodes, edges);
+    let edge_rows = sorted_edges(nodes.iter().chain(more.iter().map(|(k, n)| (k, n))), edges);
     let edge_list: Vec<(Key, MoveCode, Key)> = edge_rows
         .iter()
         .map(|&((p, mv), ref e)| (Key::from_sql(p), MoveCode(mv), e.child))
         .collect();
     let links = parent_links(&edge_rows);
+    crate::peak_memory::trace("moves sorted");
     moves_ready((edge_rows, links));
     // The lists are moved, not encoded here: this thread values the graph
     // next, and the writer encodes each list as it binds it.
     let mut rows: Vec<(NodeInfo, TopList)> = nodes
         .into_iter()
+        .chain(more)
         .map(|(key, n)| (node_info(key, &n), n.top))
         .collect();
     rows.par_sort_unstable_by_key(|(n, _)| n.key.to_sql());
