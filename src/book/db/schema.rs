@@ -154,6 +154,9 @@ pub(super) fn open_conn(path: &Path) -> Result<Connection> {
             )
         })?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
+    // Learning one game uses more distinct statements than rusqlite's
+    // default cache of 16 holds: each game would parse some of them again.
+    conn.set_prepared_statement_cache_capacity(64);
     // Checkpoints (and their fsync) every ~32 MB of WAL instead of 4 MB.
     conn.pragma_update(None, "wal_autocheckpoint", 8192)?;
     conn.pragma_update(None, "cache_size", -16_384i64)?;
