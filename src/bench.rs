@@ -207,7 +207,9 @@ pub enum BenchCommand {
     /// Runs are long (hours for the thousands of pairs a useful comparison needs): give
     /// --pgnout-dir. Each suite's games are appended to DIR/<suite name>.pgn as they end,
     /// and the same command run again counts the games already there and plays only the
-    /// rest, so a killed bench resumes where it stopped.
+    /// rest, so a killed bench resumes where it stopped. --journal keeps only each game's
+    /// result, a character a game, in a file small enough to keep with the project: the
+    /// same command resumes from it on another machine.
     Suite {
         /// An opening suite: EPD (one position a line) or PGN (.gz, .zst). Once per suite;
         /// the first is the one the others are compared with.
@@ -246,6 +248,11 @@ pub enum BenchCommand {
         /// earlier run of the same command are counted, not played again.
         #[arg(long, value_name = "DIR")]
         pgnout_dir: Option<PathBuf>,
+        /// A results journal: each game's result is written there as it ends, and games
+        /// already there from an earlier run of the same command are counted, not played
+        /// again (with --pgnout-dir too, a game in both counts once).
+        #[arg(long, value_name = "FILE")]
+        journal: Option<PathBuf>,
         /// Also write the results as JSON to this file.
         #[arg(long, value_name = "FILE")]
         json: Option<PathBuf>,
@@ -421,9 +428,20 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             beta,
             adjudication,
             pgnout_dir,
+            journal,
             json,
         } => {
             use crate::play::{spec, suite_bench};
+            // What decides the games, as given (the journal's match identity).
+            let identity = format!(
+                "engines={engines:?} tc={:?} nodes={:?} depth={:?} draw={:?} resign={:?} maxmoves={:?}",
+                limit.tc,
+                limit.nodes,
+                limit.depth,
+                adjudication.draw,
+                adjudication.resign,
+                adjudication.maxmoves
+            );
             let cfg = suite_bench::SuiteBench {
                 suites,
                 engines: suite_bench::engines(&engines, &limit)?,
@@ -436,6 +454,8 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
                 ))?,
                 adjudication: adjudication.adjudication()?,
                 pgnout_dir,
+                journal,
+                identity,
             };
             bench_suite(&cfg, json.as_deref())
         }

@@ -1,6 +1,6 @@
 //! `learnbook bench suite`: two small suites played by the built-in engine
-//! on both sides, the report and its JSON, resuming from --pgnout-dir, and
-//! a bad suite path.
+//! on both sides, the report and its JSON, resuming from --pgnout-dir or a
+//! results journal, and a bad suite path.
 
 mod common;
 
@@ -132,6 +132,67 @@ fn a_rerun_with_pgnout_dir_counts_the_games_already_played() {
     for key in ["pentanomial", "wins", "draws", "losses", "both_drawn_rate"] {
         assert_eq!(r0[key], r1[key], "{key}");
     }
+}
+
+#[test]
+fn a_rerun_with_a_journal_counts_its_games_and_refuses_another_match() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let small = suite(dir.path(), "small.epd", 30, 4);
+    let journal = dir.path().join("journal.txt");
+    let json = dir.path().join("report.json");
+    let extra = ["--journal", s(&journal)];
+    let (_, first) = bench(&[&small], 3, &extra, &json);
+    let text = std::fs::read_to_string(&journal).expect("the journal");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("small "))
+        .unwrap_or_else(|| panic!("no line for the suite in {text}"));
+    let results = line.rsplit(' ').next().expect("results");
+    assert_eq!(results.len(), 6, "{line}");
+    let count = |c: char| results.chars().filter(|&x| x == c).count() as f64;
+    let r0 = &first["suites"][0];
+    assert_eq!(count('1'), number(r0, "wins"), "{line}");
+    assert_eq!(count('='), number(r0, "draws"), "{line}");
+    assert_eq!(count('0'), number(r0, "losses"), "{line}");
+
+    // No PGN file anywhere: the journal alone resumes, and two more pairs are played.
+    let (out, again) = bench(&[&small], 5, &extra, &json);
+    let r1 = &again["suites"][0];
+    assert_eq!(r1["resumed_games"], 6, "{out}");
+    assert_eq!(r1["games"], 10, "{out}");
+    assert!(out.contains("6 of the games read back from"), "{out}");
+    let text = std::fs::read_to_string(&journal).expect("the journal");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("small "))
+        .expect("line");
+    let now = line.rsplit(' ').next().expect("results");
+    assert_eq!(now.len(), 10, "{line}");
+    assert!(
+        now.starts_with(results),
+        "the games of the first run kept: {line}"
+    );
+
+    // Other limits make another match: its games are not these.
+    let out = run(&[
+        "bench",
+        "suite",
+        "--suite",
+        s(&small),
+        "--engine",
+        "name=a,cmd=builtin",
+        "--engine",
+        "name=b,cmd=builtin",
+        "--nodes",
+        "400",
+        "--pairs",
+        "5",
+        "--journal",
+        s(&journal),
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("other engines, limits"), "{err}");
 }
 
 #[test]

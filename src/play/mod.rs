@@ -2,6 +2,7 @@
 
 pub mod builtin;
 pub mod game;
+pub mod journal;
 pub mod merge_games;
 pub mod protocol;
 pub mod report;

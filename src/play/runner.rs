@@ -249,6 +249,17 @@ fn schedule(i: usize, repeat: bool, n_openings: usize) -> (usize, bool) {
 /// Plays the match; `progress` is called after every game with its round and record.
 pub fn run_match(
     cfg: &MatchConfig,
+    progress: impl FnMut(usize, &GameRecord, &Standing),
+) -> Result<Standing> {
+    resume_match(cfg, &[], progress)
+}
+
+/// [`run_match`] that counts `earlier` games, `(game index, first player's
+/// score)` known from elsewhere (a results journal), and does not play them
+/// again; games in `cfg.pgn_out` are counted too.
+pub fn resume_match(
+    cfg: &MatchConfig,
+    earlier: &[(usize, f64)],
     mut progress: impl FnMut(usize, &GameRecord, &Standing),
 ) -> Result<Standing> {
     if cfg.openings.is_empty() {
@@ -263,12 +274,20 @@ pub fn run_match(
         None => None,
     };
     let mut standing = Standing::default();
-    let done = match &cfg.pgn_out {
-        Some(p) => already_played(p, cfg, &order)?,
-        None => Vec::new(),
-    };
+    let mut done: Vec<(usize, f64)> = earlier
+        .iter()
+        .filter(|(i, _)| *i < cfg.games)
+        .copied()
+        .collect();
+    if let Some(p) = &cfg.pgn_out {
+        done.extend(already_played(p, cfg, &order)?);
+    }
     let mut skip = vec![false; cfg.games];
     for &(i, score) in &done {
+        // A game both in the journal and in the PGN file counts once.
+        if skip[i] {
+            continue;
+        }
         skip[i] = true;
         standing.add(cfg, i, score);
         standing.resumed += 1;

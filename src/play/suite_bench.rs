@@ -13,11 +13,12 @@ use std::{
 
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
-use shakmaty::Color;
+use shakmaty::{CastlingMode, Color};
 
 use super::{
     game::{Adjudication, GameRecord, Opening},
-    runner::{read_openings, run_match, MatchConfig, Standing},
+    journal::{identity, Journal},
+    runner::{read_openings, resume_match, MatchConfig, Standing},
     spec::{LimitArgs, MatchEngines as Engines},
     stats::{elo_from_score, score_from_elo, Pentanomial, Sprt},
 };
@@ -161,6 +162,12 @@ pub struct SuiteBench {
     pub adjudication: Adjudication,
     /// Each suite's games go to DIR/<suite>.pgn, and a rerun counts them.
     pub pgnout_dir: Option<PathBuf>,
+    /// Each game's result goes to this results journal, and a rerun counts them.
+    pub journal: Option<PathBuf>,
+    /// What decides the games besides the openings and the seed, as given on
+    /// the command line (engines, limits, adjudication): with them, it tells
+    /// a journal's matches from other matches of the same suite.
+    pub identity: String,
 }
 
 /// The SPRT settings, for the JSON report.
@@ -183,7 +190,9 @@ pub struct SuiteResult {
     /// More pairs than openings: the runner took them again, in the same order.
     pub openings_reused: bool,
     pub pgn: Option<String>,
-    /// Games an earlier run wrote to `pgn`, counted and not played again.
+    /// The results journal.
+    pub journal: Option<String>,
+    /// Games an earlier run wrote to `journal` or `pgn`, counted and not played again.
     pub resumed_games: usize,
     /// Games lost because an engine could not start.
     pub start_failures: usize,
@@ -278,9 +287,10 @@ pub fn bench_suites(cfg: &SuiteBench) -> Result<SuiteReport> {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("--pgnout-dir: cannot create {}", dir.display()))?;
     }
+    let mut journal = cfg.journal.as_deref().map(Journal::open).transpose()?;
     let mut results = Vec::with_capacity(suites.len());
     for suite in suites {
-        results.push(play_suite(cfg, suite)?);
+        results.push(play_suite(cfg, suite, journal.as_mut())?);
     }
     // A first suite with no measured difference has no ratio to give.
     let first = results
@@ -325,13 +335,39 @@ struct Played {
     start_failures: usize,
 }
 
-fn play_suite(cfg: &SuiteBench, suite: Suite) -> Result<SuiteResult> {
+/// The identity of a suite's match in a results journal: the options that
+/// decide its games and the openings themselves (so that a suite file made
+/// again differently does not inherit the games of the first).
+fn match_identity(cfg: &SuiteBench, openings: &[Opening]) -> String {
+    let mut lines = String::new();
+    for o in openings {
+        lines.push_str(o.fen.as_deref().unwrap_or("startpos"));
+        for m in &o.moves {
+            let _ = write!(lines, " {}", m.to_uci(CastlingMode::Standard));
+        }
+        lines.push('\n');
+    }
+    let seed = cfg.seed.to_string();
+    identity(&[
+        EVENT.as_bytes(),
+        cfg.identity.as_bytes(),
+        seed.as_bytes(),
+        lines.as_bytes(),
+    ])
+}
+
+fn play_suite(
+    cfg: &SuiteBench,
+    suite: Suite,
+    journal: Option<&mut Journal>,
+) -> Result<SuiteResult> {
     let Suite {
         path,
         name,
         openings,
     } = suite;
     let n_openings = openings.len();
+    let id = match_identity(cfg, &openings);
     let pgn = cfg
         .pgnout_dir
         .as_ref()
@@ -353,7 +389,8 @@ fn play_suite(cfg: &SuiteBench, suite: Suite) -> Result<SuiteResult> {
         after_learn: None,
         event: EVENT.into(),
     };
-    let played = play_match(&mcfg, &name).with_context(|| format!("suite {}", path.display()))?;
+    let played = play_match(&mcfg, &name, journal.map(|j| (j, id.as_str())))
+        .with_context(|| format!("suite {}", path.display()))?;
     let st = &played.standing;
     let (games, pairs) = (st.wdl.games(), st.pairs.pairs());
     let share = |k: u32, of: u32| f64::from(k) / f64::from(of.max(1));
@@ -364,6 +401,7 @@ fn play_suite(cfg: &SuiteBench, suite: Suite) -> Result<SuiteResult> {
         openings: n_openings,
         openings_reused: cfg.pairs > n_openings,
         pgn: pgn.map(|p| p.display().to_string()),
+        journal: cfg.journal.as_ref().map(|p| p.display().to_string()),
         resumed_games: st.resumed,
         start_failures: played.start_failures,
         pairs,
@@ -383,13 +421,31 @@ fn play_suite(cfg: &SuiteBench, suite: Suite) -> Result<SuiteResult> {
 }
 
 /// Runs (or resumes) the match, with a progress line on stderr now and then.
-fn play_match(mcfg: &MatchConfig, name: &str) -> Result<Played> {
+fn play_match(
+    mcfg: &MatchConfig,
+    name: &str,
+    mut journal: Option<(&mut Journal, &str)>,
+) -> Result<Played> {
     let games = mcfg.games;
-    let mut scores = BTreeMap::new();
+    let earlier = match &journal {
+        Some((j, id)) => j.played(name, id)?,
+        None => Vec::new(),
+    };
+    let mut scores: BTreeMap<usize, f64> = earlier.iter().copied().collect();
     let (mut start_failures, mut why) = (0usize, None::<String>);
+    let mut journal_error = None;
     let every = (games / 20).max(1);
-    let standing = run_match(mcfg, |round, record, st| {
-        scores.insert(round - 1, first_player_score(mcfg, record));
+    let standing = resume_match(mcfg, &earlier, |round, record, st| {
+        let score = first_player_score(mcfg, record);
+        scores.insert(round - 1, score);
+        if let Some((j, id)) = journal.as_mut() {
+            if let Err(e) = j.record(name, id, round - 1, score) {
+                if journal_error.is_none() {
+                    eprintln!("{name}: {e:#} (the games go on; the error ends the bench)");
+                }
+                journal_error.get_or_insert(e);
+            }
+        }
         if record.termination.contains("could not start") {
             start_failures += 1;
             why.get_or_insert_with(|| record.termination.clone());
@@ -401,6 +457,9 @@ fn play_match(mcfg: &MatchConfig, name: &str) -> Result<Played> {
             );
         }
     })?;
+    if let Some(e) = journal_error {
+        return Err(e);
+    }
     // An engine that never starts loses every game at once: say so rather
     // than report a match that was not played.
     if let (Some(why), true) = (&why, start_failures == standing.played - standing.resumed) {
@@ -561,11 +620,17 @@ impl SuiteResult {
             whole(self.sprt.games_at_elo1),
             whole(self.sprt.games_at_score)
         );
-        if let (Some(pgn), true) = (&self.pgn, self.resumed_games > 0) {
+        let sources: Vec<&str> = [&self.journal, &self.pgn]
+            .into_iter()
+            .flatten()
+            .map(String::as_str)
+            .collect();
+        if self.resumed_games > 0 && !sources.is_empty() {
             let _ = writeln!(
                 s,
-                "  ({} of the games read back from {pgn}, written by an earlier run)",
-                self.resumed_games
+                "  ({} of the games read back from {}, written by an earlier run)",
+                self.resumed_games,
+                sources.join(" and ")
             );
         }
         if self.start_failures > 0 {
