@@ -911,6 +911,7 @@ impl BuildArgs {
                 search_games,
             },
             min_games,
+            tails: !no_tails,
         };
         let summary = build::build_book(
             &book.book,

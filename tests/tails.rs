@@ -144,17 +144,36 @@ fn learned_games_and_search_scores_turn_tails_into_rows_and_the_book_reads_the_s
     build(&rows, &first, &["--no-tails"]);
     let tail_count = |b: &Path| tail_positions(b);
     let before = tail_count(&tails);
+    let built_games = count(&tails, "SELECT max(id) FROM games");
+    // The tail positions of the games built, and of the games learned.
+    let tails_of = |b: &Path, learned: bool| {
+        count(
+            b,
+            &format!(
+                "SELECT coalesce(sum(length(moves) / 2 - tail + 1), 0) FROM games
+                 WHERE tail IS NOT NULL AND (id > {built_games}) = {learned}"
+            ),
+        )
+    };
 
     // Learned game by game: a game that reaches a tail position makes the
-    // tail rows up to there (its own new positions are rows).
+    // tail rows up to there; where it leaves every other game, the rest of
+    // it is a tail as `build` makes them (rows in the book built without).
     for book in [&tails, &rows] {
         ok(&["learn", "--quiet", "--book", s(book), s(&second)]);
     }
-    let learned = tail_count(&tails);
+    let left = tails_of(&tails, false);
     assert!(
-        learned < before,
-        "some learned games follow a single game of the book: {learned} of {before} tail positions left"
+        left < before,
+        "some learned games follow a single game of the book: {left} of {before} tail positions left"
     );
+    assert!(tails_of(&tails, true) > 0, "learned games end in tails");
+    assert_eq!(
+        tail_count(&rows),
+        0,
+        "a book built without tails learns none"
+    );
+    let learned = tail_count(&tails);
     assert_same_reading(&tails, &rows, dir.path());
 
     // Added in bulk to an existing book: the same.

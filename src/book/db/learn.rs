@@ -10,9 +10,10 @@ use super::cache::{Cached, NodeCache, Sql};
 use super::explore::{mover_elo, rank_of, top_to_blob, TopEntry, TopList};
 use super::graph::{link_transposition, MOVE_UPSERT};
 use super::schema::{hash_to_sql, moves_to_blob, source_id};
+use super::tail_index::{add as list_tail, prefix};
 use super::tails::materialize_keys;
 use crate::book::ingest::Game;
-use crate::book::keys::{Key, KeySet, MoveCode};
+use crate::book::keys::{polyglot_key, Key, KeyMap, KeySet, MoveCode};
 use crate::book::minimax::{self, NodeInfo, Reevaluation, Tree, ValueParams};
 
 /// The incremental pass's view of the book: the cache, read-through.
@@ -70,7 +71,16 @@ impl Book {
     /// Returns `None` if the game is already in the book.
     pub fn add_game(&mut self, game: &Game, source: &str) -> Result<Option<Reevaluation>> {
         let params = self.settings.params;
-        let out = add_game(&mut self.conn, &mut self.cache, &params, game, source);
+        // As `build` keeps them: not where rare positions were dropped.
+        let tails = self.settings.tails && self.settings.min_games <= 1;
+        let out = add_game(
+            &mut self.conn,
+            &mut self.cache,
+            &params,
+            tails,
+            game,
+            source,
+        );
         match &out {
             Ok(_) => self.cache.stamp(&self.conn)?,
             Err(_) => self.cache.clear(),
@@ -117,6 +127,7 @@ fn add_game(
     conn: &mut Connection,
     cache: &mut NodeCache,
     params: &ValueParams,
+    tails: bool,
     game: &Game,
     source: &str,
 ) -> Result<Option<Reevaluation>> {
@@ -126,6 +137,7 @@ fn add_game(
     if !insert_game_row(&tx, game, source)? {
         return Ok(None);
     }
+    let game_id = tx.last_insert_rowid();
     let mut sql = Sql::new(&tx, params)?;
     // A position of a single-game tail that this game reaches too becomes a
     // row first (with the tail before it), so what follows sees rows only.
@@ -144,13 +156,27 @@ fn add_game(
             cache.nodes.remove(&key);
         }
     }
+    // Where the game leaves every other game, the rest is a tail, as `build`
+    // stores it: its moves, not rows (rows only up to there).
+    let stored = match tails.then(|| tail_start(game, &absent)).flatten() {
+        Some(t) => {
+            tx.prepare_cached("UPDATE games SET tail = ?2 WHERE id = ?1")?
+                .execute(params![game_id, t as i64])?;
+            list_tail(
+                &tx,
+                game.keys().skip(t).map(|k| (prefix(k), game_id)).collect(),
+            )?;
+            t
+        }
+        None => game.plies.len() + 1,
+    };
     let c = game.result.counts();
     let expected = game.expected_milli();
     let mut changed = KeySet::default();
     let mut new = KeySet::default();
     let mut path = Vec::with_capacity(game.plies.len() + 1);
     let mut from: Option<Key> = None;
-    for (ply, key) in game.keys().enumerate() {
+    for (ply, key) in game.keys().enumerate().take(stored) {
         let depth = game.start_ply + ply as u32;
         if !absent.contains(&key) && cache.load(&mut sql, key)? {
             let Some(n) = cache.nodes.get_mut(&key) else {
@@ -211,7 +237,8 @@ fn add_game(
         let mut upsert =
             tx.prepare_cached(&format!("{MOVE_UPSERT} RETURNING white + draws + black"))?;
         let rank = rank_of(game.white_elo, game.black_elo);
-        for (ply, p) in game.plies.iter().enumerate() {
+        // The move into a tail stays a row of the position before it.
+        for (ply, p) in game.plies.iter().enumerate().take(stored) {
             let known = cache
                 .children(&mut sql, p.parent)?
                 .contains(&(p.mv, p.child));
@@ -269,7 +296,8 @@ fn add_game(
             }
         }
     }
-    if let Some(e) = game.terminal {
+    // A tail's last position is valued from its game.
+    if let (Some(e), true) = (game.terminal, stored > game.plies.len()) {
         let last = game.plies.last().map_or(game.start, |p| p.child);
         if let Some(n) = cache.nodes.get_mut(&last) {
             n.info.exact = Some(e);
@@ -284,6 +312,24 @@ fn add_game(
     drop(sql);
     tx.commit()?;
     Ok(Some(re))
+}
+
+/// The ply where `game`'s single-game tail begins, as `build` finds it: the
+/// longest suffix of positions stored nowhere before (`absent`) and reached
+/// once by the game, never its start; `None` for a game not from the
+/// standard start.
+fn tail_start(game: &Game, absent: &KeySet<Key>) -> Option<usize> {
+    if game.start_ply != 0 || game.start != polyglot_key(&shakmaty::Chess::default()) {
+        return None;
+    }
+    let keys: Vec<Key> = game.keys().collect();
+    let mut seen: KeyMap<Key, u32> = KeyMap::default();
+    for &k in &keys {
+        *seen.entry(k).or_default() += 1;
+    }
+    let single = |k: &Key| absent.contains(k) && seen.get(k) == Some(&1);
+    let shared = keys.iter().rposition(|k| !single(k)).unwrap_or(0);
+    (shared + 1 < keys.len()).then_some(shared + 1)
 }
 
 /// Adds the game's row; `false` if the game is already in the book.

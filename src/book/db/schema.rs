@@ -124,6 +124,10 @@ pub struct BookSettings {
     /// Positions and moves fewer games reach were dropped when the book was
     /// built (`--min-games`, as Polyglot's `-min-game`); 1: nothing dropped.
     pub min_games: u32,
+    /// The rest of a game no other game reaches is kept as its moves, not as
+    /// rows ([`super::tails`]): by `build` unless `--no-tails`, and by
+    /// `learn` in a book that has them.
+    pub tails: bool,
 }
 
 impl Default for BookSettings {
@@ -132,6 +136,7 @@ impl Default for BookSettings {
             max_ply: 40,
             params: ValueParams::default(),
             min_games: 1,
+            tails: true,
         }
     }
 }
@@ -245,13 +250,32 @@ pub(super) fn read_settings(conn: &Connection, path: &Path) -> Result<BookSettin
         Some(v) => v.parse().context("meta min_games")?,
         None => 1,
     };
+    // Books from before this setting: tails unless the build had none.
+    let tails = match read_meta(conn, "tails")?.as_deref() {
+        Some("0") => false,
+        Some("1") => true,
+        Some(v) => bail!("meta tails is {v:?}, not 0 or 1"),
+        None => !no_tails_built(conn)?,
+    };
     let settings = BookSettings {
         max_ply,
         params: read_params(conn)?,
         min_games,
+        tails,
     };
     settings.params.validate()?;
     Ok(settings)
+}
+
+/// Whether a book from before the `tails` setting was built without tails:
+/// games but an empty tails index.
+fn no_tails_built(conn: &Connection) -> Result<bool> {
+    let (games, tails): (bool, bool) = conn.query_row(
+        "SELECT EXISTS(SELECT 1 FROM games), EXISTS(SELECT 1 FROM tail_index)",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    Ok(games && !tails)
 }
 
 fn read_meta(conn: &Connection, key: &str) -> Result<Option<String>> {
@@ -301,6 +325,7 @@ fn write_meta(conn: &Connection, settings: &BookSettings) -> Result<()> {
         ("popularity", settings.params.popularity.to_string()),
         ("search_games", settings.params.search_games.to_string()),
         ("min_games", settings.min_games.to_string()),
+        ("tails", u8::from(settings.tails).to_string()),
     ];
     for (k, v) in rows {
         conn.execute(
