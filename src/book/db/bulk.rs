@@ -47,12 +47,22 @@ pub struct Aggregate {
 impl GameRow {
     /// The row of `game`, from input `source`, counted `copies` times.
     fn new(game: &Game, source: u32, copies: u32, keys: Option<Vec<Key>>) -> GameRow {
+        let mut row = GameRow::without_names(game, source, copies, keys);
+        row.white = game.white.clone();
+        row.black = game.black.clone();
+        row.tags = game.tags.clone();
+        row
+    }
+
+    /// The row without the names and tags, which a caller that owns the
+    /// game can move into it instead of copying them.
+    fn without_names(game: &Game, source: u32, copies: u32, keys: Option<Vec<Key>>) -> GameRow {
         GameRow {
             copies,
             hash: game.hash,
             source,
-            white: game.white.clone(),
-            black: game.black.clone(),
+            white: String::new(),
+            black: String::new(),
             result: game.result.as_str(),
             plies: game.total_plies,
             start: game.start,
@@ -60,7 +70,7 @@ impl GameRow {
             expected: game.expected_milli(),
             white_elo: game.white_elo,
             black_elo: game.black_elo,
-            tags: game.tags.clone(),
+            tags: GameTags::default(),
             rest: moves_to_blob(game.rest.iter().copied()),
             keys,
         }
@@ -771,7 +781,7 @@ pub(super) fn for_each_tail_batch<'a>(
 }
 
 pub(super) fn game_tail<'a>(
-    game: Game,
+    mut game: Game,
     source: u32,
     copies: u32,
     tails: bool,
@@ -780,7 +790,7 @@ pub(super) fn game_tail<'a>(
 ) -> GameTail {
     let expected = game.expected_milli();
     let mut out = GameTail {
-        row: GameRow::new(&game, source, copies, None),
+        row: GameRow::without_names(&game, source, copies, None),
         tail: None,
         head: None,
         keys: Vec::new(),
@@ -841,6 +851,10 @@ pub(super) fn game_tail<'a>(
             out.tail = Some(t as u32);
         }
     }
+    // The names and tags moved, not copied: a build makes a row of every game.
+    out.row.white = std::mem::take(&mut game.white);
+    out.row.black = std::mem::take(&mut game.black);
+    out.row.tags = std::mem::take(&mut game.tags);
     out
 }
 
