@@ -12,7 +12,7 @@ use rusqlite::{CachedStatement, Connection, OptionalExtension};
 
 use super::explore::{top_from_blob, TopList};
 use super::graph::{node_from_row, NODE_COLS, NODE_WIDTH};
-use super::tails::tail_node;
+use super::tails::{tail_node, Expansion};
 use crate::book::keys::{Key, KeyMap, MoveCode};
 use crate::book::minimax::{NodeInfo, ValueParams};
 
@@ -45,6 +45,22 @@ pub(super) struct Cached {
     pub(super) top: TopList,
     /// `top` changed since it was read (its row must write it).
     pub(super) top_changed: bool,
+}
+
+impl Cached {
+    /// Position `i` of an expanded tail.
+    pub(super) fn in_tail(t: &Expansion, i: usize) -> Cached {
+        Cached {
+            info: t.nodes[i],
+            best: t.best[i],
+            first_parent: Some(t.parent_of(i)),
+            children: Some(Vec::new()),
+            linked: Some(Vec::new()),
+            tail: true,
+            top: TopList::default(),
+            top_changed: false,
+        }
+    }
 }
 
 /// The statements the cache reads through, prepared once per transaction.
@@ -104,16 +120,7 @@ impl NodeCache {
         let row = sql.node.query_row([key], cached_from_row).optional()?;
         let row = match row {
             Some(c) => Some(c),
-            None => tail_node(sql.conn, key, &sql.params)?.map(|(t, i)| Cached {
-                info: t.nodes[i],
-                best: t.best[i],
-                first_parent: Some(t.parent_of(i)),
-                children: Some(Vec::new()),
-                linked: Some(Vec::new()),
-                tail: true,
-                top: TopList::default(),
-                top_changed: false,
-            }),
+            None => tail_node(sql.conn, key, &sql.params)?.map(|(t, i)| Cached::in_tail(&t, i)),
         };
         Ok(match row {
             Some(c) => {

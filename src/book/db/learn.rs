@@ -11,7 +11,7 @@ use super::explore::{mover_elo, rank_of, top_to_blob, TopEntry, TopList};
 use super::graph::{link_transposition, MOVE_UPSERT};
 use super::schema::{hash_to_sql, moves_to_blob, source_id};
 use super::tail_index::{add as list_tail, prefix};
-use super::tails::materialize_keys;
+use super::tails::{expand_learned, materialize_keys, search_of};
 use crate::book::ingest::Game;
 use crate::book::keys::{polyglot_key, Key, KeyMap, KeySet, MoveCode};
 use crate::book::minimax::{self, NodeInfo, Reevaluation, Tree, ValueParams};
@@ -166,6 +166,13 @@ fn add_game(
                 &tx,
                 game.keys().skip(t).map(|k| (prefix(k), game_id)).collect(),
             )?;
+            // Its first position, the one the values read (a child of the
+            // position before it), valued from the game in hand rather
+            // than found again through the index.
+            let exp = expand_learned(game, game_id, t as u32, params, |k| search_of(&tx, k))?;
+            cache
+                .nodes
+                .insert(exp.nodes[0].key, Cached::in_tail(&exp, 0));
             t
         }
         None => game.plies.len() + 1,

@@ -89,8 +89,12 @@ fn write_bucket(conn: &Connection, bucket: i64, entries: &[Entry]) -> Result<()>
         conn.prepare_cached("DELETE FROM tail_index WHERE bucket = ?1")?
             .execute([bucket])?;
     } else {
-        conn.prepare_cached("INSERT OR REPLACE INTO tail_index(bucket, entries) VALUES (?1, ?2)")?
-            .execute(rusqlite::params![bucket, encode(entries)?])?;
+        // An update in place where the bucket exists (a replace deletes and inserts).
+        conn.prepare_cached(
+            "INSERT INTO tail_index(bucket, entries) VALUES (?1, ?2)
+             ON CONFLICT(bucket) DO UPDATE SET entries = excluded.entries",
+        )?
+        .execute(rusqlite::params![bucket, encode(entries)?])?;
     }
     Ok(())
 }

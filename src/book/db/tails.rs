@@ -29,7 +29,7 @@ use super::explore::{game_ratings, merge_top, mover_elo, rank_of, top_to_blob, T
 use super::graph::{search_inputs, MOVE_UPSERT};
 use super::schema::moves_from_blob;
 use super::tail_index::{candidates, prefix, unlist};
-use crate::book::ingest::{next_key, GameResult};
+use crate::book::ingest::{next_key, Game, GameResult};
 use crate::book::keys::{polyglot_key, Key, KeyMap, MoveCode};
 use crate::book::minimax::{node_value_with, NodeInfo, ValueParams};
 
@@ -124,7 +124,7 @@ fn tail_game(row: GameRow) -> Result<TailGame> {
 pub(super) fn expand(
     game: &TailGame,
     params: &ValueParams,
-    mut search: impl FnMut(Key) -> Result<SearchInputs>,
+    search: impl FnMut(Key) -> Result<SearchInputs>,
 ) -> Result<Expansion> {
     let n = game.moves.len();
     let t = game.tail as usize;
@@ -161,6 +161,46 @@ pub(super) fn expand(
     } else {
         None
     };
+    expansion(game, &keys, &moves, terminal, params, search)
+}
+
+/// The tail of a game being learned, expanded from what the game already
+/// holds (its keys and moves) instead of replaying it: what [`expand`]
+/// would read back once the game row and its tail are written.
+pub(super) fn expand_learned(
+    game: &Game,
+    id: i64,
+    tail: u32,
+    params: &ValueParams,
+    search: impl FnMut(Key) -> Result<SearchInputs>,
+) -> Result<Expansion> {
+    let keys: Vec<Key> = game.keys().collect();
+    let moves: Vec<(MoveCode, bool)> = game.plies.iter().map(|p| (p.mv, p.castle)).collect();
+    let stored = TailGame {
+        id,
+        moves: Vec::new(),
+        result: game.result,
+        expected: game.expected_milli(),
+        plies: game.total_plies,
+        tail,
+    };
+    if tail == 0 || tail as usize > moves.len() {
+        bail!("game {id}: tail at ply {tail} of {}", moves.len());
+    }
+    expansion(&stored, &keys, &moves, game.terminal, params, search)
+}
+
+/// The tail's positions (from `game.tail` on) of a game with `keys` and
+/// `moves`, valued from the last back.
+fn expansion(
+    game: &TailGame,
+    keys: &[Key],
+    moves: &[(MoveCode, bool)],
+    terminal: Option<f64>,
+    params: &ValueParams,
+    mut search: impl FnMut(Key) -> Result<SearchInputs>,
+) -> Result<Expansion> {
+    let (n, t) = (moves.len(), game.tail as usize);
     let counts = game.result.counts();
     let mut nodes = Vec::with_capacity(n + 1 - t);
     for (ply, &key) in keys.iter().enumerate().skip(t) {
