@@ -108,7 +108,19 @@ fn two_suites_are_measured_and_compared() {
             assert!(lo <= v && v <= hi, "{key} in {r}");
         }
         assert!(r.get("nelo_ratio_to_first").is_some(), "{r}");
+        // The colours split the games as the pairs do: four each.
+        let colour = |c: &str| ["wins", "draws", "losses"].map(|k| number(&r[c], k));
+        let (white, black) = (colour("as_white"), colour("as_black"));
+        assert_eq!(white.iter().sum::<f64>(), 4.0, "{r}");
+        assert_eq!(black.iter().sum::<f64>(), 4.0, "{r}");
+        for k in 0..3 {
+            assert_eq!(white[k] + black[k], wdl[k], "{r}");
+        }
+        let model = &r["model"];
+        let (here, best) = (number(model, "nelo_here"), number(model, "best_nelo"));
+        assert!(best >= here, "the best bias was searched: {model}");
     }
+    assert!(out.contains("BayesElo model of first's games"), "{out}");
 }
 
 #[test]

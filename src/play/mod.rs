@@ -1,6 +1,7 @@
 //! Games between engines: protocol clients, statistics.
 
 pub mod builtin;
+pub mod draw_model;
 pub mod game;
 pub mod journal;
 pub mod merge_games;

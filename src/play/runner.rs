@@ -246,6 +246,11 @@ fn schedule(i: usize, repeat: bool, n_openings: usize) -> (usize, bool) {
     }
 }
 
+/// Whether the first player has White in game `i` (from 0) of the match.
+pub fn first_player_white(cfg: &MatchConfig, i: usize) -> bool {
+    cfg.noswap || schedule(i, cfg.repeat, cfg.openings.len().max(1)).1
+}
+
 /// Plays the match; `progress` is called after every game with its round and record.
 pub fn run_match(
     cfg: &MatchConfig,

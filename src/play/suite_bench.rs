@@ -16,9 +16,10 @@ use serde::Serialize;
 use shakmaty::{CastlingMode, Color};
 
 use super::{
+    draw_model::{Ceiling, ColourWdl, DrawModel},
     game::{Adjudication, GameRecord, Opening},
     journal::{identity, Journal},
-    runner::{read_openings, resume_match, MatchConfig, Standing},
+    runner::{first_player_white, read_openings, resume_match, MatchConfig, Standing},
     spec::{LimitArgs, MatchEngines as Engines},
     stats::{elo_from_score, score_from_elo, Pentanomial, Sprt},
 };
@@ -216,6 +217,12 @@ pub struct SuiteResult {
     pub nelo_ratio_to_first: f64,
     #[serde(flatten)]
     pub sprt: SprtLength,
+    /// The first player's results with White and with Black.
+    pub as_white: ColourWdl,
+    pub as_black: ColourWdl,
+    /// The BayesElo model fitted to them, and the best any suite could do
+    /// with these engines in it (`None` before both colours have played).
+    pub model: Option<Ceiling>,
 }
 
 /// Every suite's result, in the order given.
@@ -395,6 +402,14 @@ fn play_suite(
     let (games, pairs) = (st.wdl.games(), st.pairs.pairs());
     let share = |k: u32, of: u32| f64::from(k) / f64::from(of.max(1));
     let resolution = Resolution::of(&st.pairs);
+    let (mut as_white, mut as_black) = (ColourWdl::default(), ColourWdl::default());
+    for (&i, &score) in &played.scores {
+        if first_player_white(&mcfg, i) {
+            as_white.add(score);
+        } else {
+            as_black.add(score);
+        }
+    }
     Ok(SuiteResult {
         name,
         path: path.display().to_string(),
@@ -417,6 +432,9 @@ fn play_suite(
         resolution,
         nelo_ratio_to_first: f64::NAN,
         sprt: SprtLength::of(&cfg.sprt, &resolution),
+        as_white,
+        as_black,
+        model: DrawModel::fit(&as_white, &as_black).map(|m| m.ceiling()),
     })
 }
 
@@ -620,6 +638,30 @@ impl SuiteResult {
             whole(self.sprt.games_at_elo1),
             whole(self.sprt.games_at_score)
         );
+        if let Some(c) = &self.model {
+            let m = &c.model;
+            let _ = writeln!(
+                s,
+                "  BayesElo model from the results by colour (first player +{}/={}/-{} as White, +{}/={}/-{} as Black): \
+                 gap {}, White's bias {}, draw Elo {:.0}; in it this suite gives nElo {} ({} draws), and the best suite \
+                 for these engines nElo {} at a bias of {:.0} ({} draws): {} x this suite's",
+                self.as_white.wins,
+                self.as_white.draws,
+                self.as_white.losses,
+                self.as_black.wins,
+                self.as_black.draws,
+                self.as_black.losses,
+                signed(m.gap),
+                signed(m.bias),
+                m.draw_elo,
+                signed(c.nelo_here),
+                percent(c.draws_here),
+                signed(c.best_nelo),
+                c.best_bias,
+                percent(c.best_draws),
+                c.gain().map_or_else(|| "-".into(), |g| format!("{g:.3}"))
+            );
+        }
         let sources: Vec<&str> = [&self.journal, &self.pgn]
             .into_iter()
             .flatten()
@@ -686,7 +728,30 @@ impl std::fmt::Display for SuiteReport {
         writeln!(
             f,
             "(the SPRT's cost goes as 1/nElo^2: a suite with nElo ratio r needs about 1/r^2 the games)"
-        )
+        )?;
+        if let Some((first, c)) = self.suites.first().and_then(|r| Some((r, r.model?))) {
+            let need = |gain: f64| {
+                c.model
+                    .balanced_draws_for_gain(gain)
+                    .map_or_else(|| "none found".into(), percent)
+            };
+            match c.gain() {
+                Some(gain) => writeln!(
+                    f,
+                    "(the BayesElo model of {}'s games: no suite gives these engines more than {gain:.3} x its nElo; \
+                     a 1.2 x gain needs engines that draw {} of their games from balanced openings, 1.5 x {})",
+                    first.name,
+                    need(1.2),
+                    need(1.5)
+                )?,
+                None => writeln!(
+                    f,
+                    "(the BayesElo model of {}'s games: the engines are level, no suite tells them apart)",
+                    first.name
+                )?,
+            }
+        }
+        Ok(())
     }
 }
 
