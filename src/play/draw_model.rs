@@ -164,19 +164,25 @@ impl DrawModel {
         }
     }
 
-    /// The draw rate a balanced suite must have (the draw Elo raised, the
-    /// gap kept) for the best suite to give `gain` times its nElo; `None`
-    /// if no draw Elo up to 2,000 does.
-    pub fn balanced_draws_for_gain(&self, gain: f64) -> Option<f64> {
-        (0..=400).map(|k| f64::from(k) * 5.0).find_map(|draw_elo| {
+    /// The draw Elo the engines would need (the gap kept) for the best
+    /// suite to give `gain` times a balanced suite's nElo; `None` if none
+    /// up to 2,000 does. The suite does not change it: stronger engines
+    /// (more time or nodes) draw more.
+    pub fn draw_elo_for_gain(&self, gain: f64) -> Option<f64> {
+        (0..=400).map(|k| f64::from(k) * 5.0).find(|&draw_elo| {
             let m = DrawModel {
                 bias: 0.0,
                 draw_elo,
                 ..*self
             };
-            (m.ceiling().gain()? >= gain).then(|| m.nelo(0.0).1)
+            m.ceiling().gain().is_some_and(|g| g >= gain)
         })
     }
+}
+
+/// The draw rate of two equal engines from balanced openings at `draw_elo`.
+pub fn level_draw_rate(draw_elo: f64) -> f64 {
+    1.0 - 2.0 * win_probability(-draw_elo)
 }
 
 #[cfg(test)]
@@ -265,8 +271,19 @@ mod tests {
         let level = DrawModel { gap: 0.0, ..even }.ceiling();
         assert_eq!(level.gain(), None);
         assert!((0.4..0.6).contains(&c.best_draws), "{c:?}");
-        // The draw rate balanced openings need for a 1.2 x gain lies between.
-        let needed = even.balanced_draws_for_gain(1.2).expect("reachable");
-        assert!(needed > 0.6 && needed < 0.85, "{needed}");
+        // The draw Elo a 1.2 x gain needs lies between.
+        let needed = even.draw_elo_for_gain(1.2).expect("reachable");
+        assert!(needed > 190.0 && needed < 600.0, "{needed}");
+        let at = DrawModel {
+            draw_elo: needed,
+            ..even
+        };
+        assert!(at.ceiling().gain().expect("a gap") >= 1.2);
+        let below = DrawModel {
+            draw_elo: needed - 5.0,
+            ..even
+        };
+        assert!(below.ceiling().gain().expect("a gap") < 1.2);
+        assert!((level_draw_rate(190.0) - 0.5).abs() < 0.02);
     }
 }

@@ -16,7 +16,7 @@ use serde::Serialize;
 use shakmaty::{CastlingMode, Color};
 
 use super::{
-    draw_model::{Ceiling, ColourWdl, DrawModel},
+    draw_model::{level_draw_rate, Ceiling, ColourWdl, DrawModel},
     game::{Adjudication, GameRecord, Opening},
     journal::{identity, Journal},
     runner::{first_player_white, read_openings, resume_match, MatchConfig, Standing},
@@ -731,16 +731,25 @@ impl std::fmt::Display for SuiteReport {
         )?;
         if let Some((first, c)) = self.suites.first().and_then(|r| Some((r, r.model?))) {
             let need = |gain: f64| {
-                c.model
-                    .balanced_draws_for_gain(gain)
-                    .map_or_else(|| "none found".into(), percent)
+                c.model.draw_elo_for_gain(gain).map_or_else(
+                    || "none found".into(),
+                    |d| {
+                        format!(
+                            "{d:.0} ({} drawn between equals)",
+                            percent(level_draw_rate(d))
+                        )
+                    },
+                )
             };
             match c.gain() {
                 Some(gain) => writeln!(
                     f,
                     "(the BayesElo model of {}'s games: no suite gives these engines more than {gain:.3} x its nElo; \
-                     a 1.2 x gain needs engines that draw {} of their games from balanced openings, 1.5 x {})",
+                     their draw Elo is {:.0} ({} drawn between equals); a 1.2 x gain needs a draw Elo of {}, \
+                     1.5 x {}: stronger engines, more nodes or time)",
                     first.name,
+                    c.model.draw_elo,
+                    percent(level_draw_rate(c.model.draw_elo)),
                     need(1.2),
                     need(1.5)
                 )?,
