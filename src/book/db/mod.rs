@@ -47,6 +47,7 @@ pub mod schema;
 mod tail_index;
 mod tails;
 mod values;
+mod wal_vfs;
 
 pub use analysis::Analysis;
 pub use book::{Book, BookMove, BookTotals};

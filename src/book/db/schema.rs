@@ -142,6 +142,7 @@ impl Default for BookSettings {
 }
 
 pub(super) fn open_conn(path: &Path) -> Result<Connection> {
+    super::wal_vfs::register();
     let conn =
         Connection::open(path).with_context(|| format!("cannot open book {}", path.display()))?;
     conn.busy_timeout(std::time::Duration::from_secs(30))?;
@@ -173,6 +174,7 @@ pub(super) fn open_conn(path: &Path) -> Result<Connection> {
 /// committed state while another connection writes).
 pub(super) fn open_conn_read_only(path: &Path) -> Result<Connection> {
     use rusqlite::OpenFlags;
+    super::wal_vfs::register();
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
