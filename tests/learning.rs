@@ -467,3 +467,54 @@ fn the_learn_floor_counts_a_game_as_learning_does() {
         assert_eq!(moves(&learned), moves(&floor), "the moves of position {i}");
     }
 }
+
+#[test]
+fn a_book_learned_through_the_one_write_wal_equals_one_learned_through_sqlites_own() {
+    // The first 600 games of the sample make the book; 60 more are learned.
+    let dir = TempDir::new().expect("tmp");
+    let text = common::sample_text();
+    let starts: Vec<usize> = (0..text.len())
+        .filter(|&i| text[i..].starts_with(b"\n[Event "))
+        .collect();
+    assert!(starts.len() > 700, "the sample has {} games", starts.len());
+    let head = dir.path().join("head.pgn");
+    // Game 601 starts after the 600th newline before an Event tag.
+    std::fs::write(&head, &text[..starts[599] + 1]).expect("write");
+    let paths = ["ours.sqlite", "plain.sqlite"].map(|n| dir.path().join(n));
+    for p in &paths {
+        build_book(
+            p,
+            BookSettings::default(),
+            vec![head.clone()],
+            filter(),
+            &Default::default(),
+            learnbook::shard::Shard::WHOLE,
+        )
+        .expect("build");
+    }
+    let games = read_games(&sample(), 600, 60);
+    let mut ours = Book::open(&paths[0]).expect("open");
+    let mut plain = Book::open_plain_wal(&paths[1]).expect("open through SQLite's VFS");
+    let mut learned = 0;
+    for g in &games {
+        let a = ours.add_game(g, "test").expect("learn");
+        let b = plain.add_game(g, "test").expect("learn");
+        assert_eq!(a.is_some(), b.is_some());
+        learned += usize::from(a.is_some());
+    }
+    assert!(learned >= 50, "{learned} games learned");
+    drop((ours, plain));
+    for (table, columns) in [
+        ("positions", "*"),
+        ("moves", "*"),
+        ("games", "*"),
+        ("tail_index", "*"),
+    ] {
+        assert_eq!(
+            common::differences(&paths[0], &paths[1], table, columns),
+            (0, 0),
+            "{table}"
+        );
+    }
+    assert!(common::count(&paths[0], "SELECT count(*) FROM games") > 600);
+}

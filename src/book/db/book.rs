@@ -94,6 +94,12 @@ impl Book {
         Book::open_existing(path, open_conn)
     }
 
+    /// [`Book::open`], with WAL frames written as SQLite itself writes
+    /// them (two system calls a frame): `bench learn`'s comparison.
+    pub fn open_plain_wal(path: &Path) -> Result<Book> {
+        Book::open_existing(path, super::schema::open_conn_plain_wal)
+    }
+
     /// Opens an existing book for reading only (a server's connections):
     /// it sees what other connections commit, and never writes. Open it
     /// once with [`Book::open`] first, which upgrades an older book.

@@ -145,6 +145,21 @@ pub(super) fn open_conn(path: &Path) -> Result<Connection> {
     super::wal_vfs::register();
     let conn =
         Connection::open(path).with_context(|| format!("cannot open book {}", path.display()))?;
+    configure(conn, path)
+}
+
+/// [`open_conn`] through SQLite's own default VFS, which writes a WAL
+/// frame as two system calls (`bench learn` compares the two).
+pub(super) fn open_conn_plain_wal(path: &Path) -> Result<Connection> {
+    super::wal_vfs::register();
+    let vfs = super::wal_vfs::wrapped_name().context("no VFS under the book's")?;
+    let conn =
+        Connection::open_with_flags_and_vfs(path, rusqlite::OpenFlags::default(), vfs.as_str())
+            .with_context(|| format!("cannot open book {}", path.display()))?;
+    configure(conn, path)
+}
+
+fn configure(conn: Connection, path: &Path) -> Result<Connection> {
     conn.busy_timeout(std::time::Duration::from_secs(30))?;
     // The bundled SQLite has STAT4, which re-prepares a statement whenever a
     // bound key changes; the query planner stability guarantee stops that.

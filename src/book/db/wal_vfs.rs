@@ -73,6 +73,18 @@ pub(super) fn register() {
     });
 }
 
+/// The name of the VFS under this one (SQLite's default before it).
+pub(super) fn wrapped_name() -> Option<String> {
+    let shared = SHARED.get()?;
+    // SAFETY: a registered VFS lives as long as the process.
+    let name = unsafe { (*shared.real).zName };
+    (!name.is_null()).then(|| {
+        unsafe { CStr::from_ptr(name) }
+            .to_string_lossy()
+            .into_owned()
+    })
+}
+
 fn methods() -> sqlite3_io_methods {
     sqlite3_io_methods {
         iVersion: 3,
