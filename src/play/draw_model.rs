@@ -10,7 +10,10 @@
 
 use serde::Serialize;
 
-use super::suite_bench::NELO_PER_NT;
+use super::{
+    stats::{elo_from_score, score_from_elo},
+    suite_bench::NELO_PER_NT,
+};
 
 /// A match's fitted model, in Elo.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -45,10 +48,7 @@ impl ColourWdl {
     /// game added to each count so that no rate is 0 or 1.
     fn logits(&self) -> (f64, f64) {
         let n = f64::from(self.wins + self.draws + self.losses) + 1.5;
-        let elo = |k: u32| {
-            let p = (f64::from(k) + 0.5) / n;
-            400.0 * (p / (1.0 - p)).log10()
-        };
+        let elo = |k: u32| elo_from_score((f64::from(k) + 0.5) / n);
         (elo(self.wins), elo(self.losses))
     }
 }
@@ -76,11 +76,6 @@ impl Ceiling {
     }
 }
 
-/// The logistic Elo curve: the expected score of a player `x` Elo ahead.
-fn win_probability(x: f64) -> f64 {
-    1.0 / (1.0 + 10f64.powf(-x / 400.0))
-}
-
 impl DrawModel {
     /// Fitted to the first player's results with White and with Black
     /// (each colour's win and loss rates give gap ± bias and the draw Elo;
@@ -106,8 +101,8 @@ impl DrawModel {
 
     /// `(win, draw, loss)` of the first player when it is ahead by `x`.
     fn game(&self, x: f64) -> [f64; 3] {
-        let win = win_probability(x - self.draw_elo);
-        let loss = win_probability(-x - self.draw_elo);
+        let win = score_from_elo(x - self.draw_elo);
+        let loss = score_from_elo(-x - self.draw_elo);
         [win, (1.0 - win - loss).max(0.0), loss]
     }
 
@@ -182,7 +177,7 @@ impl DrawModel {
 
 /// The draw rate of two equal engines from balanced openings at `draw_elo`.
 pub fn level_draw_rate(draw_elo: f64) -> f64 {
-    1.0 - 2.0 * win_probability(-draw_elo)
+    1.0 - 2.0 * score_from_elo(-draw_elo)
 }
 
 #[cfg(test)]
