@@ -133,8 +133,12 @@ unsafe extern "C" fn open(
         .cast::<sqlite3_file>();
     (*wal).base.pMethods = ptr::null();
     let rc = real_open(shared.real, name, real, flags, out_flags);
-    if (*real).pMethods.is_null() {
-        // Nothing open: SQLite calls no method of a file without methods.
+    if rc != ffi::SQLITE_OK || (*real).pMethods.is_null() {
+        // SQLite calls no method of a file it failed to open: close what
+        // the default VFS may have left open.
+        if let Some(close) = (*real).pMethods.as_ref().and_then(|m| m.xClose) {
+            close(real);
+        }
         return if rc == ffi::SQLITE_OK {
             ffi::SQLITE_CANTOPEN
         } else {
