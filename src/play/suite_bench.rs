@@ -745,8 +745,8 @@ impl std::fmt::Display for SuiteReport {
                 Some(gain) => writeln!(
                     f,
                     "(the BayesElo model of {}'s games: no suite gives these engines more than {gain:.3} x its nElo; \
-                     their draw Elo is {:.0} ({} drawn between equals); a 1.2 x gain needs a draw Elo of {}, \
-                     1.5 x {}: stronger engines, more nodes or time)",
+                     their draw Elo is {:.0} ({} drawn between equals); over balanced openings, a 1.2 x gain \
+                     needs a draw Elo of {}, 1.5 x {}: stronger engines, more nodes or time)",
                     first.name,
                     c.model.draw_elo,
                     percent(level_draw_rate(c.model.draw_elo)),
