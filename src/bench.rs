@@ -852,7 +852,7 @@ fn bench_learn(book: &Path, games: &Path, skip: usize, n: usize, full_runs: usiz
     drop(plain);
     let plain_med = median(&mut plain_times);
     println!(
-        "the same games through SQLite's own VFS (a WAL frame in two system calls), in blocks of 64 taken in turns: median {plain_med:.3} ms; \
+        "the same games through SQLite's own VFS (a WAL frame in two system calls), in blocks of {LEARN_BLOCK} taken in turns: median {plain_med:.3} ms; \
          one call a frame / two = {:.3}",
         med / plain_med
     );
