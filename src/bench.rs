@@ -771,7 +771,7 @@ fn bench_learn(book: &Path, games: &Path, skip: usize, n: usize, full_runs: usiz
     copy_book(book, &copy)?;
     let mut b = Book::open(&copy)?;
     // Beside it, the same games into a copy whose WAL frames SQLite writes
-    // as two system calls (its own VFS): the two take blocks of games in
+    // as two system calls each (its own VFS): the two take blocks of games in
     // turns, each block first to one then to the other, so that the
     // machine's drift falls on both alike.
     let plain_copy = dir.join("learn-bench-plain.sqlite");
@@ -853,7 +853,7 @@ fn bench_learn(book: &Path, games: &Path, skip: usize, n: usize, full_runs: usiz
     let plain_med = median(&mut plain_times);
     println!(
         "the same games through SQLite's own VFS (a WAL frame in two system calls), in blocks of {LEARN_BLOCK} taken in turns: median {plain_med:.3} ms; \
-         one call a frame / two = {:.3}",
+         a commit's frames gathered / SQLite's own = {:.3}",
         med / plain_med
     );
     println!("full re-evaluation (load, evaluate, write changes): median {full_med:.0} ms");

@@ -95,7 +95,7 @@ impl Book {
     }
 
     /// [`Book::open`], with WAL frames written as SQLite itself writes
-    /// them (two system calls a frame): `bench learn`'s comparison.
+    /// them (two system calls a frame, not gathered): `bench learn`'s comparison.
     pub fn open_plain_wal(path: &Path) -> Result<Book> {
         Book::open_existing(path, super::schema::open_conn_plain_wal)
     }

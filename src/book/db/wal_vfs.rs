@@ -1,5 +1,5 @@
 //! A thin VFS over SQLite's default one that writes a transaction's WAL
-//! frames with one system call. SQLite writes a frame as its 24-byte
+//! frames together, not two system calls a frame. SQLite writes a frame as its 24-byte
 //! header and then its page, two `pwrite`s side by side; a learned game
 //! commits about 126 frames, and on this project's machines a `pwrite`
 //! costs about as much as copying the page. Here the frames a transaction
