@@ -336,12 +336,18 @@ mod tests {
         }
     }
 
-    #[test]
-    fn another_connection_sees_each_commit_at_once() {
+    /// A new database `b.sqlite` through this VFS, in a directory of its own.
+    fn new_database() -> (tempfile::TempDir, std::path::PathBuf, Connection) {
         super::register();
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("b.sqlite");
-        let writer = Connection::open(&path).expect("open");
+        let conn = Connection::open(&path).expect("open");
+        (dir, path, conn)
+    }
+
+    #[test]
+    fn another_connection_sees_each_commit_at_once() {
+        let (_dir, path, writer) = new_database();
         writer
             .execute_batch(
                 "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;
@@ -367,10 +373,7 @@ mod tests {
 
     #[test]
     fn a_copy_of_the_files_of_an_open_book_recovers_every_commit() {
-        super::register();
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("b.sqlite");
-        let conn = Connection::open(&path).expect("open");
+        let (dir, path, conn) = new_database();
         let vfs: String = conn
             .query_row("PRAGMA main.journal_mode = WAL", [], |r| r.get(0))
             .expect("WAL");
