@@ -1,6 +1,6 @@
 //! A thin VFS over SQLite's default one that writes a transaction's WAL
-//! frames together, not two system calls a frame. SQLite writes a frame as its 24-byte
-//! header and then its page, two `pwrite`s side by side; a learned game
+//! frames together, not two system calls a frame. SQLite writes a frame as
+//! its 24-byte header and then its page, two `pwrite`s side by side; a learned game
 //! commits about 126 frames, and on this project's machines a `pwrite`
 //! costs about as much as copying the page. Here the frames a transaction
 //! writes in a row are gathered in memory and passed on together (in
@@ -26,7 +26,7 @@ const FRAME_HEADER: usize = 24;
 
 /// Bytes gathered at most before they are written: the most the unix VFS
 /// writes in one call (its `seekAndWrite` keeps 17 bits of the length). A
-/// learned game's frames go in about five writes.
+/// learned game's frames go in about six writes.
 const GATHER_LIMIT: usize = 0x1ffff;
 
 const NAME: &CStr = c"learnbook-wal";
@@ -184,17 +184,22 @@ unsafe fn flush(w: &mut WalFile) -> c_int {
     if w.gathered.is_empty() {
         return ffi::SQLITE_OK;
     }
-    let rc = match real_methods(w).xWrite {
-        Some(x) => x(
-            w.real,
-            w.gathered.as_ptr().cast(),
-            w.gathered.len() as c_int,
-            w.at,
-        ),
-        None => ffi::SQLITE_IOERR_WRITE,
-    };
+    let rc = write_through(
+        w,
+        w.gathered.as_ptr().cast(),
+        w.gathered.len() as c_int,
+        w.at,
+    );
     w.gathered.clear();
     rc
+}
+
+/// The default VFS's write.
+unsafe fn write_through(w: &WalFile, buf: *const c_void, amount: c_int, offset: i64) -> c_int {
+    match real_methods(w).xWrite {
+        Some(x) => x(w.real, buf, amount, offset),
+        None => ffi::SQLITE_IOERR_WRITE,
+    }
 }
 
 /// Whether `header` (a frame header) is a commit frame's: its second field,
@@ -229,10 +234,7 @@ unsafe extern "C" fn write(
             return rc;
         }
         if len > GATHER_LIMIT {
-            return match real_methods(w).xWrite {
-                Some(x) => x(w.real, buf, amount, offset),
-                None => ffi::SQLITE_IOERR_WRITE,
-            };
+            return write_through(w, buf, amount, offset);
         }
         w.at = offset;
         w.gathered.extend_from_slice(bytes);
