@@ -13,6 +13,7 @@ use super::explore::{
     merge_top, mover_elo, rank_of, write_top_blob, TopEntry, TopList, HELD_BYTES,
 };
 use super::graph::{reevaluate_all, MOVE_UPSERT};
+use super::pages::{encode_record, TableWriter, Value};
 use super::schema::{hash_to_sql, moves_from_blob, moves_to_blob, source_id};
 use super::tail_index::{prefix, IndexWriter};
 use super::tails::{materialize_keys, value_chain};
@@ -383,13 +384,25 @@ impl Book {
         let tails = tails && self.settings.min_games <= 1;
         let tx = self.conn.transaction()?;
         let source_ids = source_ids(&tx, sources)?;
+        tx.commit()?;
+        // The games go straight into the table's pages, packed full as
+        // ascending inserts pack them (SQLite has no transaction open until
+        // the pages are written).
+        let mut game_pages = TableWriter::new(&self.path, root_page(&self.conn, "games")?, 1.0)?;
+        let mut games_apart = Vec::new();
         let mut heads = Vec::new();
         let mut counted_tail_keys = Vec::new();
         let mut uncounted_rows = Vec::new();
         let nodes_ref = &nodes;
         let lookup = |k: &Key| nodes_ref.get(k);
         for_each_tail_batch(games, tails, lookup, &params, |batch, written| {
-            insert_game_tails(&tx, batch, written, &source_ids)?;
+            write_game_pages(
+                &mut game_pages,
+                batch,
+                written,
+                &source_ids,
+                &mut games_apart,
+            )?;
             for (i, t) in batch.iter().enumerate() {
                 let id = written + i as i64 + 1;
                 for &k in &t.keys {
@@ -401,6 +414,15 @@ impl Book {
             }
             Ok(())
         })?;
+        game_pages.finish()?;
+        let tx = self.conn.transaction()?;
+        let apart: Vec<(i64, &GameRow, Option<u32>, i64)> = games_apart
+            .iter()
+            .map(|(id, g, t, s)| (*id, g, *t, *s))
+            .collect();
+        insert_game_rows(&tx, &apart)?;
+        // The index of the games' hashes, from the rows in the pages.
+        tx.execute_batch("REINDEX games")?;
         crate::peak_memory::trace("games and tails written");
         for k in counted_tail_keys {
             nodes.remove(&k);
@@ -426,9 +448,19 @@ impl Book {
             crate::peak_memory::trace("tails index written");
             moves_then_graph(&tx, &recv, worker)
         })?;
-        insert_position_rows(&tx, &g, rows, &tops, &links)?;
+        tx.commit()?;
+        let pages = TableWriter::new(
+            &self.path,
+            root_page(&self.conn, "positions")?,
+            POSITIONS_FILL,
+        )?;
+        let rows = position_rows(&g, rows, &tops, &links);
+        let apart = write_position_pages(pages, &rows)?;
+        let tx = self.conn.transaction()?;
+        insert_positions(&tx, &apart)?;
         crate::peak_memory::trace("positions written");
         tx.commit()?;
+        drop(rows);
         drop_apart((g, tops, links));
         Ok(())
     }
@@ -559,29 +591,77 @@ fn moves_then_graph(
     Ok((g, (rows, tops), links))
 }
 
+/// The games table's columns, in its order ([`game_values`]).
+const GAME_COLUMNS: &str = "id, hash, source, white, black, result, plies, start, copies, moves, expected, tail, white_elo, black_elo, date, event, site, round, fen, rest";
+
+/// A game row as SQLite stores it: the id (the rowid: NULL in a record,
+/// see [`pages`](super::pages)), the source's id as text (the column's
+/// affinity), the moves after the stored ones NULL when there are none.
+fn game_values<'a>(
+    id: Option<i64>,
+    g: &'a GameRow,
+    tail: Option<u32>,
+    source: &'a str,
+) -> [Value<'a>; 20] {
+    let text = |t: &'a Option<String>| t.as_deref().map_or(Value::Null, Value::Text);
+    let int = |v: Option<u32>| Value::int(v.map(i64::from));
+    [
+        Value::int(id),
+        Value::Int(hash_to_sql(g.hash)),
+        Value::Text(source),
+        Value::Text(&g.white),
+        Value::Text(&g.black),
+        Value::Text(g.result),
+        Value::Int(g.plies.into()),
+        Value::Int(g.start.to_sql()),
+        Value::Int(g.copies.into()),
+        Value::Blob(&g.moves),
+        Value::Int(g.expected),
+        int(tail),
+        int(g.white_elo),
+        int(g.black_elo),
+        text(&g.tags.date),
+        text(&g.tags.event),
+        text(&g.tags.site),
+        text(&g.tags.round),
+        text(&g.tags.fen),
+        if g.rest.is_empty() {
+            Value::Null
+        } else {
+            Value::Blob(&g.rest)
+        },
+    ]
+}
+
+/// Binds `values` from parameter `i`.
+fn bind_values(
+    st: &mut rusqlite::Statement<'_>,
+    i: usize,
+    values: &[Value],
+) -> rusqlite::Result<()> {
+    for (at, v) in values.iter().enumerate() {
+        match *v {
+            Value::Null => st.raw_bind_parameter(i + at, rusqlite::types::Null)?,
+            Value::Int(x) => st.raw_bind_parameter(i + at, x)?,
+            Value::Real(x) => st.raw_bind_parameter(i + at, x)?,
+            Value::Text(t) => st.raw_bind_parameter(i + at, t)?,
+            Value::Blob(b) => st.raw_bind_parameter(i + at, b)?,
+        }
+    }
+    Ok(())
+}
+
 /// Inserts game rows `(id, game, tail ply, source id)` into a fresh table.
 fn insert_game_rows(tx: &Connection, rows: &[(i64, &GameRow, Option<u32>, i64)]) -> Result<()> {
     // Ascending: later games get later ids, so the pages are packed full.
     insert_chunked_in(
         tx,
-        "INSERT INTO games(id, hash, source, white, black, result, plies, start, copies, moves, expected, tail, white_elo, black_elo, date, event, site, round, fen, rest)",
+        &format!("INSERT INTO games({GAME_COLUMNS})"),
         20,
         rows,
         true,
         |st, i, &(id, g, tail, source)| {
-            st.raw_bind_parameter(i, id)?;
-            st.raw_bind_parameter(i + 1, hash_to_sql(g.hash))?;
-            st.raw_bind_parameter(i + 2, source)?;
-            st.raw_bind_parameter(i + 3, &g.white)?;
-            st.raw_bind_parameter(i + 4, &g.black)?;
-            st.raw_bind_parameter(i + 5, g.result)?;
-            st.raw_bind_parameter(i + 6, g.plies)?;
-            st.raw_bind_parameter(i + 7, g.start)?;
-            st.raw_bind_parameter(i + 8, g.copies)?;
-            st.raw_bind_parameter(i + 9, &g.moves)?;
-            st.raw_bind_parameter(i + 10, g.expected)?;
-            st.raw_bind_parameter(i + 11, tail)?;
-            bind_game_info(st, i + 12, g)
+            bind_values(st, i, &game_values(Some(id), g, tail, &source.to_string()))
         },
     )
 }
@@ -605,16 +685,29 @@ pub(super) fn insert_game_tails(
     insert_game_rows(tx, &rows)
 }
 
-/// Binds a game's ratings, tags and rest (8 values) from parameter `i`.
-fn bind_game_info(st: &mut rusqlite::Statement<'_>, i: usize, g: &GameRow) -> rusqlite::Result<()> {
-    st.raw_bind_parameter(i, g.white_elo)?;
-    st.raw_bind_parameter(i + 1, g.black_elo)?;
-    st.raw_bind_parameter(i + 2, &g.tags.date)?;
-    st.raw_bind_parameter(i + 3, &g.tags.event)?;
-    st.raw_bind_parameter(i + 4, &g.tags.site)?;
-    st.raw_bind_parameter(i + 5, &g.tags.round)?;
-    st.raw_bind_parameter(i + 6, &g.tags.fen)?;
-    st.raw_bind_parameter(i + 7, (!g.rest.is_empty()).then_some(&g.rest))
+/// The games of `batch` (ids after `written`) into the games table's
+/// pages; a row too large for a page is kept in `apart`, for SQLite.
+fn write_game_pages(
+    pages: &mut TableWriter,
+    batch: &[GameTail],
+    written: i64,
+    source_ids: &[i64],
+    apart: &mut Vec<(i64, GameRow, Option<u32>, i64)>,
+) -> Result<()> {
+    let mut record = Vec::new();
+    for (i, t) in batch.iter().enumerate() {
+        let id = written + i as i64 + 1;
+        let source = source_ids[t.row.source as usize];
+        record.clear();
+        encode_record(
+            &game_values(None, &t.row, t.tail, &source.to_string()),
+            &mut record,
+        );
+        if !pages.push(id, &record)? {
+            apart.push((id, t.row.clone(), t.tail, source));
+        }
+    }
+    Ok(())
 }
 
 /// Inserts sorted rows of two integers (`head` names the table and its two
@@ -664,19 +757,19 @@ pub(super) fn insert_moves(tx: &Connection, edge_rows: &[((i64, u16), EdgeAgg)])
     )
 }
 
-/// Inserts the first `rows` nodes of the valued graph as positions.
-fn insert_position_rows(
-    tx: &Connection,
-    g: &Graph,
+/// A position row: the node, its best move, its first parent, its top list.
+type PositionRow<'a> = (&'a NodeInfo, Option<u16>, Option<i64>, &'a TopList);
+
+/// The first `rows` nodes of the valued graph as rows, in key order.
+fn position_rows<'a>(
+    g: &'a Graph,
     rows: usize,
-    tops: &[TopList],
+    tops: &'a [TopList],
     links: &[(i64, i64)],
-) -> Result<()> {
+) -> Vec<PositionRow<'a>> {
     // Both lists are sorted by key: the first link of a child is its smallest parent.
     let mut link = links.iter().peekable();
-    type Row<'a> = (&'a NodeInfo, Option<u16>, Option<i64>, &'a TopList);
-    let rows: Vec<Row> = g
-        .nodes
+    g.nodes
         .iter()
         .zip(&g.best)
         .zip(tops)
@@ -691,30 +784,91 @@ fn insert_position_rows(
                 top,
             )
         })
-        .collect();
+        .collect()
+}
+
+/// The positions table's columns, in its order ([`position_values`]).
+const POSITION_COLUMNS: &str =
+    "key, depth, white, draws, black, exact, value, best, parent, expected, top";
+
+/// A position row as SQLite stores it (`key` the rowid: NULL in a record).
+fn position_values<'a>(key: Option<i64>, row: &PositionRow, top: &'a [u8]) -> [Value<'a>; 11] {
+    let &(n, best, parent, _) = row;
+    [
+        Value::int(key),
+        Value::int(n.depth.map(i64::from)),
+        Value::Int(n.counts.white.into()),
+        Value::Int(n.counts.draws.into()),
+        Value::Int(n.counts.black.into()),
+        n.exact.map_or(Value::Null, Value::Real),
+        Value::Real(n.value),
+        Value::int(best.map(i64::from)),
+        Value::int(parent),
+        Value::Int(n.expected),
+        if top.is_empty() {
+            Value::Null
+        } else {
+            Value::Blob(top)
+        },
+    ]
+}
+
+/// Inserts position rows into a fresh table.
+fn insert_positions(tx: &Connection, rows: &[PositionRow]) -> Result<()> {
     // SQLite copies a bound blob: one buffer serves every row.
     let blob = std::cell::RefCell::new(Vec::new());
     insert_chunked(
         tx,
-        "INSERT INTO positions(key, depth, white, draws, black, exact, value, best, parent, expected, top)",
+        &format!("INSERT INTO positions({POSITION_COLUMNS})"),
         11,
-        &rows,
-        |st, i, &(n, best, parent, top)| {
-            st.raw_bind_parameter(i, n.key)?;
-            st.raw_bind_parameter(i + 1, n.depth)?;
-            st.raw_bind_parameter(i + 2, n.counts.white)?;
-            st.raw_bind_parameter(i + 3, n.counts.draws)?;
-            st.raw_bind_parameter(i + 4, n.counts.black)?;
-            st.raw_bind_parameter(i + 5, n.exact)?;
-            st.raw_bind_parameter(i + 6, n.value)?;
-            st.raw_bind_parameter(i + 7, best)?;
-            st.raw_bind_parameter(i + 8, parent)?;
-            st.raw_bind_parameter(i + 9, n.expected)?;
+        rows,
+        |st, i, row| {
             let mut blob = blob.borrow_mut();
-            write_top_blob(top, &mut blob);
-            st.raw_bind_parameter(i + 10, (!blob.is_empty()).then_some(&*blob))
+            write_top_blob(row.3, &mut blob);
+            bind_values(
+                st,
+                i,
+                &position_values(Some(row.0.key.to_sql()), row, &blob),
+            )
         },
     )
+}
+
+/// Inserts the first `rows` nodes of the valued graph as positions.
+fn insert_position_rows(
+    tx: &Connection,
+    g: &Graph,
+    rows: usize,
+    tops: &[TopList],
+    links: &[(i64, i64)],
+) -> Result<()> {
+    insert_positions(tx, &position_rows(g, rows, tops, links))
+}
+
+/// Leaves of the positions table filled to this share: the room SQLite
+/// leaves when it inserts rows in descending order (see
+/// [`insert_chunked_in`]), so that rows learned later mostly fit without
+/// splitting a page.
+const POSITIONS_FILL: f64 = 0.90;
+
+/// The rows into the positions table's pages; returns those too large
+/// for a page, for SQLite.
+fn write_position_pages<'a>(
+    mut pages: TableWriter,
+    rows: &[PositionRow<'a>],
+) -> Result<Vec<PositionRow<'a>>> {
+    let mut apart = Vec::new();
+    let (mut blob, mut record) = (Vec::new(), Vec::new());
+    for row in rows {
+        write_top_blob(row.3, &mut blob);
+        record.clear();
+        encode_record(&position_values(None, row, &blob), &mut record);
+        if !pages.push(row.0.key.to_sql(), &record)? {
+            apart.push(*row);
+        }
+    }
+    pages.finish()?;
+    Ok(apart)
 }
 
 /// A game as [`Book::bulk_load_games`] writes it: its row, its tail (the
@@ -1109,6 +1263,15 @@ fn find_tails(games: &[GameRow], nodes: &KeyMap<Key, NodeAgg>) -> Vec<(usize, us
 }
 
 /// The `sources` id of each name (added where new).
+/// The page of `table`'s root, for [`TableWriter`].
+fn root_page(conn: &Connection, table: &str) -> Result<u32> {
+    Ok(conn.query_row(
+        "SELECT rootpage FROM sqlite_schema WHERE type = 'table' AND name = ?1",
+        [table],
+        |r| r.get(0),
+    )?)
+}
+
 pub(super) fn source_ids(tx: &Connection, names: &[String]) -> Result<Vec<i64>> {
     let mut ids: HashMap<&str, i64> = HashMap::new();
     let mut out = Vec::with_capacity(names.len());

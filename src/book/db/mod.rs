@@ -42,6 +42,7 @@ pub mod grow;
 pub mod import;
 mod learn;
 pub mod merge;
+mod pages;
 pub mod scan;
 pub mod schema;
 mod tail_index;

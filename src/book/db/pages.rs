@@ -1,0 +1,684 @@
+//! A new table's rows written as SQLite's own pages, for `build`: a rowid
+//! table filled in rowid order, without SQLite's per-row insert (bound
+//! parameters, a record made by the VDBE, a B-tree insert: about 1 us a
+//! row, most of a build's writing).
+//!
+//! The pages follow SQLite's file format (<https://sqlite.org/fileformat2.html>):
+//! records, table leaves filled to a chosen share (room left for rows
+//! learned later), interior pages above them, the root written at the
+//! table's own root page, the new pages after the file's last one. The
+//! file's header then counts them and moves its change counter, so that
+//! SQLite reads the file afresh at its next transaction, as it does after
+//! another process's write. SQLite must have no transaction open meanwhile
+//! (and no WAL: a new book is written unjournaled, see
+//! [`Book::write_unjournaled`](super::book::Book::write_unjournaled)).
+//! A row too large for one page (SQLite would give it overflow pages) is
+//! handed back, for an ordinary insert.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+
+/// A value as SQLite stores it (after the column's affinity).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum Value<'a> {
+    Null,
+    Int(i64),
+    /// A value of a REAL column: one with no fraction is stored as an
+    /// integer, as SQLite stores it (the column's affinity reads it back
+    /// as REAL).
+    Real(f64),
+    Text(&'a str),
+    Blob(&'a [u8]),
+}
+
+impl Value<'_> {
+    /// `Some(v)` as an integer, `None` as NULL.
+    pub fn int(v: Option<i64>) -> Value<'static> {
+        v.map_or(Value::Null, Value::Int)
+    }
+
+    /// The integer SQLite stores a REAL column's value as, if any
+    /// (`sqlite3RealSameAsInt`: zero, or a whole number below 2^51).
+    fn real_as_int(x: f64) -> Option<i64> {
+        let i = x as i64;
+        (x == 0.0 || (x.to_bits() == (i as f64).to_bits() && (-(1 << 51)..1 << 51).contains(&i)))
+            .then_some(i)
+    }
+
+    /// SQLite's serial type of the value and the bytes of its body.
+    fn serial(&self) -> (u64, usize) {
+        if let Value::Real(x) = *self {
+            if let Some(i) = Value::real_as_int(x) {
+                return Value::Int(i).serial();
+            }
+        }
+        match *self {
+            Value::Null => (0, 0),
+            Value::Int(0) => (8, 0),
+            Value::Int(1) => (9, 0),
+            Value::Int(v) => {
+                let len = int_len(v);
+                let serial = match len {
+                    1..=4 => len as u64,
+                    6 => 5,
+                    _ => 6,
+                };
+                (serial, len)
+            }
+            Value::Real(_) => (7, 8),
+            Value::Text(s) => (13 + 2 * s.len() as u64, s.len()),
+            Value::Blob(b) => (12 + 2 * b.len() as u64, b.len()),
+        }
+    }
+}
+
+/// The bytes SQLite stores an integer in: 1, 2, 3, 4, 6 or 8.
+fn int_len(v: i64) -> usize {
+    match v {
+        -0x80..=0x7f => 1,
+        -0x8000..=0x7fff => 2,
+        -0x80_0000..=0x7f_ffff => 3,
+        -0x8000_0000..=0x7fff_ffff => 4,
+        -0x8000_0000_0000..=0x7fff_ffff_ffff => 6,
+        _ => 8,
+    }
+}
+
+/// Appends SQLite's variable-length integer: big-endian groups of 7 bits,
+/// a 9th byte carrying 8.
+fn put_varint(v: u64, out: &mut Vec<u8>) {
+    if v > 0x00ff_ffff_ffff_ffff {
+        let mut buf = [0u8; 9];
+        buf[8] = v as u8;
+        let mut x = v >> 8;
+        for b in buf[..8].iter_mut().rev() {
+            *b = (x & 0x7f) as u8 | 0x80;
+            x >>= 7;
+        }
+        out.extend_from_slice(&buf);
+        return;
+    }
+    let mut buf = [0u8; 9];
+    let mut n = 0;
+    let mut x = v;
+    loop {
+        buf[n] = (x & 0x7f) as u8 | 0x80;
+        n += 1;
+        x >>= 7;
+        if x == 0 {
+            break;
+        }
+    }
+    buf[0] &= 0x7f;
+    out.extend(buf[..n].iter().rev());
+}
+
+fn varint_len(v: u64) -> usize {
+    if v > 0x00ff_ffff_ffff_ffff {
+        return 9;
+    }
+    (64 - v.leading_zeros() as usize).div_ceil(7).max(1)
+}
+
+/// Appends the record of `values` (a row's columns in the table's order;
+/// a rowid alias column as NULL, as SQLite stores it).
+pub(super) fn encode_record(values: &[Value], out: &mut Vec<u8>) {
+    let types: usize = values.iter().map(|v| varint_len(v.serial().0)).sum();
+    // The header's size counts its own varint.
+    let mut header = types + 1;
+    while types + varint_len(header as u64) != header {
+        header = types + varint_len(header as u64);
+    }
+    put_varint(header as u64, out);
+    for v in values {
+        put_varint(v.serial().0, out);
+    }
+    for v in values {
+        match *v {
+            Value::Null => {}
+            Value::Int(x) => {
+                let len = v.serial().1;
+                out.extend_from_slice(&x.to_be_bytes()[8 - len..]);
+            }
+            Value::Real(x) => match Value::real_as_int(x) {
+                Some(i) => {
+                    let len = v.serial().1;
+                    out.extend_from_slice(&i.to_be_bytes()[8 - len..]);
+                }
+                None => out.extend_from_slice(&x.to_bits().to_be_bytes()),
+            },
+            Value::Text(s) => out.extend_from_slice(s.as_bytes()),
+            Value::Blob(b) => out.extend_from_slice(b),
+        }
+    }
+}
+
+/// The geometry of a database file, from its header.
+#[derive(Clone, Copy, Debug)]
+struct Geometry {
+    page_size: usize,
+    /// Bytes of a page SQLite uses (less what an extension reserves).
+    usable: usize,
+    /// Pages in the file.
+    pages: u32,
+    change_counter: u32,
+}
+
+fn read_geometry(file: &File, path: &Path) -> Result<Geometry> {
+    let mut h = [0u8; 100];
+    file.read_exact_at(&mut h, 0)
+        .with_context(|| format!("reading the header of {}", path.display()))?;
+    if &h[..16] != b"SQLite format 3\0" {
+        bail!("{} is not an SQLite database", path.display());
+    }
+    let page_size = match u16::from_be_bytes([h[16], h[17]]) {
+        1 => 65536,
+        n => usize::from(n),
+    };
+    if !page_size.is_power_of_two() || page_size < 512 {
+        bail!("{}: page size {page_size} in its header", path.display());
+    }
+    let u32_at = |at: usize| u32::from_be_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]);
+    let change_counter = u32_at(24);
+    let len = file
+        .metadata()
+        .with_context(|| format!("reading the size of {}", path.display()))?
+        .len();
+    // The header's page count holds only while its "valid for" matches
+    // the change counter; the file's size always does.
+    let pages = if u32_at(92) == change_counter && u32_at(28) > 0 {
+        u32_at(28)
+    } else {
+        (len / page_size as u64) as u32
+    };
+    if len != pages as u64 * page_size as u64 {
+        bail!(
+            "{}: {len} bytes, not the {pages} pages its header counts",
+            path.display()
+        );
+    }
+    Ok(Geometry {
+        page_size,
+        usable: page_size - usize::from(h[20]),
+        pages,
+        change_counter,
+    })
+}
+
+/// A table's B-tree being written: rows go in rowid order; leaves and
+/// interior pages are written as they fill, the root last at its page.
+pub(super) struct TableWriter {
+    file: File,
+    path: std::path::PathBuf,
+    geometry: Geometry,
+    root: u32,
+    /// Bytes of a leaf filled with cells at most (the rest left free).
+    leaf_limit: usize,
+    /// Pages written so far after the file's last one.
+    written: u32,
+    leaf: Page,
+    /// Interior levels, lowest first: each the (child page, largest rowid
+    /// under it) entries of the page it fills.
+    levels: Vec<Vec<(u32, i64)>>,
+    last_rowid: Option<i64>,
+    buf: Vec<u8>,
+}
+
+/// A table leaf being filled: its cells, in rowid order.
+struct Page {
+    cells: Vec<u8>,
+    ends: Vec<usize>,
+    last_rowid: i64,
+}
+
+impl Page {
+    fn new() -> Page {
+        Page {
+            cells: Vec::new(),
+            ends: Vec::new(),
+            last_rowid: 0,
+        }
+    }
+
+    /// Bytes the page takes with `extra` more bytes of cells.
+    fn used_with(&self, extra: usize) -> usize {
+        8 + 2 * (self.ends.len() + 1) + self.cells.len() + extra
+    }
+}
+
+/// Interior table pages: a 12-byte header, cells of a child page and a
+/// rowid (4 + up to 9 bytes) and their pointers.
+const INTERIOR_HEADER: usize = 12;
+
+impl TableWriter {
+    /// Starts the B-tree of the empty table whose root is page `root` of
+    /// the book at `path`, its leaves filled to `fill` (0.5 to 1) of a page.
+    pub fn new(path: &Path, root: u32, fill: f64) -> Result<TableWriter> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .with_context(|| format!("opening {}", path.display()))?;
+        let geometry = read_geometry(&file, path)?;
+        if root < 2 || root > geometry.pages {
+            bail!("{}: no page {root} for a table's root", path.display());
+        }
+        let fill = fill.clamp(0.5, 1.0);
+        Ok(TableWriter {
+            file,
+            path: path.to_path_buf(),
+            geometry,
+            root,
+            leaf_limit: (geometry.usable as f64 * fill) as usize,
+            written: 0,
+            leaf: Page::new(),
+            levels: Vec::new(),
+            last_rowid: None,
+            buf: Vec::new(),
+        })
+    }
+
+    /// The largest record a leaf holds whole (SQLite's `U - 35`).
+    fn max_local(&self) -> usize {
+        self.geometry.usable - 35
+    }
+
+    /// Adds the row `rowid` with the record `record` ([`encode_record`]).
+    /// Returns `false`, adding nothing, for a record too large for one page
+    /// (to be inserted by SQLite, which gives it overflow pages).
+    pub fn push(&mut self, rowid: i64, record: &[u8]) -> Result<bool> {
+        if self.last_rowid.is_some_and(|last| rowid <= last) {
+            bail!("internal error: rows out of rowid order ({rowid})");
+        }
+        if record.len() > self.max_local() {
+            return Ok(false);
+        }
+        self.last_rowid = Some(rowid);
+        let mut cell = std::mem::take(&mut self.buf);
+        cell.clear();
+        put_varint(record.len() as u64, &mut cell);
+        put_varint(rowid as u64, &mut cell);
+        cell.extend_from_slice(record);
+        if !self.leaf.ends.is_empty() && self.leaf.used_with(cell.len()) > self.leaf_limit {
+            self.seal_leaf()?;
+        }
+        self.leaf.cells.extend_from_slice(&cell);
+        self.leaf.ends.push(self.leaf.cells.len());
+        self.leaf.last_rowid = rowid;
+        self.buf = cell;
+        Ok(true)
+    }
+
+    /// The page number the next page written gets.
+    fn next_page(&self) -> u32 {
+        self.geometry.pages + self.written + 1
+    }
+
+    fn write_page(&mut self, number: u32, page: &[u8]) -> Result<()> {
+        let at = (u64::from(number) - 1) * self.geometry.page_size as u64;
+        self.file
+            .write_all_at(page, at)
+            .with_context(|| format!("writing {}", self.path.display()))
+    }
+
+    /// Writes the leaf as a new page and lists it in the level above.
+    fn seal_leaf(&mut self) -> Result<()> {
+        let image = self.leaf_image();
+        let number = self.next_page();
+        self.write_page(number, &image)?;
+        self.written += 1;
+        let last = self.leaf.last_rowid;
+        self.leaf = Page::new();
+        self.add_child(0, number, last)
+    }
+
+    fn leaf_image(&self) -> Vec<u8> {
+        let mut page = vec![0u8; self.geometry.page_size];
+        let usable = self.geometry.usable;
+        // Cells from the end of the usable bytes down, pointers in order.
+        let mut top = usable;
+        let mut start = 0;
+        for (i, &end) in self.leaf.ends.iter().enumerate() {
+            let cell = &self.leaf.cells[start..end];
+            top -= cell.len();
+            page[top..top + cell.len()].copy_from_slice(cell);
+            page[8 + 2 * i..10 + 2 * i].copy_from_slice(&(top as u16).to_be_bytes());
+            start = end;
+        }
+        page[0] = 0x0d;
+        page[3..5].copy_from_slice(&(self.leaf.ends.len() as u16).to_be_bytes());
+        page[5..7].copy_from_slice(&content_start(top));
+        page
+    }
+
+    /// Lists page `child` (rowids up to `last`) in interior level `level`,
+    /// writing that level's page when it is full.
+    fn add_child(&mut self, level: usize, child: u32, last: i64) -> Result<()> {
+        if self.levels.len() == level {
+            self.levels.push(Vec::new());
+        }
+        let entries = &self.levels[level];
+        // All entries but the last are cells; the last is the right child.
+        let cells: usize = entries.iter().map(|&(_, k)| 4 + varint_len(k as u64)).sum();
+        if INTERIOR_HEADER + 2 * entries.len() + cells > self.geometry.usable {
+            // Full with this one as a cell: the page keeps all but its last
+            // entry, which opens the next page with the new one, so that no
+            // page is left with a right child and no cell.
+            let mut entries = std::mem::take(&mut self.levels[level]);
+            let carried = entries.pop();
+            let (number, largest) = self.write_interior(&entries)?;
+            self.levels[level].extend(carried);
+            self.add_child(level + 1, number, largest)?;
+        }
+        self.levels[level].push((child, last));
+        Ok(())
+    }
+
+    /// Writes an interior page of `entries` (the last as its right child),
+    /// returning its number and its largest rowid.
+    fn write_interior(&mut self, entries: &[(u32, i64)]) -> Result<(u32, i64)> {
+        let image = self.interior_image(entries);
+        let number = self.next_page();
+        self.write_page(number, &image)?;
+        self.written += 1;
+        Ok((number, entries.last().map_or(0, |&(_, k)| k)))
+    }
+
+    fn interior_image(&self, entries: &[(u32, i64)]) -> Vec<u8> {
+        let mut page = vec![0u8; self.geometry.page_size];
+        let Some((&(right, _), cells)) = entries.split_last() else {
+            return page;
+        };
+        let mut top = self.geometry.usable;
+        let mut cell = Vec::with_capacity(13);
+        for (i, &(child, key)) in cells.iter().enumerate() {
+            cell.clear();
+            cell.extend_from_slice(&child.to_be_bytes());
+            put_varint(key as u64, &mut cell);
+            top -= cell.len();
+            page[top..top + cell.len()].copy_from_slice(&cell);
+            let at = INTERIOR_HEADER + 2 * i;
+            page[at..at + 2].copy_from_slice(&(top as u16).to_be_bytes());
+        }
+        page[0] = 0x05;
+        page[3..5].copy_from_slice(&(cells.len() as u16).to_be_bytes());
+        page[5..7].copy_from_slice(&content_start(top));
+        page[8..12].copy_from_slice(&right.to_be_bytes());
+        page
+    }
+
+    /// Writes what is left, the top page at the table's root, and the
+    /// file's header: its page count and change counter.
+    pub fn finish(mut self) -> Result<()> {
+        let root_image = if self.levels.is_empty() {
+            self.leaf_image()
+        } else {
+            if !self.leaf.ends.is_empty() {
+                self.seal_leaf()?;
+            }
+            let mut level = 0;
+            loop {
+                let entries = std::mem::take(&mut self.levels[level]);
+                if level + 1 == self.levels.len() {
+                    break self.interior_image(&entries);
+                }
+                let (number, largest) = self.write_interior(&entries)?;
+                self.add_child(level + 1, number, largest)?;
+                level += 1;
+            }
+        };
+        // The top page was built last: it takes the root's page, and the
+        // pages written before it follow the file's last page unbroken.
+        self.write_page(self.root, &root_image)?;
+        let g = self.geometry;
+        let pages = g.pages + self.written;
+        let counter = g.change_counter.wrapping_add(1);
+        self.file
+            .write_all_at(&counter.to_be_bytes(), 24)
+            .and_then(|()| self.file.write_all_at(&pages.to_be_bytes(), 28))
+            .and_then(|()| self.file.write_all_at(&counter.to_be_bytes(), 92))
+            .with_context(|| format!("writing the header of {}", self.path.display()))
+    }
+}
+
+/// A page header's "start of the cell content area" (0 for 65536).
+fn content_start(top: usize) -> [u8; 2] {
+    (top as u32 as u16).to_be_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rusqlite::Connection;
+
+    fn varint(v: u64) -> Vec<u8> {
+        let mut out = Vec::new();
+        put_varint(v, &mut out);
+        out
+    }
+
+    #[test]
+    fn varints_are_sqlites() {
+        assert_eq!(varint(0), [0]);
+        assert_eq!(varint(0x7f), [0x7f]);
+        assert_eq!(varint(0x80), [0x81, 0x00]);
+        assert_eq!(varint(0x3fff), [0xff, 0x7f]);
+        assert_eq!(varint(0x4000), [0x81, 0x80, 0x00]);
+        assert_eq!(varint(u64::MAX), [0xff; 9]);
+        for v in [
+            0u64,
+            1,
+            127,
+            128,
+            16383,
+            16384,
+            1 << 56,
+            (1 << 56) - 1,
+            u64::MAX,
+        ] {
+            assert_eq!(varint(v).len(), varint_len(v), "{v}");
+        }
+    }
+
+    /// A row of the test table `t(id INTEGER PRIMARY KEY, i INTEGER, r
+    /// REAL, s TEXT, b BLOB)`.
+    type Row = (i64, Option<i64>, Option<f64>, String, Vec<u8>);
+
+    fn values(row: &Row) -> [Value<'_>; 5] {
+        [
+            Value::Null,
+            Value::int(row.1),
+            row.2.map_or(Value::Null, Value::Real),
+            Value::Text(&row.3),
+            Value::Blob(&row.4),
+        ]
+    }
+
+    /// A book-like file whose table `t` is written by the page writer
+    /// (between two tables SQLite wrote), the rows too large for it
+    /// inserted by SQLite after.
+    fn table_of(dir: &Path, page_size: u32, fill: f64, rows: &[Row]) -> Connection {
+        let path = dir.join("t.sqlite");
+        let _ = std::fs::remove_file(&path);
+        let conn = Connection::open(&path).expect("open");
+        conn.execute_batch(&format!(
+            "PRAGMA page_size = {page_size}; PRAGMA journal_mode = OFF;
+             CREATE TABLE a(x); INSERT INTO a VALUES (1);
+             CREATE TABLE t(id INTEGER PRIMARY KEY, i INTEGER, r REAL, s TEXT, b BLOB);
+             CREATE TABLE z(y); INSERT INTO z VALUES (2);"
+        ))
+        .expect("schema");
+        let root: u32 = conn
+            .query_row(
+                "SELECT rootpage FROM sqlite_schema WHERE name = 't'",
+                [],
+                |r| r.get(0),
+            )
+            .expect("root");
+        let mut w = TableWriter::new(&path, root, fill).expect("writer");
+        let mut record = Vec::new();
+        let mut apart = Vec::new();
+        for row in rows {
+            record.clear();
+            encode_record(&values(row), &mut record);
+            if !w.push(row.0, &record).expect("push") {
+                apart.push(row);
+            }
+        }
+        w.finish().expect("finish");
+        for (id, i, r, s, b) in apart {
+            conn.execute(
+                "INSERT INTO t VALUES (?1, ?2, ?3, ?4, ?5)",
+                rusqlite::params![id, i, r, s, b],
+            )
+            .expect("insert apart");
+        }
+        conn
+    }
+
+    fn integrity(conn: &Connection) -> String {
+        conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .expect("integrity_check")
+    }
+
+    /// SQLite reads back exactly `rows` (each value with its type), and
+    /// the tables around `t` are untouched.
+    fn check_table(conn: &Connection, rows: &[Row]) {
+        assert_eq!(integrity(conn), "ok");
+        let quoted = |sql: &str, params: &[&dyn rusqlite::ToSql]| -> Vec<String> {
+            let mut st = conn.prepare(sql).expect("prepare");
+            let got = st
+                .query_map(params, |r| r.get::<_, String>(0))
+                .expect("query")
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .expect("rows");
+            got
+        };
+        let got = quoted(
+            "SELECT id || ' ' || quote(i) || ' ' || quote(r) || ' ' || quote(s) || ' ' || quote(b) FROM t ORDER BY id",
+            &[],
+        );
+        let want: Vec<String> = rows
+            .iter()
+            .flat_map(|(id, i, r, s, b)| {
+                quoted(
+                    "SELECT ?1 || ' ' || quote(?2) || ' ' || quote(?3) || ' ' || quote(?4) || ' ' || quote(?5)",
+                    &[id, i, r, s, b],
+                )
+            })
+            .collect();
+        assert_eq!(got.len(), want.len());
+        assert!(got == want, "rows differ");
+        let a: i64 = conn
+            .query_row("SELECT x FROM a", [], |r| r.get(0))
+            .expect("a");
+        let z: i64 = conn
+            .query_row("SELECT y FROM z", [], |r| r.get(0))
+            .expect("z");
+        assert_eq!((a, z), (1, 2));
+    }
+
+    /// `n` rows in rowid order with every kind of value, about one in a
+    /// hundred too large for a page of 4 KB.
+    fn rows(n: i64, seed: u64) -> Vec<Row> {
+        let mut x = seed | 1;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let ints = [
+            0i64,
+            1,
+            -1,
+            127,
+            -128,
+            128,
+            32767,
+            -32769,
+            1 << 23,
+            1 << 31,
+            -(1 << 40),
+            1 << 47,
+            i64::MIN,
+            i64::MAX,
+        ];
+        let mut id = i64::MIN / 2;
+        (0..n)
+            .map(|_| {
+                id += 1 + (next() % 1000) as i64;
+                let r = next();
+                let i = match r % 3 {
+                    0 => None,
+                    1 => Some(ints[(r >> 8) as usize % ints.len()]),
+                    _ => Some(next() as i64),
+                };
+                let reals = [
+                    2.0,
+                    0.0,
+                    -0.0,
+                    -1.0,
+                    1.5,
+                    4503599627370496.0,
+                    -2251799813685248.0,
+                ];
+                let real = match r % 5 {
+                    0 => None,
+                    1 => Some(reals[(r >> 40) as usize % reals.len()]),
+                    _ => Some(f64::from_bits(next() >> 2)),
+                };
+                let s = "é".repeat((r >> 16) as usize % 64 * 7);
+                let b = if r % 97 == 0 {
+                    vec![9; 5000]
+                } else {
+                    vec![(r >> 24) as u8; (r >> 32) as usize % 200]
+                };
+                (id, i, real, s, b)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn sqlite_reads_the_rows_the_pages_hold_at_any_depth_and_fill() {
+        let dir = tempfile::tempdir().expect("dir");
+        for (n, page_size, fill) in [
+            (0, 4096, 1.0),
+            (1, 4096, 1.0),
+            (3, 512, 0.9),
+            (2_000, 4096, 0.89),
+            (20_000, 512, 1.0),
+            (20_000, 1024, 0.6),
+        ] {
+            let rows = rows(n, 7 + n as u64);
+            let conn = table_of(dir.path(), page_size, fill, &rows);
+            check_table(&conn, &rows);
+            // SQLite keeps writing the table as its own.
+            conn.execute_batch(
+                "INSERT INTO t(id, s) VALUES (-5, 'new'), (9223372036854775807, 'last');
+                 DELETE FROM t WHERE id % 3 = 0;",
+            )
+            .expect("write after");
+            assert_eq!(integrity(&conn), "ok", "{n} rows, pages of {page_size}");
+        }
+    }
+
+    #[test]
+    fn rows_out_of_order_or_a_damaged_file_are_errors() {
+        let dir = tempfile::tempdir().expect("dir");
+        let rows = rows(2, 3);
+        let conn = table_of(dir.path(), 4096, 1.0, &rows);
+        drop(conn);
+        let path = dir.path().join("t.sqlite");
+        let mut w = TableWriter::new(&path, 3, 1.0).expect("writer");
+        assert!(w.push(5, &[2, 1, 7]).expect("push"));
+        assert!(w.push(5, &[2, 1, 7]).is_err());
+        assert!(TableWriter::new(&path, 10_000, 1.0).is_err());
+        let junk = dir.path().join("junk");
+        std::fs::write(&junk, [7u8; 4096]).expect("junk");
+        assert!(TableWriter::new(&junk, 2, 1.0).is_err());
+    }
+}
