@@ -91,6 +91,48 @@ fn a_build_over_its_memory_budget_writes_the_book_a_build_in_memory_writes() {
     assert_no_temporaries(dir.path());
 }
 
+/// A journalled build in one part writes its games and positions as pages
+/// (src/book/db/pages.rs), a game too large for a page through SQLite: the
+/// book a build in memory writes, and a sound SQLite file.
+#[test]
+fn a_build_written_as_pages_is_the_book_a_build_in_memory_writes() {
+    let dir = TempDir::new().expect("tmp");
+    let mut text = sample_text();
+    // A game whose row does not fit in a page of 4 KB.
+    let event = "Long event ".repeat(600);
+    text.extend_from_slice(
+        format!(
+            "\n[Event \"{event}\"]\n[White \"A\"]\n[Black \"B\"]\n[Result \"1-0\"]\n\n\
+             1. e4 e5 2. Nf3 Nc6 3. Bb5 a6 4. Ba4 Nf6 5. O-O Be7 6. Re1 b5 7. Bb3 d6 1-0\n"
+        )
+        .as_bytes(),
+    );
+    let input = dir.path().join("long.pgn");
+    std::fs::write(&input, text).expect("write");
+    let whole = dir.path().join("whole.sqlite");
+    let paged = dir.path().join("paged.sqlite");
+    build(&whole, &[&input], &[]);
+    let said = build(&paged, &[&input], &["--memory", "8M"]);
+    assert!(said.contains("over the memory budget"), "{said}");
+    assert!(!said.contains("key ranges"), "{said}");
+    assert_same_book(&whole, &paged);
+    let conn = rusqlite::Connection::open(&paged).expect("open");
+    let sound: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .expect("integrity_check");
+    assert_eq!(sound, "ok");
+    let long: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM games WHERE length(event) > 4096",
+            [],
+            |r| r.get(0),
+        )
+        .expect("the long game");
+    assert_eq!(long, 1);
+    ok(&["check", "--book", s(&paged)]);
+    assert_no_temporaries(dir.path());
+}
+
 #[test]
 fn repeated_games_pruning_and_an_existing_book_give_the_same_book_over_the_budget() {
     let dir = TempDir::new().expect("tmp");
