@@ -857,14 +857,31 @@ fn write_position_pages<'a>(
     mut pages: TableWriter,
     rows: &[PositionRow<'a>],
 ) -> Result<Vec<PositionRow<'a>>> {
+    // The records of a stretch of rows are made on every core, then added
+    // in order (one core: the pages are written in order).
+    const PART: usize = 4096;
     let mut apart = Vec::new();
-    let (mut blob, mut record) = (Vec::new(), Vec::new());
-    for row in rows {
-        write_top_blob(row.3, &mut blob);
-        record.clear();
-        encode_record(&position_values(None, row, &blob), &mut record);
-        if !pages.push(row.0.key.to_sql(), &record)? {
-            apart.push(*row);
+    for stretch in rows.chunks(PART * 16) {
+        let records: Vec<(Vec<u8>, Vec<usize>)> = stretch
+            .par_chunks(PART)
+            .map(|part| {
+                let (mut bytes, mut ends, mut blob) = (Vec::new(), Vec::new(), Vec::new());
+                for row in part {
+                    write_top_blob(row.3, &mut blob);
+                    encode_record(&position_values(None, row, &blob), &mut bytes);
+                    ends.push(bytes.len());
+                }
+                (bytes, ends)
+            })
+            .collect();
+        for (part, (bytes, ends)) in stretch.chunks(PART).zip(&records) {
+            let mut start = 0;
+            for (row, &end) in part.iter().zip(ends) {
+                if !pages.push(row.0.key.to_sql(), &bytes[start..end])? {
+                    apart.push(*row);
+                }
+                start = end;
+            }
         }
     }
     pages.finish()?;
@@ -1262,7 +1279,6 @@ fn find_tails(games: &[GameRow], nodes: &KeyMap<Key, NodeAgg>) -> Vec<(usize, us
         .collect()
 }
 
-/// The `sources` id of each name (added where new).
 /// The page of `table`'s root, for [`TableWriter`].
 fn root_page(conn: &Connection, table: &str) -> Result<u32> {
     Ok(conn.query_row(
@@ -1272,6 +1288,7 @@ fn root_page(conn: &Connection, table: &str) -> Result<u32> {
     )?)
 }
 
+/// The `sources` id of each name (added where new).
 pub(super) fn source_ids(tx: &Connection, names: &[String]) -> Result<Vec<i64>> {
     let mut ids: HashMap<&str, i64> = HashMap::new();
     let mut out = Vec::with_capacity(names.len());
