@@ -262,6 +262,15 @@ impl TableWriter {
             .write(true)
             .open(path)
             .with_context(|| format!("opening {}", path.display()))?;
+        // Frames in a WAL would hide the pages written here from SQLite.
+        let mut wal = path.as_os_str().to_owned();
+        wal.push("-wal");
+        if std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0) {
+            bail!(
+                "internal error: {} has a WAL; its pages are written only without one",
+                path.display()
+            );
+        }
         let geometry = read_geometry(&file, path)?;
         if root < 2 || root > geometry.pages {
             bail!("{}: no page {root} for a table's root", path.display());
@@ -677,6 +686,9 @@ mod tests {
         assert!(w.push(5, &[2, 1, 7]).expect("push"));
         assert!(w.push(5, &[2, 1, 7]).is_err());
         assert!(TableWriter::new(&path, 10_000, 1.0).is_err());
+        // A WAL with frames: refused.
+        std::fs::write(dir.path().join("t.sqlite-wal"), [1u8; 32]).expect("wal");
+        assert!(TableWriter::new(&path, 3, 1.0).is_err());
         let junk = dir.path().join("junk");
         std::fs::write(&junk, [7u8; 4096]).expect("junk");
         assert!(TableWriter::new(&junk, 2, 1.0).is_err());
