@@ -13,7 +13,7 @@ use super::explore::{
     merge_top, mover_elo, rank_of, write_top_blob, TopEntry, TopList, HELD_BYTES,
 };
 use super::graph::{reevaluate_all, MOVE_UPSERT};
-use super::pages::{encode_record, TableWriter, Value};
+use super::pages::{encode_record, IndexWriter as PageIndexWriter, TableWriter, Value};
 use super::schema::{hash_to_sql, moves_from_blob, moves_to_blob, source_id};
 use super::tail_index::{prefix, IndexWriter};
 use super::tails::{materialize_keys, value_chain};
@@ -390,6 +390,7 @@ impl Book {
         // the pages are written).
         let mut game_pages = TableWriter::new(&self.path, root_page(&self.conn, "games")?, 1.0)?;
         let mut games_apart = Vec::new();
+        let mut hashes = Vec::new();
         let mut heads = Vec::new();
         let mut counted_tail_keys = Vec::new();
         let mut uncounted_rows = Vec::new();
@@ -402,6 +403,7 @@ impl Book {
                 written,
                 &source_ids,
                 &mut games_apart,
+                &mut hashes,
             )?;
             for (i, t) in batch.iter().enumerate() {
                 let id = written + i as i64 + 1;
@@ -415,18 +417,20 @@ impl Book {
             Ok(())
         })?;
         game_pages.finish()?;
-        let tx = self.conn.transaction()?;
-        let apart: Vec<(i64, &GameRow, Option<u32>, i64)> = games_apart
-            .iter()
-            .map(|(id, g, t, s)| (*id, g, *t, *s))
-            .collect();
-        insert_game_rows(&tx, &apart)?;
-        // The index of the games' hashes, from the rows in the pages.
-        tx.execute_batch("REINDEX games")?;
+        write_hash_index(
+            &self.path,
+            root_page(&self.conn, "sqlite_autoindex_games_1")?,
+            hashes,
+        )?;
         crate::peak_memory::trace("games and tails written");
         for k in counted_tail_keys {
             nodes.remove(&k);
         }
+        let move_roots = (
+            root_page(&self.conn, "moves")?,
+            root_page(&self.conn, "parents")?,
+        );
+        let (conn, path) = (&mut self.conn, &self.path);
         // The rows are prepared and valued on another core while the tails
         // index and then the moves are written (moves need no values).
         let (g, (rows, tops), links) = std::thread::scope(|scope| -> Result<_> {
@@ -442,13 +446,28 @@ impl Book {
                 crate::peak_memory::trace("graph valued");
                 (g, p.rows, p.tops)
             });
+            // A game too large for a page, and the tails index, by SQLite.
+            let tx = conn.transaction()?;
+            let apart: Vec<(i64, &GameRow, Option<u32>, i64)> = games_apart
+                .iter()
+                .map(|(id, g, t, s)| (*id, g, *t, *s))
+                .collect();
+            insert_game_rows(&tx, &apart)?;
             let mut index = IndexWriter::new(&tx)?;
             tail_entries.drain(|entries| index.push(entries))?;
             index.finish()?;
+            tx.commit()?;
             crate::peak_memory::trace("tails index written");
-            moves_then_graph(&tx, &recv, worker)
+            let Ok((edge_rows, links)) = recv.recv() else {
+                return Err(anyhow!("the thread preparing the rows panicked"));
+            };
+            write_move_pages(path, move_roots, &edge_rows, &links)?;
+            crate::peak_memory::trace("moves written");
+            let (g, rows, tops) = worker
+                .join()
+                .map_err(|_| anyhow!("the evaluation thread panicked"))?;
+            Ok((g, (rows, tops), links))
         })?;
-        tx.commit()?;
         let pages = TableWriter::new(
             &self.path,
             root_page(&self.conn, "positions")?,
@@ -693,6 +712,7 @@ fn write_game_pages(
     written: i64,
     source_ids: &[i64],
     apart: &mut Vec<(i64, GameRow, Option<u32>, i64)>,
+    hashes: &mut Vec<(i64, i64)>,
 ) -> Result<()> {
     let mut record = Vec::new();
     for (i, t) in batch.iter().enumerate() {
@@ -703,7 +723,9 @@ fn write_game_pages(
             &game_values(None, &t.row, t.tail, &source.to_string()),
             &mut record,
         );
-        if !pages.push(id, &record)? {
+        if pages.push(id, &record)? {
+            hashes.push((hash_to_sql(t.row.hash), id));
+        } else {
             apart.push((id, t.row.clone(), t.tail, source));
         }
     }
@@ -740,21 +762,95 @@ fn insert_move_rows(
 pub(super) fn insert_moves(tx: &Connection, edge_rows: &[((i64, u16), EdgeAgg)]) -> Result<()> {
     insert_chunked(
         tx,
-        "INSERT INTO moves(parent, move, uci, child, white, draws, black, rating_sum, rated)",
-        9,
+        &format!("INSERT INTO moves({MOVE_COLUMNS})"),
+        11,
         edge_rows,
         |st, i, &((parent, mv), ref e)| {
-            st.raw_bind_parameter(i, parent)?;
-            st.raw_bind_parameter(i + 1, mv)?;
-            st.raw_bind_parameter(i + 2, MoveCode(mv).uci(e.castle))?;
-            st.raw_bind_parameter(i + 3, e.child)?;
-            st.raw_bind_parameter(i + 4, e.counts.white)?;
-            st.raw_bind_parameter(i + 5, e.counts.draws)?;
-            st.raw_bind_parameter(i + 6, e.counts.black)?;
-            st.raw_bind_parameter(i + 7, e.rating_sum as i64)?;
-            st.raw_bind_parameter(i + 8, e.rated)
+            let uci = MoveCode(mv).uci(e.castle);
+            bind_values(st, i, &move_values(parent, mv, &uci, e))
         },
     )
+}
+
+/// The moves table's columns, in its order ([`move_values`]).
+const MOVE_COLUMNS: &str =
+    "parent, move, uci, child, white, draws, black, weight, rating_sum, rated, grown";
+
+/// A counted move's row: no weight (a learnbook book's weights are its
+/// values), not grown.
+fn move_values<'a>(parent: i64, mv: u16, uci: &'a str, e: &EdgeAgg) -> [Value<'a>; 11] {
+    [
+        Value::Int(parent),
+        Value::Int(mv.into()),
+        Value::Text(uci),
+        Value::Int(e.child.to_sql()),
+        Value::Int(e.counts.white.into()),
+        Value::Int(e.counts.draws.into()),
+        Value::Int(e.counts.black.into()),
+        Value::Null,
+        Value::Int(e.rating_sum as i64),
+        Value::Int(e.rated.into()),
+        Value::Int(0),
+    ]
+}
+
+/// Leaves of the moves and parents tables (index B-trees) filled to this
+/// share: about what SQLite's own inserts leave (88%), room for moves
+/// learned later.
+const MOVES_FILL: f64 = 0.90;
+
+/// The moves and the `parents` of every position with two or more, as
+/// pages of their tables (SQLite has no transaction open).
+fn write_move_pages(
+    path: &std::path::Path,
+    roots: (u32, u32),
+    edge_rows: &[((i64, u16), EdgeAgg)],
+    links: &[(i64, i64)],
+) -> Result<()> {
+    let mut moves = PageIndexWriter::new(path, roots.0, MOVES_FILL)?;
+    let mut record = Vec::new();
+    for &((parent, mv), ref e) in edge_rows {
+        let uci = MoveCode(mv).uci(e.castle);
+        record.clear();
+        encode_record(&move_values(parent, mv, &uci, e), &mut record);
+        if !moves.push(&record)? {
+            bail!("internal error: a move's row does not fit in a page");
+        }
+    }
+    moves.finish()?;
+    let mut parents = PageIndexWriter::new(path, roots.1, MOVES_FILL)?;
+    for &(child, parent) in links
+        .chunk_by(|a, b| a.0 == b.0)
+        .filter(|g| g.len() > 1)
+        .flatten()
+    {
+        record.clear();
+        encode_record(&[Value::Int(child), Value::Int(parent)], &mut record);
+        if !parents.push(&record)? {
+            bail!("internal error: a parent link does not fit in a page");
+        }
+    }
+    parents.finish()
+}
+
+/// The games' hash index (`UNIQUE` on `games.hash`) as pages: `(hash,
+/// id)` of each game written as pages, leaves filled as the moves' (a
+/// learned game adds its hash anywhere in it).
+fn write_hash_index(path: &std::path::Path, root: u32, mut hashes: Vec<(i64, i64)>) -> Result<()> {
+    hashes.par_sort_unstable();
+    if hashes.windows(2).any(|w| w[0].0 == w[1].0) {
+        bail!("internal error: two game rows with one hash");
+    }
+    let mut index = PageIndexWriter::new(path, root, MOVES_FILL)?;
+    let mut record = Vec::new();
+    for (hash, id) in hashes {
+        record.clear();
+        encode_record(&[Value::Int(hash), Value::Int(id)], &mut record);
+        if !index.push(&record)? {
+            bail!("internal error: a game's hash does not fit in a page");
+        }
+    }
+    index.finish()
 }
 
 /// A position row: the node, its best move, its first parent, its top list.
@@ -1279,11 +1375,11 @@ fn find_tails(games: &[GameRow], nodes: &KeyMap<Key, NodeAgg>) -> Vec<(usize, us
         .collect()
 }
 
-/// The page of `table`'s root, for [`TableWriter`].
-fn root_page(conn: &Connection, table: &str) -> Result<u32> {
+/// The root page of a table or index, for the page writers.
+fn root_page(conn: &Connection, name: &str) -> Result<u32> {
     Ok(conn.query_row(
-        "SELECT rootpage FROM sqlite_schema WHERE type = 'table' AND name = ?1",
-        [table],
+        "SELECT rootpage FROM sqlite_schema WHERE name = ?1",
+        [name],
         |r| r.get(0),
     )?)
 }
