@@ -349,8 +349,9 @@ impl Cells {
 /// interior pages are written as they fill, the root last at its page.
 pub(super) struct TableWriter {
     pages: NewPages,
-    /// Bytes of a leaf filled with cells at most (the rest left free).
-    leaf_limit: usize,
+    /// Bytes of a page filled with cells at most (the rest left free:
+    /// interior pages too, or a leaf split would split its parent).
+    fill_limit: usize,
     leaf: Cells,
     leaf_last: i64,
     /// Interior levels, lowest first: each the (child page, largest rowid
@@ -370,10 +371,10 @@ impl TableWriter {
     /// the book at `path`, its leaves filled to `fill` (0.5 to 1) of a page.
     pub fn new(path: &Path, root: u32, fill: f64) -> Result<TableWriter> {
         let pages = NewPages::open(path, root)?;
-        let leaf_limit = (pages.usable() as f64 * fill.clamp(0.5, 1.0)) as usize;
+        let fill_limit = (pages.usable() as f64 * fill.clamp(0.5, 1.0)) as usize;
         Ok(TableWriter {
             pages,
-            leaf_limit,
+            fill_limit,
             leaf: Cells::default(),
             leaf_last: 0,
             levels: Vec::new(),
@@ -403,7 +404,7 @@ impl TableWriter {
         put_varint(record.len() as u64, &mut cell);
         put_varint(rowid as u64, &mut cell);
         cell.extend_from_slice(record);
-        if self.leaf.len() > 0 && self.leaf.used_with(LEAF_HEADER, cell.len()) > self.leaf_limit {
+        if self.leaf.len() > 0 && self.leaf.used_with(LEAF_HEADER, cell.len()) > self.fill_limit {
             self.seal_leaf()?;
         }
         self.leaf.push(&cell);
@@ -441,7 +442,7 @@ impl TableWriter {
         let entries = &self.levels[level];
         // All entries but the last are cells; the last is the right child.
         let cells: usize = entries.iter().map(|&(_, k)| 4 + varint_len(k as u64)).sum();
-        if INTERIOR_HEADER + 2 * entries.len() + cells > self.pages.usable() {
+        if INTERIOR_HEADER + 2 * entries.len() + cells > self.fill_limit {
             // Full with this one as a cell: the page keeps all but its last
             // entry, which opens the next page with the new one, so that no
             // page is left with a right child and no cell.
@@ -513,7 +514,7 @@ impl TableWriter {
 /// an interior page holds records: the one between two pages moves up.
 pub(super) struct IndexWriter {
     pages: NewPages,
-    leaf_limit: usize,
+    fill_limit: usize,
     leaf: Cells,
     /// Interior levels, lowest first: the cells (child page, then the
     /// record after everything under it) of the page each fills.
@@ -526,10 +527,10 @@ impl IndexWriter {
     /// its leaves filled to `fill` (0.5 to 1) of a page.
     pub fn new(path: &Path, root: u32, fill: f64) -> Result<IndexWriter> {
         let pages = NewPages::open(path, root)?;
-        let leaf_limit = (pages.usable() as f64 * fill.clamp(0.5, 1.0)) as usize;
+        let fill_limit = (pages.usable() as f64 * fill.clamp(0.5, 1.0)) as usize;
         Ok(IndexWriter {
             pages,
-            leaf_limit,
+            fill_limit,
             leaf: Cells::default(),
             levels: Vec::new(),
             buf: Vec::new(),
@@ -555,7 +556,7 @@ impl IndexWriter {
         cell.extend_from_slice(record);
         // Two records always fit in a page: a leaf is sealed with one at
         // least after its last moves up.
-        if self.leaf.len() > 1 && self.leaf.used_with(LEAF_HEADER, cell.len()) > self.leaf_limit {
+        if self.leaf.len() > 1 && self.leaf.used_with(LEAF_HEADER, cell.len()) > self.fill_limit {
             // The leaf's last record goes up, between this leaf and the next.
             let last = self.leaf.ends.len() - 1;
             let from = if last == 0 {
@@ -599,7 +600,7 @@ impl IndexWriter {
         cell.extend_from_slice(&child.to_be_bytes());
         cell.extend_from_slice(divider);
         let cells = &self.levels[level];
-        if cells.len() > 1 && cells.used_with(INTERIOR_HEADER, cell.len()) > self.pages.usable() {
+        if cells.len() > 1 && cells.used_with(INTERIOR_HEADER, cell.len()) > self.fill_limit {
             // Full: its last cell's child becomes its right child, and that
             // cell's record goes up, between this page and the next.
             let mut cells = std::mem::take(&mut self.levels[level]);
