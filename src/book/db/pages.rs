@@ -217,10 +217,15 @@ struct NewPages {
     root: u32,
     /// Pages written so far after the file's last one.
     written: u32,
+    /// Bytes of a page filled with cells at most (the rest left free:
+    /// interior pages too, or a leaf split would split its parent).
+    fill_limit: usize,
 }
 
 impl NewPages {
-    fn open(path: &Path, root: u32) -> Result<NewPages> {
+    /// The tree whose root is page `root` of the book at `path`, its pages
+    /// filled to `fill` (0.5 to 1).
+    fn open(path: &Path, root: u32, fill: f64) -> Result<NewPages> {
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
@@ -245,6 +250,7 @@ impl NewPages {
             geometry,
             root,
             written: 0,
+            fill_limit: (geometry.usable as f64 * fill.clamp(0.5, 1.0)) as usize,
         })
     }
 
@@ -252,8 +258,20 @@ impl NewPages {
         self.geometry.usable
     }
 
-    fn blank(&self) -> Vec<u8> {
-        vec![0u8; self.geometry.page_size]
+    /// A page of type `kind` holding `cells`; an interior one has its
+    /// `right` child.
+    fn image(&self, kind: u8, cells: &Cells, right: Option<u32>) -> Vec<u8> {
+        let mut page = vec![0u8; self.geometry.page_size];
+        let header = if right.is_some() {
+            INTERIOR_HEADER
+        } else {
+            LEAF_HEADER
+        };
+        lay_out(&mut page, self.usable(), kind, header, cells.iter());
+        if let Some(right) = right {
+            page[8..12].copy_from_slice(&right.to_be_bytes());
+        }
+        page
     }
 
     fn write_at(&mut self, number: u32, page: &[u8]) -> Result<()> {
@@ -349,9 +367,6 @@ impl Cells {
 /// interior pages are written as they fill, the root last at its page.
 pub(super) struct TableWriter {
     pages: NewPages,
-    /// Bytes of a page filled with cells at most (the rest left free:
-    /// interior pages too, or a leaf split would split its parent).
-    fill_limit: usize,
     leaf: Cells,
     leaf_last: i64,
     /// Interior levels, lowest first: each the (child page, largest rowid
@@ -370,11 +385,9 @@ impl TableWriter {
     /// Starts the B-tree of the empty table whose root is page `root` of
     /// the book at `path`, its leaves filled to `fill` (0.5 to 1) of a page.
     pub fn new(path: &Path, root: u32, fill: f64) -> Result<TableWriter> {
-        let pages = NewPages::open(path, root)?;
-        let fill_limit = (pages.usable() as f64 * fill.clamp(0.5, 1.0)) as usize;
+        let pages = NewPages::open(path, root, fill)?;
         Ok(TableWriter {
             pages,
-            fill_limit,
             leaf: Cells::default(),
             leaf_last: 0,
             levels: Vec::new(),
@@ -404,7 +417,9 @@ impl TableWriter {
         put_varint(record.len() as u64, &mut cell);
         put_varint(rowid as u64, &mut cell);
         cell.extend_from_slice(record);
-        if self.leaf.len() > 0 && self.leaf.used_with(LEAF_HEADER, cell.len()) > self.fill_limit {
+        if self.leaf.len() > 0
+            && self.leaf.used_with(LEAF_HEADER, cell.len()) > self.pages.fill_limit
+        {
             self.seal_leaf()?;
         }
         self.leaf.push(&cell);
@@ -422,15 +437,7 @@ impl TableWriter {
     }
 
     fn leaf_image(&self) -> Vec<u8> {
-        let mut page = self.pages.blank();
-        lay_out(
-            &mut page,
-            self.pages.usable(),
-            0x0d,
-            LEAF_HEADER,
-            self.leaf.iter(),
-        );
-        page
+        self.pages.image(0x0d, &self.leaf, None)
     }
 
     /// Lists page `child` (rowids up to `last`) in interior level `level`,
@@ -442,7 +449,7 @@ impl TableWriter {
         let entries = &self.levels[level];
         // All entries but the last are cells; the last is the right child.
         let cells: usize = entries.iter().map(|&(_, k)| 4 + varint_len(k as u64)).sum();
-        if INTERIOR_HEADER + 2 * entries.len() + cells > self.fill_limit {
+        if INTERIOR_HEADER + 2 * entries.len() + cells > self.pages.fill_limit {
             // Full with this one as a cell: the page keeps all but its last
             // entry, which opens the next page with the new one, so that no
             // page is left with a right child and no cell.
@@ -460,10 +467,10 @@ impl TableWriter {
 
     /// An interior page of `entries` (the last as its right child).
     fn interior_image(&self, entries: &[(u32, i64)]) -> Vec<u8> {
-        let mut page = self.pages.blank();
-        let Some((&(right, _), cells)) = entries.split_last() else {
-            return page;
-        };
+        // A level always holds two entries or more when its page is made.
+        let (right, cells) = entries
+            .split_last()
+            .map_or((0, &[][..]), |(&(right, _), cells)| (right, cells));
         let mut all = Cells::default();
         let mut cell = Vec::with_capacity(13);
         for &(child, key) in cells {
@@ -472,15 +479,7 @@ impl TableWriter {
             put_varint(key as u64, &mut cell);
             all.push(&cell);
         }
-        lay_out(
-            &mut page,
-            self.pages.usable(),
-            0x05,
-            INTERIOR_HEADER,
-            all.iter(),
-        );
-        page[8..12].copy_from_slice(&right.to_be_bytes());
-        page
+        self.pages.image(0x05, &all, Some(right))
     }
 
     /// Writes what is left, the top page at the table's root, and the
@@ -514,7 +513,6 @@ impl TableWriter {
 /// an interior page holds records: the one between two pages moves up.
 pub(super) struct IndexWriter {
     pages: NewPages,
-    fill_limit: usize,
     leaf: Cells,
     /// Interior levels, lowest first: the cells (child page, then the
     /// record after everything under it) of the page each fills.
@@ -526,11 +524,9 @@ impl IndexWriter {
     /// Starts the B-tree whose root is page `root` of the book at `path`,
     /// its leaves filled to `fill` (0.5 to 1) of a page.
     pub fn new(path: &Path, root: u32, fill: f64) -> Result<IndexWriter> {
-        let pages = NewPages::open(path, root)?;
-        let fill_limit = (pages.usable() as f64 * fill.clamp(0.5, 1.0)) as usize;
+        let pages = NewPages::open(path, root, fill)?;
         Ok(IndexWriter {
             pages,
-            fill_limit,
             leaf: Cells::default(),
             levels: Vec::new(),
             buf: Vec::new(),
@@ -556,7 +552,9 @@ impl IndexWriter {
         cell.extend_from_slice(record);
         // Two records always fit in a page: a leaf is sealed with one at
         // least after its last moves up.
-        if self.leaf.len() > 1 && self.leaf.used_with(LEAF_HEADER, cell.len()) > self.fill_limit {
+        if self.leaf.len() > 1
+            && self.leaf.used_with(LEAF_HEADER, cell.len()) > self.pages.fill_limit
+        {
             // The leaf's last record goes up, between this leaf and the next.
             let last = self.leaf.ends.len() - 1;
             let from = if last == 0 {
@@ -578,15 +576,7 @@ impl IndexWriter {
     }
 
     fn leaf_image(&self) -> Vec<u8> {
-        let mut page = self.pages.blank();
-        lay_out(
-            &mut page,
-            self.pages.usable(),
-            0x0a,
-            LEAF_HEADER,
-            self.leaf.iter(),
-        );
-        page
+        self.pages.image(0x0a, &self.leaf, None)
     }
 
     /// Lists page `child` in interior level `level`, followed by
@@ -600,7 +590,7 @@ impl IndexWriter {
         cell.extend_from_slice(&child.to_be_bytes());
         cell.extend_from_slice(divider);
         let cells = &self.levels[level];
-        if cells.len() > 1 && cells.used_with(INTERIOR_HEADER, cell.len()) > self.fill_limit {
+        if cells.len() > 1 && cells.used_with(INTERIOR_HEADER, cell.len()) > self.pages.fill_limit {
             // Full: its last cell's child becomes its right child, and that
             // cell's record goes up, between this page and the next.
             let mut cells = std::mem::take(&mut self.levels[level]);
@@ -624,16 +614,7 @@ impl IndexWriter {
     }
 
     fn interior_image(&self, cells: &Cells, right: u32) -> Vec<u8> {
-        let mut page = self.pages.blank();
-        lay_out(
-            &mut page,
-            self.pages.usable(),
-            0x02,
-            INTERIOR_HEADER,
-            cells.iter(),
-        );
-        page[8..12].copy_from_slice(&right.to_be_bytes());
-        page
+        self.pages.image(0x02, cells, Some(right))
     }
 
     /// Writes what is left, the top page at the root, and the header.
@@ -788,16 +769,21 @@ mod tests {
         assert_eq!((a, z), (1, 2));
     }
 
-    /// `n` rows in rowid order with every kind of value, about one in a
-    /// hundred too large for a page of 4 KB.
-    fn rows(n: i64, seed: u64) -> Vec<Row> {
+    /// Pseudo-random numbers (xorshift), the same for a seed.
+    fn xorshift(seed: u64) -> impl FnMut() -> u64 {
         let mut x = seed | 1;
-        let mut next = move || {
+        move || {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
             x
-        };
+        }
+    }
+
+    /// `n` rows in rowid order with every kind of value, about one in a
+    /// hundred too large for a page of 4 KB.
+    fn rows(n: i64, seed: u64) -> Vec<Row> {
+        let mut next = xorshift(seed);
         let ints = [
             0i64,
             1,
@@ -876,13 +862,7 @@ mod tests {
     /// `n` distinct `(a, b)` keys in index order (integers, then text as
     /// SQLite's BINARY collation compares it), each with a blob.
     fn keyed(n: usize, seed: u64) -> Vec<(i64, String, Vec<u8>)> {
-        let mut x = seed | 1;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = xorshift(seed);
         let mut rows: Vec<(i64, String, Vec<u8>)> = (0..n)
             .map(|i| {
                 let r = next();
@@ -989,15 +969,8 @@ mod tests {
             .expect("root")
         };
         let (table, index) = (root("g"), root("sqlite_autoindex_g_1"));
-        let mut x = 99u64;
-        let mut hashes: Vec<(i64, i64)> = (1..=40_000)
-            .map(|id| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                (x as i64, id)
-            })
-            .collect();
+        let mut next = xorshift(99);
+        let mut hashes: Vec<(i64, i64)> = (1..=40_000).map(|id| (next() as i64, id)).collect();
         let mut record = Vec::new();
         let mut t = TableWriter::new(&path, table, 1.0).expect("table");
         for &(h, id) in &hashes {
