@@ -825,7 +825,7 @@ mod tests {
                     _ => Some(f64::from_bits(next() >> 2)),
                 };
                 let s = "é".repeat((r >> 16) as usize % 64 * 7);
-                let b = if r % 97 == 0 {
+                let b = if r.is_multiple_of(97) {
                     vec![9; 5000]
                 } else {
                     vec![(r >> 24) as u8; (r >> 32) as usize % 200]
@@ -866,7 +866,7 @@ mod tests {
         let mut rows: Vec<(i64, String, Vec<u8>)> = (0..n)
             .map(|i| {
                 let r = next();
-                let a = (r % 50) as i64 - 25 + if r % 7 == 0 { i64::MIN / 3 } else { 0 };
+                let a = (r % 50) as i64 - 25 + if r.is_multiple_of(7) { i64::MIN / 3 } else { 0 };
                 // Records of up to 70 bytes: a page of 512 holds them whole.
                 let b = format!("{}{i}", "ü".repeat((r >> 8) as usize % 10));
                 (a, b, vec![(r >> 16) as u8; (r >> 24) as usize % 40])
