@@ -1,12 +1,14 @@
-//! A new table's rows written as SQLite's own pages, for `build`: a rowid
-//! table filled in rowid order, without SQLite's per-row insert (bound
-//! parameters, a record made by the VDBE, a B-tree insert: about 1 us a
-//! row, most of a build's writing).
+//! A new book's tables written as SQLite's own pages, for `build`: rows in
+//! key order into an empty table's B-tree, without SQLite's per-row insert
+//! (bound parameters, a record made by the VDBE, a B-tree insert: about
+//! 1 us a row, most of a build's writing).
 //!
 //! The pages follow SQLite's file format (<https://sqlite.org/fileformat2.html>):
-//! records, table leaves filled to a chosen share (room left for rows
-//! learned later), interior pages above them, the root written at the
-//! table's own root page, the new pages after the file's last one. The
+//! records, a rowid table's B-tree ([`TableWriter`]) or an index B-tree
+//! (`WITHOUT ROWID` tables and indexes, [`IndexWriter`]), leaves and
+//! interior pages filled to a chosen share (room left for rows learned
+//! later), the top page written at the tree's own root page, the new pages
+//! after the file's last one. The
 //! file's header then counts them and moves its change counter, so that
 //! SQLite reads the file afresh at its next transaction, as it does after
 //! another process's write. SQLite must have no transaction open meanwhile
