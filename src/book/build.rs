@@ -504,7 +504,11 @@ pub fn build_book(
     let mut counter = Counter {
         agg: (!from_start).then(|| Aggregate::new(!filter.no_tails)),
         filter: shared,
-        journal: Journal::create(journal_file.path(), sort_bytes)?,
+        journal: Journal::create(
+            journal_file.path(),
+            sort_bytes,
+            (spill.memory as f64 * JOURNAL_MEMORY_SHARE) as u64,
+        )?,
         sources: Vec::new(),
         tails: !filter.no_tails,
         limit: (spill.memory as f64 * AGGREGATE_SHARE) as u64,

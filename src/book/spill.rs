@@ -264,6 +264,11 @@ impl SortRecord for (u32, Entry) {
 pub struct Journal {
     file: BufWriter<File>,
     path: std::path::PathBuf,
+    /// The records, while they fit `in_memory_limit` bytes: a journal read
+    /// from memory is then never written to its file and read back (a read
+    /// that held up both cores between the passes).
+    in_memory: Option<Vec<u8>>,
+    in_memory_limit: u64,
     offset: u64,
     entries: Sorter<Entry>,
     /// Games appended.
@@ -297,8 +302,9 @@ pub struct Distinct {
 impl Journal {
     /// A new journal at `path` (the caller removes the file); the places
     /// of its games are sorted within `sort_bytes` of memory, in runs
-    /// beside it.
-    pub fn create(path: &Path, sort_bytes: u64) -> Result<Journal> {
+    /// beside it. Its records are held in memory, not written, while they
+    /// take at most `in_memory_limit` bytes.
+    pub fn create(path: &Path, sort_bytes: u64, in_memory_limit: u64) -> Result<Journal> {
         let file = File::create(path)
             .with_context(|| format!("cannot create the temporary file {}", path.display()))?;
         let dir = crate::atomic_file::directory_of(path);
@@ -309,6 +315,8 @@ impl Journal {
         Ok(Journal {
             file: BufWriter::with_capacity(1 << 20, file),
             path: path.to_path_buf(),
+            in_memory: (in_memory_limit > 0).then(Vec::new),
+            in_memory_limit,
             offset: 0,
             entries: Sorter::new(sort_bytes, dir, &format!("{name}.places")),
             games: 0,
@@ -327,9 +335,17 @@ impl Journal {
 
     /// Appends a record [`record`] made of the game with this `hash`.
     pub fn append_record(&mut self, hash: u64, record: &[u8], source: u32) -> Result<()> {
-        self.file
-            .write_all(record)
-            .with_context(|| format!("cannot write to {}", self.path.display()))?;
+        match &mut self.in_memory {
+            Some(held) if (held.len() + record.len()) as u64 <= self.in_memory_limit => {
+                held.extend_from_slice(record);
+            }
+            _ => {
+                self.write_held()?;
+                self.file
+                    .write_all(record)
+                    .with_context(|| format!("cannot write to {}", self.path.display()))?;
+            }
+        }
         self.entries.push(Entry {
             hash,
             source,
@@ -342,8 +358,21 @@ impl Journal {
         Ok(())
     }
 
+    /// The records held in memory written to the file, and no more held
+    /// there (the journal has outgrown its share of memory, or is read from
+    /// the file).
+    fn write_held(&mut self) -> Result<()> {
+        if let Some(held) = self.in_memory.take() {
+            self.file
+                .write_all(&held)
+                .with_context(|| format!("cannot write to {}", self.path.display()))?;
+        }
+        Ok(())
+    }
+
     /// Every game written so far, in order (the journal stays open).
     pub fn replay(&mut self, f: impl FnMut(Game) -> Result<()>) -> Result<()> {
+        self.write_held()?;
         self.file
             .flush()
             .with_context(|| format!("cannot write to {}", self.path.display()))?;
@@ -437,7 +466,7 @@ impl Journal {
             JournalReader {
                 file,
                 path: self.path,
-                bytes: None,
+                bytes: self.in_memory,
                 len: self.offset,
                 repeats,
             },
@@ -553,6 +582,9 @@ impl JournalReader {
     /// Reads the whole journal into memory, for [`JournalReader::for_each`]
     /// and [`JournalReader::read`].
     pub fn load(&mut self) -> Result<()> {
+        if self.bytes.is_some() {
+            return Ok(());
+        }
         let bytes = std::fs::read(&self.path)
             .with_context(|| format!("reading {}", self.path.display()))?;
         self.bytes = Some(bytes);
@@ -1127,14 +1159,14 @@ pub(super) const PART_SHARE: f64 = 0.3;
 /// (the position, its moves and its top games: 530 bytes measured on 2 M
 /// generated games), for choosing the number of key ranges.
 pub(super) const PART_BYTES_PER_POSITION: u64 = 600;
-/// A journal up to this share of the budget is held in memory for its two
-/// reads (and counted on two threads).
 /// SQLite's page caches while key ranges are counted and written, then
 /// while the games are, then while the values are (shares of the budget).
 pub(super) const CACHE_SHARE_COUNTING: f64 = 0.05;
 pub(super) const CACHE_SHARE_WRITING: f64 = 0.25;
 pub(super) const CACHE_SHARE_VALUES: f64 = 0.5;
 
+/// A journal up to this share of the budget is held in memory for its two
+/// reads (and counted on two threads).
 pub(super) const JOURNAL_MEMORY_SHARE: f64 = 0.1;
 
 /// Inputs of more PGN than this (decompressed, estimated) make a new book
@@ -1448,7 +1480,7 @@ mod tests {
         let key = |i: u64| Key(i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x5EED);
         // 3,000 games of 30 positions: 10 of a pool of 60 that many games
         // reach, then 20 that this game alone reaches.
-        let mut journal = Journal::create(&path, 1 << 20).expect("journal");
+        let mut journal = Journal::create(&path, 1 << 20, 0).expect("journal");
         // A first filter far too small for the 60,000 single positions.
         let mut first = SharedFilter::new(1 << 13);
         for g in 0..3_000u64 {
@@ -1484,6 +1516,63 @@ mod tests {
         }
         // About 20,000 keys a range, 2^19 bits to tell them: well under 1%.
         assert!(sharper_false < 300, "{sharper_false} false positives");
+    }
+
+    #[test]
+    fn a_journal_reads_back_alike_held_in_memory_outgrowing_it_or_on_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let key = |i: u64| Key(i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x5EED);
+        // 200 games (every tenth one read twice).
+        let games: Vec<Game> = (0..200u64)
+            .flat_map(|g| {
+                let keys: Vec<Key> = (0..8).map(|p| key(g * 8 + p)).collect();
+                let game = game_through(g, &keys);
+                let again = (g % 10 == 0).then(|| game.clone());
+                std::iter::once(game).chain(again)
+            })
+            .collect();
+        let read_back = |name: &str, in_memory_limit: u64, replay_midway: bool| {
+            let path = dir.path().join(name);
+            let mut journal = Journal::create(&path, 1 << 20, in_memory_limit).expect("journal");
+            let mut replayed = 0;
+            for (i, g) in games.iter().enumerate() {
+                journal.append(g, 0).expect("append");
+                if replay_midway && i == 50 {
+                    journal.replay(|_| Ok(replayed += 1)).expect("replay");
+                }
+            }
+            let (reader, distinct) = journal
+                .finish(&["t".to_string()], true, 1 << 20)
+                .expect("finish");
+            let file_len = std::fs::metadata(&path).expect("file").len();
+            let mut hashes = Vec::new();
+            reader.for_each(|g| Ok(hashes.push(g.hash))).expect("read");
+            (
+                hashes,
+                distinct.repeats,
+                reader.loaded(),
+                file_len,
+                replayed,
+            )
+        };
+        let (on_file, repeats, loaded, file_len, _) = read_back("file", 0, false);
+        assert_eq!(repeats, 20);
+        assert_eq!(on_file, (0..200).collect::<Vec<u64>>(), "each game once");
+        assert!(!loaded && file_len > 10_000, "{file_len} bytes");
+        // All of it in memory: nothing written, nothing to load.
+        let held = read_back("held", 1 << 20, false);
+        assert_eq!(
+            (held.0, held.1, held.2, held.3),
+            (on_file.clone(), 20, true, 0)
+        );
+        // Past 5 KB the held records go to the file and the rest follows.
+        let outgrown = read_back("outgrown", 5_000, false);
+        assert_eq!(outgrown.0, on_file);
+        assert!(!outgrown.2 && outgrown.3 == file_len);
+        // A replay (a build spilling its counts) reads what was held.
+        let replayed = read_back("replayed", 1 << 20, true);
+        assert_eq!((replayed.0, replayed.4), (on_file.clone(), 51));
+        assert!(!replayed.2 && replayed.3 == file_len);
     }
 
     #[test]
