@@ -463,6 +463,12 @@ impl Book {
             };
             write_move_pages(path, move_roots, &edge_rows, &links)?;
             crate::peak_memory::trace("moves written");
+            // The pages so far go to the disk while the values are made:
+            // the sync that ends the build then waits for the rest only
+            // (its errors are that sync's to report).
+            scope.spawn(move || {
+                let _ = std::fs::File::open(path).and_then(|f| f.sync_data());
+            });
             let (g, rows, tops) = worker
                 .join()
                 .map_err(|_| anyhow!("the evaluation thread panicked"))?;
