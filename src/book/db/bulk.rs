@@ -1337,13 +1337,28 @@ fn prepare_graph(
     moves_ready((edge_rows, links));
     // The lists are moved, not encoded here: this thread values the graph
     // next, and the writer encodes each list as it binds it.
-    let mut rows: Vec<(NodeInfo, TopList)> = nodes
+    let (unsorted, mut unsorted_tops): (Vec<NodeInfo>, Tops) = nodes
         .into_iter()
         .chain(more)
         .map(|(key, n)| (node_info(key, &n), n.top))
+        .unzip();
+    // Keys sorted with their places, then the rows taken in that order:
+    // sorting the rows themselves moves ten times the bytes.
+    let mut order: Vec<(i64, u32)> = unsorted
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.key.to_sql(), i as u32))
         .collect();
-    rows.par_sort_unstable_by_key(|(n, _)| n.key.to_sql());
-    let (mut node_list, tops): (Vec<NodeInfo>, Tops) = rows.into_iter().unzip();
+    order.par_sort_unstable();
+    let mut node_list: Vec<NodeInfo> = order
+        .par_iter()
+        .map(|&(_, i)| unsorted[i as usize])
+        .collect();
+    let tops: Tops = order
+        .iter()
+        .map(|&(_, i)| std::mem::take(&mut unsorted_tops[i as usize]))
+        .collect();
+    drop_apart((unsorted, unsorted_tops, order));
     let rows = node_list.len();
     node_list.extend(heads);
     Prepared {
