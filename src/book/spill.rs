@@ -1538,7 +1538,12 @@ mod tests {
             for (i, g) in games.iter().enumerate() {
                 journal.append(g, 0).expect("append");
                 if replay_midway && i == 50 {
-                    journal.replay(|_| Ok(replayed += 1)).expect("replay");
+                    journal
+                        .replay(|_| {
+                            replayed += 1;
+                            Ok(())
+                        })
+                        .expect("replay");
                 }
             }
             let (reader, distinct) = journal
@@ -1546,7 +1551,12 @@ mod tests {
                 .expect("finish");
             let file_len = std::fs::metadata(&path).expect("file").len();
             let mut hashes = Vec::new();
-            reader.for_each(|g| Ok(hashes.push(g.hash))).expect("read");
+            reader
+                .for_each(|g| {
+                    hashes.push(g.hash);
+                    Ok(())
+                })
+                .expect("read");
             (
                 hashes,
                 distinct.repeats,
