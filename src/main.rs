@@ -46,6 +46,9 @@ struct SearchArgs {
     /// Milliseconds per search, instead of --nodes.
     #[arg(long)]
     movetime: Option<u64>,
+    /// Plies per search (UCI `go depth`), instead of --nodes.
+    #[arg(long, conflicts_with_all = ["movetime", "nodes"])]
+    depth: Option<u32>,
     /// Engines searching in parallel (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
@@ -85,10 +88,7 @@ impl AnalysisArgs {
         let search = &self.search;
         Ok(analyze::Options {
             engine: analyze::parse_engine(search.engine.as_deref())?,
-            budget: match search.movetime {
-                Some(ms) => Budget::Movetime(ms),
-                None => Budget::Nodes(search.nodes),
-            },
+            budget: Budget::from_limits(search.nodes, search.movetime, search.depth)?,
             threads: search
                 .threads
                 .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
@@ -105,6 +105,7 @@ impl LearnAnalysisArgs {
             search: SearchArgs {
                 nodes: self.analysis_nodes,
                 movetime: None,
+                depth: None,
                 threads: None,
                 engine: self.analysis_engine.clone(),
             },
@@ -140,6 +141,13 @@ enum Command {
     /// adding its best moves outside the book as engine moves, searched, and
     /// re-evaluating at once. Resumable: an expanded position is not expanded again.
     Grow(GrowArgs),
+    /// Improve a book overnight with a strong UCI engine: passes of analysis in the order
+    /// that pays most (--plan), each position by priority (the chance its answer changes
+    /// what is played), until --time. Resumable with --journal (results kept in part files
+    /// a rerun, or another machine with the same games, reads back); --shard I/N searches
+    /// one shard into the journal, the book only read, and a run without --shard then
+    /// stores every part: a Slurm array does in a night what one machine does in N.
+    Improve(ImproveArgs),
     /// Recompute every value from scratch.
     Reevaluate(ReevaluateArgs),
     /// Write a Polyglot .bin book.
@@ -381,6 +389,34 @@ struct GrowArgs {
     /// positions too, as Lincke's expansion; 3: the games' tree where it thins out).
     #[arg(long, default_value_t = 0)]
     min_games: u32,
+}
+
+/// Arguments of `learnbook improve`.
+#[derive(Args)]
+struct ImproveArgs {
+    #[command(flatten)]
+    book: BookArg,
+    /// The analysing UCI engine, as the match runner takes it:
+    /// "cmd=stockfish,option.Threads=1,option.Hash=16" (builtin: the search core).
+    #[arg(long)]
+    engine: String,
+    /// Passes, `;` separated, each `games=G[,ply=P],nodes=N` (or depth=D, movetime=MS):
+    /// the positions with at least G games to ply P and their children, at that budget.
+    #[arg(long, default_value = learnbook::analyze::improve::DEFAULT_PLAN)]
+    plan: String,
+    /// Stop after this long: 90s, 30m, 8h (what was searched is kept).
+    #[arg(long, value_parser = parse_duration)]
+    time: Option<std::time::Duration>,
+    /// Engines searching in parallel (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// A folder of the results as part files: read back at the start, appended to as the
+    /// run goes (see docs/COMMANDS.md).
+    #[arg(long, value_name = "DIR")]
+    journal: Option<PathBuf>,
+    /// Search shard I of N (or auto/N under Slurm) into the journal; the book is only read.
+    #[arg(long, value_name = "I/N", requires = "journal")]
+    shard: Option<Shard>,
 }
 
 /// `90`, `90s`, `30m`, `2h` as a duration.
@@ -851,6 +887,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Build(args) => args.run(),
         Command::Analyze(args) => args.run(),
         Command::Grow(args) => args.run(),
+        Command::Improve(args) => args.run(),
         Command::Merge(args) => args.run(),
         Command::Learn(args) => args.run(),
         Command::Show(args) => args.run(),
@@ -955,6 +992,37 @@ impl AnalyzeArgs {
         };
         eprint!("{}", summary.report());
         if summary.interrupted {
+            return Ok(ExitCode::from(130));
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+impl ImproveArgs {
+    fn run(self) -> Result<ExitCode> {
+        use learnbook::analyze::{self, improve};
+        let opts = improve::ImproveOptions {
+            engine: analyze::parse_engine(Some(&self.engine))?,
+            threads: self
+                .threads
+                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+            plan: improve::parse_plan(&self.plan).context("bad --plan")?,
+            deadline: self.time.map(|t| std::time::Instant::now() + t),
+            journal: self.journal,
+            shard: self.shard,
+            progress: true,
+        };
+        let mut b = if opts.shard.is_some() {
+            // Only read: the shards may share the book's file.
+            Book::open(&self.book.book)?;
+            Book::open_read_only(&self.book.book)?
+        } else {
+            Book::open(&self.book.book)?
+        };
+        learnbook::interrupt::stop_on_sigint();
+        let summary = improve::run(&mut b, &opts)?;
+        eprint!("{}", summary.report());
+        if learnbook::interrupt::interrupted() {
             return Ok(ExitCode::from(130));
         }
         Ok(ExitCode::SUCCESS)
@@ -1125,6 +1193,7 @@ impl SuiteArgs {
                 search: SearchArgs {
                     nodes: self.nodes,
                     movetime: self.movetime,
+                    depth: None,
                     threads: self.threads,
                     engine: self.engine.clone(),
                 },

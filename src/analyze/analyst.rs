@@ -78,7 +78,9 @@ pub enum EngineChoice {
         weights: Box<Weights>,
         label: String,
     },
-    Uci(EngineSpec),
+    /// A UCI engine; `label` is its `id name` (name and version), read
+    /// when the choice was made ([`EngineChoice::uci`]).
+    Uci { spec: EngineSpec, label: String },
 }
 
 impl EngineChoice {
@@ -86,8 +88,20 @@ impl EngineChoice {
     pub fn label(&self) -> String {
         match self {
             EngineChoice::Builtin { label, .. } => label.clone(),
-            EngineChoice::Uci(spec) => spec.name.clone(),
+            EngineChoice::Uci { label, .. } => label.clone(),
         }
+    }
+
+    /// A UCI engine, started once to read the name and version it gives
+    /// (`id name`), which label its scores; the spec's `name=` where it
+    /// gives none.
+    pub fn uci(spec: EngineSpec) -> Result<EngineChoice> {
+        let engine = UciEngine::start(&spec)
+            .map_err(|e| anyhow!("cannot start engine {:?}: {e}", spec.name))?;
+        let label = engine
+            .id_name()
+            .map_or_else(|| spec.name.clone(), str::to_string);
+        Ok(EngineChoice::Uci { spec, label })
     }
 
     /// Starts one engine (one per thread).
@@ -97,7 +111,7 @@ impl EngineChoice {
                 searcher: Searcher::new(8, (**weights).clone()),
                 budget,
             }),
-            EngineChoice::Uci(spec) => Box::new(Uci {
+            EngineChoice::Uci { spec, .. } => Box::new(Uci {
                 engine: UciEngine::start(spec)
                     .map_err(|e| anyhow!("cannot start engine {:?}: {e}", spec.name))?,
                 budget,
@@ -116,15 +130,15 @@ impl Analyst for Builtin {
         if fresh {
             self.searcher.clear();
         }
+        let (nodes, movetime, depth) = match self.budget {
+            Budget::Nodes(n) => (Some(n), None, None),
+            Budget::Movetime(ms) => (None, Some(ms), None),
+            Budget::Depth(d) => (None, None, Some(i32::try_from(d).unwrap_or(i32::MAX))),
+        };
         let limits = Limits {
-            nodes: match self.budget {
-                Budget::Nodes(n) => Some(n),
-                Budget::Movetime(_) => None,
-            },
-            movetime: match self.budget {
-                Budget::Movetime(ms) => Some(ms),
-                Budget::Nodes(_) => None,
-            },
+            nodes,
+            movetime,
+            depth,
             searchmoves: searchmoves.to_vec(),
             ..Limits::default()
         };
@@ -151,6 +165,9 @@ impl Uci {
         match self.budget {
             Budget::Nodes(n) => (format!("nodes {n}"), Duration::from_secs(120)),
             Budget::Movetime(ms) => (format!("movetime {ms}"), Duration::from_millis(ms)),
+            // A deep search of a quiet opening position takes seconds; one
+            // that takes ten minutes is a hung engine.
+            Budget::Depth(d) => (format!("depth {d}"), Duration::from_secs(600)),
         }
     }
 }

@@ -9,6 +9,8 @@
 
 pub mod analyst;
 pub mod grow;
+pub mod improve;
+pub mod journal;
 pub mod pool;
 pub mod quality;
 pub mod targets;
@@ -37,6 +39,8 @@ use std::path::Path;
 pub enum Budget {
     Nodes(u64),
     Movetime(u64),
+    /// Plies of iterative deepening (UCI `go depth`).
+    Depth(u32),
 }
 
 impl std::fmt::Display for Budget {
@@ -44,7 +48,48 @@ impl std::fmt::Display for Budget {
         match self {
             Budget::Nodes(n) => write!(f, "nodes={n}"),
             Budget::Movetime(ms) => write!(f, "movetime={ms}"),
+            Budget::Depth(d) => write!(f, "depth={d}"),
         }
+    }
+}
+
+impl Budget {
+    /// The budget a stored `analysis.budget` names (`None`: not one of ours).
+    pub fn parse(s: &str) -> Option<Budget> {
+        let (kind, n) = s.split_once('=')?;
+        match kind {
+            "nodes" => n.parse().ok().map(Budget::Nodes),
+            "movetime" => n.parse().ok().map(Budget::Movetime),
+            "depth" => n.parse().ok().map(Budget::Depth),
+            _ => None,
+        }
+    }
+
+    /// Whether a search made with `self` is at least as deep as one with
+    /// `other` would be: the same kind of budget, at least as large.
+    /// Budgets of different kinds are not compared (a run at one kind
+    /// searches again what another kind stored).
+    pub fn covers(&self, other: &Budget) -> bool {
+        match (self, other) {
+            (Budget::Nodes(a), Budget::Nodes(b)) => a >= b,
+            (Budget::Movetime(a), Budget::Movetime(b)) => a >= b,
+            (Budget::Depth(a), Budget::Depth(b)) => a >= b,
+            _ => false,
+        }
+    }
+
+    /// The budget from the command line's `--nodes`, `--movetime` and
+    /// `--depth` (at most one of the last two).
+    pub fn from_limits(nodes: u64, movetime: Option<u64>, depth: Option<u32>) -> Result<Budget> {
+        Ok(match (movetime, depth) {
+            (Some(_), Some(_)) => bail!("give --movetime or --depth, not both"),
+            (Some(0), None) => bail!("--movetime must be at least 1"),
+            (Some(ms), None) => Budget::Movetime(ms),
+            (None, Some(0)) => bail!("--depth must be at least 1"),
+            (None, Some(d)) => Budget::Depth(d),
+            (None, None) if nodes == 0 => bail!("--nodes must be at least 1"),
+            (None, None) => Budget::Nodes(nodes),
+        })
     }
 }
 
@@ -152,16 +197,18 @@ pub fn analyse_target(
 /// batches (each its own transaction, with the values it changes), so that
 /// a run killed at any point keeps what it stored and a rerun continues.
 pub fn run_targets(book: &mut Book, todo: Vec<Target>, opts: &Options) -> Result<Summary> {
-    run_targets_into(todo, opts, &mut |batch| {
+    run_targets_into(todo, opts, None, &mut |batch| {
         book.store_analysis(batch).map(drop)
     })
 }
 
 /// [`run_targets`], each batch handed to `store` (the book, or a shard's
-/// analysis file).
+/// analysis file); at `deadline` the searches running are finished and
+/// stored, the rest left (as on Ctrl-C).
 fn run_targets_into(
     todo: Vec<Target>,
     opts: &Options,
+    deadline: Option<Instant>,
     store: &mut dyn FnMut(&[Analysis]) -> Result<()>,
 ) -> Result<Summary> {
     let start = Instant::now();
@@ -202,6 +249,9 @@ fn run_targets_into(
             Ok(())
         };
         while stored < total && failure.is_none() {
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                break;
+            }
             let r = match pool.next(Duration::from_millis(500)) {
                 pool::Next::Done(r) => r,
                 // On Ctrl-C the workers stop taking jobs.
@@ -295,7 +345,7 @@ pub fn run_shard(book: &Book, opts: &Options, shard: Shard, out: &Path) -> Resul
         .into_iter()
         .filter(|t| shard.owns(t.key.0))
         .partition(|t| !in_file.contains(&t.key));
-    let mut s = run_targets_into(todo, opts, &mut |batch| file.store(batch))?;
+    let mut s = run_targets_into(todo, opts, None, &mut |batch| file.store(batch))?;
     s.already = done.len();
     Ok(s)
 }
@@ -407,7 +457,7 @@ pub fn parse_engine(spec: Option<&str>) -> Result<EngineChoice> {
             if e.proto != crate::play::protocol::Proto::Uci {
                 return Err(anyhow!("--engine: analysis needs a UCI engine (proto=uci)"));
             }
-            Ok(EngineChoice::Uci(e))
+            EngineChoice::uci(e)
         }
     }
 }

@@ -90,7 +90,7 @@ impl Options {
     /// helps produce what it judges).
     fn judge(&self) -> Result<EngineSpec> {
         match super::parse_engine(Some(&self.judge))? {
-            super::EngineChoice::Uci(spec) => Ok(spec),
+            super::EngineChoice::Uci { spec, .. } => Ok(spec),
             super::EngineChoice::Builtin { .. } => Err(anyhow!(
                 "--judge must be an external UCI engine (the judge never helps produce what it judges)"
             )),

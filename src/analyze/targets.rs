@@ -2,15 +2,22 @@
 //! `min_games` games (interior: the position and its best move outside the
 //! book are searched) and every book move's child of those with fewer games
 //! (the analysis's leaves: the position is searched). Found by walking the
-//! book from the start position, so each target comes with its board.
+//! book from the start position, so each target comes with its board, and
+//! taken in the order in which its answer can change what is played (see
+//! [`Target::priority`]), so that a run stopped early spent its time where
+//! it matters.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use anyhow::Result;
 use shakmaty::{Chess, Position};
 
+use super::Budget;
 use crate::book::{
-    keys::{Key, MoveCode},
+    db::Analysis,
+    keys::{Key, KeyMap, MoveCode},
+    minimax::option_weights,
+    select::choice_of,
     Book,
 };
 
@@ -23,6 +30,14 @@ pub struct Target {
     pub interior: bool,
     /// The book moves with games: the deviation search leaves them out.
     pub book_moves: Vec<MoveCode>,
+    /// How much its answer can change what is played: `(reach + share) *
+    /// (0.2 + closeness)`, `reach` the probability that two players of the
+    /// book's `weighted` choices reach it from the start, `share` the
+    /// games through it over the start's, `closeness` in `[0, 1]` how near
+    /// its options are to each other (interior) or its move is to its
+    /// parent's choice (leaf), as the fourth root of the ratio of their
+    /// `weighted` probabilities.
+    pub priority: f64,
 }
 
 /// The positions still to analyse, and how many are already analysed with
@@ -33,14 +48,41 @@ pub struct Targets {
     pub done: usize,
 }
 
-/// A book move with games: its code, the child's board, key and games, and
-/// whether the child is checkmate or stalemate.
-type Child = (MoveCode, Chess, Key, u32, bool);
+/// A book move with games and its child.
+struct Child {
+    mv: MoveCode,
+    pos: Chess,
+    key: Key,
+    games: u32,
+    /// The child is checkmate or stalemate.
+    exact: bool,
+    /// The probability `weighted` plays the move.
+    p: f64,
+}
 
-/// The book moves of `pos` that have games, with their children.
-fn book_children(book: &Book, pos: &Chess, key: Key) -> Result<Vec<Child>> {
+/// The book moves of `pos` that have games, with their children, and the
+/// largest and second largest probability `weighted` gives an option here
+/// (leaving the book included).
+fn book_children(book: &Book, pos: &Chess, key: Key) -> Result<(Vec<Child>, f64, f64)> {
+    let moves = book.moves(key)?;
+    let probabilities = match book.position(key)? {
+        Some(parent) => {
+            let choices: Vec<_> = moves.iter().filter_map(choice_of).collect();
+            option_weights(&parent, &choices, &book.settings.params)
+        }
+        None => Vec::new(),
+    };
+    let (mut first, mut second) = (0.0f64, 0.0f64);
+    for &(_, p) in &probabilities {
+        if p > first {
+            second = first;
+            first = p;
+        } else if p > second {
+            second = p;
+        }
+    }
     let mut out = Vec::new();
-    for m in book.moves(key)? {
+    for m in moves {
         if m.q.is_none() || m.child_games == 0 || m.counts.total() == 0 {
             continue;
         }
@@ -49,9 +91,33 @@ fn book_children(book: &Book, pos: &Chess, key: Key) -> Result<Vec<Child>> {
         };
         let mut next = pos.clone();
         next.play_unchecked(mv);
-        out.push((m.mv, next, child, m.child_games, m.child_exact));
+        let p = probabilities
+            .iter()
+            .find(|(o, _)| *o == Some(m.mv))
+            .map_or(0.0, |o| o.1);
+        out.push(Child {
+            mv: m.mv,
+            pos: next,
+            key: child,
+            games: m.child_games,
+            exact: m.child_exact,
+            p,
+        });
     }
-    Ok(out)
+    Ok((out, first, second))
+}
+
+/// `closeness` of [`Target::priority`] from a ratio of probabilities.
+fn closeness(p: f64, top: f64) -> f64 {
+    if top > 0.0 {
+        (p / top).clamp(0.0, 1.0).powf(0.25)
+    } else {
+        0.0
+    }
+}
+
+fn priority(reach: f64, share: f64, closeness: f64) -> f64 {
+    (reach + share) * (0.2 + closeness)
 }
 
 /// Collects targets, each position once.
@@ -62,19 +128,59 @@ struct Walk<'a> {
     budget: &'a str,
     /// Positions already a target or queued.
     seen: HashSet<Key>,
+    /// The probability that `weighted` play reaches a position.
+    reach: HashMap<Key, f64>,
+    /// Games through the start position (at least 1).
+    root_games: f64,
+    /// Results not in the book that answer a target too.
+    known: Option<&'a KeyMap<Key, Analysis>>,
+    /// Children deeper than this are no targets.
+    max_ply: Option<u32>,
+    /// The ply of the position being expanded.
+    ply: u32,
     out: Targets,
 }
 
+/// Whether a stored analysis answers what `engine` at `budget` would: by
+/// the same engine at a budget at least as large of the same kind (a deeper
+/// budget upgrades a shallower one; nothing is searched twice at one
+/// budget), and for an interior position made with the same book moves.
+pub fn answered(stored: &Analysis, t: &Target, engine: &str, budget: &str) -> bool {
+    let deep_enough = stored.budget == budget
+        || matches!(
+            (Budget::parse(&stored.budget), Budget::parse(budget)),
+            (Some(have), Some(want)) if have.covers(&want)
+        );
+    stored.engine == engine
+        && deep_enough
+        && (!t.interior || (stored.interior && stored.book_moves as usize == t.book_moves.len()))
+}
+
 impl Walk<'_> {
-    /// Adds `t` unless it already has a valid analysis by this engine at
-    /// this budget (for an interior position: made with the same book moves).
+    fn new<'a>(book: &'a Book, min_games: u32, engine: &'a str, budget: &'a str) -> Walk<'a> {
+        Walk {
+            book,
+            min_games,
+            engine,
+            budget,
+            seen: HashSet::new(),
+            reach: HashMap::new(),
+            root_games: 1.0,
+            known: None,
+            max_ply: None,
+            ply: 0,
+            out: Targets::default(),
+        }
+    }
+
+    /// Adds `t` unless it is already [`answered`].
     fn add(&mut self, t: Target) -> Result<()> {
-        let done = match self.book.analysis(t.key)? {
-            Some(a) if a.engine == self.engine && a.budget == self.budget => {
-                !t.interior || (a.interior && a.book_moves as usize == t.book_moves.len())
-            }
-            _ => false,
-        };
+        let known = self.known.and_then(|k| k.get(&t.key));
+        let done = known.is_some_and(|a| answered(a, &t, self.engine, self.budget))
+            || match self.book.analysis(t.key)? {
+                Some(a) => answered(&a, &t, self.engine, self.budget),
+                None => false,
+            };
         if done {
             self.out.done += 1;
         } else {
@@ -85,22 +191,28 @@ impl Walk<'_> {
 
     /// Adds `pos` as an interior target and its children with fewer than
     /// `min_games` games as leaves; returns its other children not seen yet.
-    fn expand(&mut self, pos: Chess, key: Key) -> Result<Vec<(Chess, Key)>> {
-        let kids = book_children(self.book, &pos, key)?;
-        let book_moves = kids.iter().map(|k| k.0).collect();
+    fn expand(&mut self, pos: Chess, key: Key, games: u32) -> Result<Vec<(Chess, Key, u32)>> {
+        let (kids, first, second) = book_children(self.book, &pos, key)?;
+        let book_moves = kids.iter().map(|k| k.mv).collect();
+        let reach = self.reach.get(&key).copied().unwrap_or(0.0);
+        // Past `max_ply` a child with many games is searched as a leaf.
+        let expand_children = self.max_ply.is_none_or(|m| self.ply < m);
         let mut busy = Vec::new();
-        for (_, child_pos, child, games, exact) in kids {
-            if exact || !self.seen.insert(child) {
+        for c in kids {
+            *self.reach.entry(c.key).or_insert(0.0) += reach * c.p;
+            if c.exact || !self.seen.insert(c.key) {
                 continue;
             }
-            if games >= self.min_games {
-                busy.push((child_pos, child));
+            if c.games >= self.min_games && expand_children {
+                busy.push((c.pos, c.key, c.games));
             } else {
+                let share = f64::from(c.games) / self.root_games;
                 self.add(Target {
-                    key: child,
-                    pos: child_pos,
+                    key: c.key,
+                    pos: c.pos,
                     interior: false,
                     book_moves: Vec::new(),
+                    priority: priority(reach * c.p, share, closeness(c.p, first)),
                 })?;
             }
         }
@@ -109,35 +221,61 @@ impl Walk<'_> {
             pos,
             interior: true,
             book_moves,
+            priority: priority(
+                reach,
+                f64::from(games) / self.root_games,
+                closeness(second, first),
+            ),
         })?;
         Ok(busy)
     }
 }
 
-/// Walks the book breadth first from the start position (shallow, important
-/// positions first).
+/// Walks the book breadth first from the start position, then orders the
+/// targets by [`Target::priority`], highest first.
 pub fn find(book: &Book, min_games: u32, engine: &str, budget: &str) -> Result<Targets> {
-    let mut walk = Walk {
-        book,
-        min_games,
-        engine,
-        budget,
-        seen: HashSet::new(),
-        out: Targets::default(),
-    };
+    find_within(book, min_games, None, engine, budget, &KeyMap::default())
+}
+
+/// [`find`], to at most `max_ply` plies from the start, a target also
+/// answered by a row of `known` (results not yet in the book: a shard's
+/// journal).
+pub fn find_within(
+    book: &Book,
+    min_games: u32,
+    max_ply: Option<u32>,
+    engine: &str,
+    budget: &str,
+    known: &KeyMap<Key, Analysis>,
+) -> Result<Targets> {
+    let mut walk = Walk::new(book, min_games, engine, budget);
+    walk.known = Some(known);
+    walk.max_ply = max_ply;
     let root = Chess::default();
     let root_key = crate::book::keys::polyglot_key(&root);
     let Some(node) = book.position(root_key)? else {
         return Ok(walk.out);
     };
+    let root_games = node.counts.total();
+    walk.root_games = f64::from(root_games.max(1));
+    walk.reach.insert(root_key, 1.0);
     let mut queue = VecDeque::new();
-    if node.counts.total() >= min_games.max(1) {
-        queue.push_back((root, root_key));
+    if root_games >= min_games.max(1) {
+        queue.push_back((root, root_key, root_games, 0));
         walk.seen.insert(root_key);
     }
-    while let Some((pos, key)) = queue.pop_front() {
-        queue.extend(walk.expand(pos, key)?);
+    while let Some((pos, key, games, ply)) = queue.pop_front() {
+        walk.ply = ply;
+        queue.extend(
+            walk.expand(pos, key, games)?
+                .into_iter()
+                .map(|(p, k, g)| (p, k, g, ply + 1)),
+        );
     }
+    // Stable: equal priorities stay breadth first.
+    walk.out
+        .todo
+        .sort_by(|a, b| b.priority.total_cmp(&a.priority));
     Ok(walk.out)
 }
 
@@ -150,14 +288,7 @@ pub fn on_path(
     engine: &str,
     budget: &str,
 ) -> Result<Targets> {
-    let mut walk = Walk {
-        book,
-        min_games,
-        engine,
-        budget,
-        seen: HashSet::new(),
-        out: Targets::default(),
-    };
+    let mut walk = Walk::new(book, min_games, engine, budget);
     let mut expanded = HashSet::new();
     for pos in positions {
         let key = crate::book::keys::polyglot_key(pos);
@@ -167,7 +298,7 @@ pub fn on_path(
         if node.counts.total() < min_games.max(1) || node.exact.is_some() || !expanded.insert(key) {
             continue;
         }
-        walk.expand(pos.clone(), key)?;
+        walk.expand(pos.clone(), key, node.counts.total())?;
     }
     Ok(walk.out)
 }
@@ -180,14 +311,7 @@ pub fn leaves(
     engine: &str,
     budget: &str,
 ) -> Result<Targets> {
-    let mut walk = Walk {
-        book,
-        min_games: u32::MAX,
-        engine,
-        budget,
-        seen: HashSet::new(),
-        out: Targets::default(),
-    };
+    let mut walk = Walk::new(book, u32::MAX, engine, budget);
     for (key, pos) in positions {
         if walk.seen.insert(*key) {
             walk.add(Target {
@@ -195,6 +319,7 @@ pub fn leaves(
                 pos: pos.clone(),
                 interior: false,
                 book_moves: Vec::new(),
+                priority: 0.0,
             })?;
         }
     }

@@ -263,6 +263,8 @@ fn move_deadline(req: &Request) -> Instant {
 pub struct UciEngine {
     spec: EngineSpec,
     p: Process,
+    /// What the engine calls itself (`id name`: name and version).
+    id_name: Option<String>,
     /// The engine offers the `MultiPV` option.
     has_multipv: bool,
     /// `MultiPV` as last set (1 unless the spec or `analyse_lines` set it).
@@ -276,8 +278,15 @@ impl UciEngine {
         let mut p = Process::spawn(&spec.argv, spec.dir.as_deref(), &spec.name)?;
         p.send("uci")?;
         let mut has_multipv = false;
+        let mut id_name = None;
         p.until(Instant::now() + HANDSHAKE, "uciok", |l| {
             has_multipv |= l.starts_with("option name MultiPV ");
+            if let Some(n) = l.strip_prefix("id name ") {
+                let n = n.trim();
+                if !n.is_empty() {
+                    id_name = Some(n.chars().take(100).collect());
+                }
+            }
             l.trim() == "uciok"
         })?;
         let mut multipv = 1;
@@ -290,6 +299,7 @@ impl UciEngine {
         let mut e = UciEngine {
             spec: spec.clone(),
             p,
+            id_name,
             has_multipv,
             multipv,
             last_bestmove: String::new(),
@@ -469,6 +479,11 @@ impl UciEngine {
         };
         let best = self.bestmove(pos)?;
         Ok(Analysed { best, score, depth })
+    }
+
+    /// The engine's `id name` (name and version), if it sent one.
+    pub fn id_name(&self) -> Option<&str> {
+        self.id_name.as_deref()
     }
 
     /// Whether `analyse_lines` gets its lines from one search (the engine

@@ -1,0 +1,377 @@
+//! `learnbook improve`: a night of a strong engine spent on a book, in the
+//! order that pays most, resumable, and split across machines.
+//!
+//! A plan is a list of passes, each an analysis (see [`super::run`]) of the
+//! positions with at least `games` games to at most `ply` plies, at one
+//! budget, taken by priority ([`super::targets::Target::priority`]). The
+//! default plan first gives every position where games thin out a search
+//! score at a modest budget (where the book's choice rests on a handful of
+//! games), then searches the most played positions again deeper (where a
+//! few centipawns decide between sound moves), then the rest of the book.
+//! A deeper pass upgrades what a shallower one stored; nothing is searched
+//! twice at one budget.
+//!
+//! With `--journal DIR` every result also goes to a part file of DIR
+//! ([`super::journal`]), read back at the next start: a run killed at any
+//! point, or moved to another machine with the same games, carries on.
+//! With `--shard I/N` the book is only read and the shard's positions
+//! (key modulo N) go to its own part; `improve --journal DIR` without a
+//! shard then stores every part in the book: N machines do in a night what
+//! one does in N nights.
+
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+
+use super::{journal, run_targets_into, targets, Budget, EngineChoice, Options, Summary};
+use crate::book::{
+    db::Analysis,
+    keys::{Key, KeyMap},
+    Book,
+};
+use crate::shard::Shard;
+
+/// One pass of a plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pass {
+    /// Positions with at least this many games are analysed with their
+    /// moves; their children with fewer as leaves.
+    pub min_games: u32,
+    /// Positions at most this many plies from the start (their children as
+    /// leaves); `None`: any.
+    pub max_ply: Option<u32>,
+    pub budget: Budget,
+}
+
+impl std::fmt::Display for Pass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "games={}", self.min_games)?;
+        if let Some(p) = self.max_ply {
+            write!(f, ",ply={p}")?;
+        }
+        write!(f, ",{}", self.budget)
+    }
+}
+
+impl std::str::FromStr for Pass {
+    type Err = String;
+    /// `games=3,ply=20,nodes=50000` (`depth=D` or `movetime=MS` instead of
+    /// nodes; `ply` optional).
+    fn from_str(s: &str) -> Result<Pass, String> {
+        let (mut games, mut ply, mut budget) = (None, None, None);
+        for field in s.split(',').map(str::trim) {
+            let (k, v) = field
+                .split_once('=')
+                .ok_or_else(|| format!("{field:?} in pass {s:?} is not key=value"))?;
+            let number = || -> Result<u64, String> {
+                v.parse()
+                    .map_err(|_| format!("{k}={v:?} in pass {s:?} is not a number"))
+            };
+            match k {
+                "games" => games = Some(u32::try_from(number()?).map_err(|e| e.to_string())?),
+                "ply" => ply = Some(u32::try_from(number()?).map_err(|e| e.to_string())?),
+                "nodes" | "depth" | "movetime" => {
+                    if budget.is_some() {
+                        return Err(format!("pass {s:?} has two budgets"));
+                    }
+                    budget = Budget::parse(field).filter(|b| match b {
+                        Budget::Nodes(n) | Budget::Movetime(n) => *n > 0,
+                        Budget::Depth(d) => *d > 0,
+                    });
+                    if budget.is_none() {
+                        return Err(format!("{field:?} in pass {s:?} is not a budget"));
+                    }
+                }
+                _ => {
+                    return Err(format!(
+                        "unknown {k:?} in pass {s:?} (games, ply, nodes, depth, movetime)"
+                    ))
+                }
+            }
+        }
+        let min_games = games.ok_or_else(|| format!("pass {s:?} has no games="))?;
+        if min_games == 0 {
+            return Err(format!("games= in pass {s:?} must be at least 1"));
+        }
+        Ok(Pass {
+            min_games,
+            max_ply: ply,
+            budget: budget.ok_or_else(|| format!("pass {s:?} has no budget (nodes=N)"))?,
+        })
+    }
+}
+
+/// The default plan (see the module's doc). The budgets suit Stockfish on
+/// one thread; the first pass takes about 5 hours of two cores on the
+/// master games.
+pub const DEFAULT_PLAN: &str =
+    "games=3,ply=20,nodes=50000;games=50,ply=16,nodes=1000000;games=3,nodes=50000";
+
+/// Parses `a;b;c` into passes.
+pub fn parse_plan(s: &str) -> Result<Vec<Pass>> {
+    let plan = s
+        .split(';')
+        .filter(|p| !p.trim().is_empty())
+        .map(|p| p.parse::<Pass>().map_err(anyhow::Error::msg))
+        .collect::<Result<Vec<_>>>()?;
+    if plan.is_empty() {
+        bail!("the plan has no pass");
+    }
+    Ok(plan)
+}
+
+#[derive(Clone, Debug)]
+pub struct ImproveOptions {
+    pub engine: EngineChoice,
+    pub threads: usize,
+    pub plan: Vec<Pass>,
+    /// Stop searching then (what is done is kept).
+    pub deadline: Option<Instant>,
+    pub journal: Option<std::path::PathBuf>,
+    /// Search only this shard's positions, into the journal; the book is
+    /// only read.
+    pub shard: Option<Shard>,
+    pub progress: bool,
+}
+
+/// What a run did: the journal read, then each pass.
+#[derive(Debug, Default)]
+pub struct ImproveSummary {
+    pub journal_parts: usize,
+    pub journal_rows: usize,
+    /// Rows of the journal stored in the book (new to it).
+    pub journal_stored: usize,
+    pub journal_cut_short: usize,
+    pub passes: Vec<(Pass, Summary)>,
+    pub out_of_time: bool,
+}
+
+impl ImproveSummary {
+    pub fn report(&self) -> String {
+        let mut s = String::new();
+        if self.journal_parts > 0 {
+            s.push_str(&format!(
+                "journal: {} parts, {} results, {} new to the book{}\n",
+                self.journal_parts,
+                self.journal_rows,
+                self.journal_stored,
+                if self.journal_cut_short > 0 {
+                    format!(
+                        "; {} parts end in a batch cut short (dropped)",
+                        self.journal_cut_short
+                    )
+                } else {
+                    String::new()
+                }
+            ));
+        }
+        for (pass, summary) in &self.passes {
+            s.push_str(&format!("pass {pass}: {}", summary.report()));
+        }
+        if self.out_of_time {
+            s.push_str("out of time: run again (with the same journal) to continue\n");
+        }
+        s
+    }
+}
+
+/// Runs the plan on `book` (see the module's doc).
+pub fn run(book: &mut Book, opts: &ImproveOptions) -> Result<ImproveSummary> {
+    let mut out = ImproveSummary::default();
+    let engine = opts.engine.label();
+    let fingerprint = book.fingerprint()?;
+    // What the journal holds, by position: stored in the book (one machine)
+    // or kept beside it (a shard reads the book only).
+    let mut known: KeyMap<Key, Analysis> = KeyMap::default();
+    if let Some(dir) = &opts.journal {
+        let loaded = journal::load(dir, &fingerprint)?;
+        out.journal_parts = loaded.parts;
+        out.journal_rows = loaded.rows.len();
+        out.journal_cut_short = loaded.cut_short;
+        if opts.shard.is_none() {
+            out.journal_stored = store_new(book, loaded.rows)?;
+        } else {
+            for row in loaded.rows {
+                keep_stronger(&mut known, row);
+            }
+        }
+    }
+    let mut writer = match &opts.journal {
+        Some(dir) => Some(journal::Writer::create(
+            dir,
+            &part_name(opts.shard),
+            &fingerprint,
+        )?),
+        None => None,
+    };
+    for pass in &opts.plan {
+        if opts.deadline.is_some_and(|d| Instant::now() >= d) {
+            out.out_of_time = true;
+            break;
+        }
+        let found = targets::find_within(
+            book,
+            pass.min_games,
+            pass.max_ply,
+            &engine,
+            &pass.budget.to_string(),
+            &known,
+        )?;
+        let todo: Vec<_> = match opts.shard {
+            Some(s) => found.todo.into_iter().filter(|t| s.owns(t.key.0)).collect(),
+            None => found.todo,
+        };
+        let analysis = Options {
+            engine: opts.engine.clone(),
+            budget: pass.budget,
+            threads: opts.threads,
+            min_games: pass.min_games,
+            batch: 256,
+            progress: opts.progress,
+        };
+        let shard = opts.shard;
+        let mut store = |batch: &[Analysis]| -> Result<()> {
+            if shard.is_none() {
+                book.store_analysis(batch)?;
+            }
+            if let Some(w) = writer.as_mut() {
+                w.append(batch)?;
+            }
+            for a in batch {
+                keep_stronger(&mut known, a.clone());
+            }
+            Ok(())
+        };
+        let mut summary = run_targets_into(todo, &analysis, opts.deadline, &mut store)?;
+        summary.already = found.done;
+        let stopped = summary.left > 0;
+        out.passes.push((*pass, summary));
+        if stopped {
+            out.out_of_time = opts.deadline.is_some_and(|d| Instant::now() >= d);
+            break;
+        }
+    }
+    Ok(out)
+}
+
+/// A part's name: when it started and which shard (a requeued shard
+/// starts a new part; the old one is read back).
+fn part_name(shard: Option<Shard>) -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let pid = std::process::id();
+    match shard {
+        Some(s) => format!("part-{secs}-{pid}-shard-{}-of-{}", s.index, s.count),
+        None => format!("part-{secs}-{pid}"),
+    }
+}
+
+/// Keeps, for each position, the deeper of two results of one engine and
+/// kind of budget, else the later.
+fn keep_stronger(known: &mut KeyMap<Key, Analysis>, row: Analysis) {
+    match known.get(&row.key) {
+        Some(old) if old.engine == row.engine && stronger(old, &row) => {}
+        _ => {
+            known.insert(row.key, row);
+        }
+    }
+}
+
+/// `a` was searched with a larger budget than `b`, of the same kind.
+fn stronger(a: &Analysis, b: &Analysis) -> bool {
+    match (Budget::parse(&a.budget), Budget::parse(&b.budget)) {
+        (Some(x), Some(y)) => x.covers(&y) && x != y,
+        _ => false,
+    }
+}
+
+/// Stores the journal's rows the book lacks (the stronger of two for a
+/// position), in batches; returns how many.
+fn store_new(book: &mut Book, rows: Vec<Analysis>) -> Result<usize> {
+    let mut best: KeyMap<Key, Analysis> = KeyMap::default();
+    for row in rows {
+        keep_stronger(&mut best, row);
+    }
+    let mut new = Vec::new();
+    for row in best.into_values() {
+        let have = book.analysis(row.key)?;
+        let same = have.as_ref().is_some_and(|h| {
+            h.engine == row.engine
+                && h.interior == row.interior
+                && h.book_moves == row.book_moves
+                && (h.budget == row.budget || stronger(h, &row))
+        });
+        if !same {
+            new.push(row);
+        }
+    }
+    // Key order: the batches touch nearby pages.
+    new.sort_by_key(|a| a.key.0);
+    for batch in new.chunks(2048) {
+        book.store_analysis(batch)
+            .context("storing the journal's results in the book")?;
+    }
+    Ok(new.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passes_parse_and_print_back() {
+        let plan = parse_plan(DEFAULT_PLAN).unwrap();
+        assert_eq!(plan.len(), 3);
+        assert_eq!(
+            plan[0],
+            Pass {
+                min_games: 3,
+                max_ply: Some(20),
+                budget: Budget::Nodes(50_000)
+            }
+        );
+        let text: Vec<String> = plan.iter().map(ToString::to_string).collect();
+        assert_eq!(text.join(";"), DEFAULT_PLAN);
+        assert_eq!(
+            "games=5,depth=18".parse::<Pass>().unwrap().budget,
+            Budget::Depth(18)
+        );
+        for bad in [
+            "",
+            "games=3",
+            "nodes=10",
+            "games=0,nodes=10",
+            "games=3,nodes=0",
+            "games=3,nodes=10,depth=5",
+            "games=3,nodes=x",
+            "games=3,speed=5,nodes=1",
+            "games=3;nodes=1",
+        ] {
+            assert!(parse_plan(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_deeper_result_is_kept_over_a_shallower_one() {
+        let row = |budget: &str, score| Analysis {
+            key: Key(5),
+            score,
+            depth: 10,
+            interior: false,
+            deviation: None,
+            dev_move: None,
+            dev_depth: None,
+            book_moves: 0,
+            engine: "Stockfish 15.1".into(),
+            budget: budget.into(),
+            grown: None,
+        };
+        let mut known = KeyMap::default();
+        keep_stronger(&mut known, row("nodes=1000000", 30));
+        keep_stronger(&mut known, row("nodes=50000", 10));
+        assert_eq!(known[&Key(5)].score, 30);
+        keep_stronger(&mut known, row("nodes=2000000", 40));
+        assert_eq!(known[&Key(5)].score, 40);
+    }
+}
