@@ -566,6 +566,59 @@ fn analyze_pipeline(cluster: &Cluster, built: &Path) {
     );
 }
 
+/// The overnight recipe (`improve`): 2 shards into one journal through a
+/// job array, stored in a copy of the book by the merge job, equal one
+/// unsharded run on another copy.
+fn improve_pipeline(cluster: &Cluster, built: &Path) {
+    const PLAN: &str = "games=20,nodes=1500;games=80,ply=4,nodes=3000";
+    let (a, b) = (
+        cluster.path("improved-one.sqlite"),
+        cluster.path("improved-shards.sqlite"),
+    );
+    fs::copy(built, &a).expect("copy");
+    fs::copy(built, &b).expect("copy");
+    let t = Instant::now();
+    ok(&[
+        "improve",
+        "--book",
+        s(&a),
+        "--engine",
+        "builtin",
+        "--plan",
+        PLAN,
+        "--threads",
+        "1",
+    ]);
+    let unsharded = t.elapsed();
+    let work = cluster.path("improve");
+    let t = Instant::now();
+    let (array, merge) = cluster.submit(
+        "improve",
+        &[
+            ("BOOK", s(&b)),
+            ("ENGINE", "builtin"),
+            ("WORK", s(&work)),
+            ("LEARNBOOK", bin()),
+            ("SHARDS", "2"),
+            ("PLAN", PLAN),
+        ],
+    );
+    cluster.wait_job(&merge, "COMPLETED", None);
+    let sharded = t.elapsed();
+    assert_eq!(cluster.task_states(&array), vec!["COMPLETED"; 2]);
+    let analysed = common::count(&a, "SELECT count(*) FROM analysis");
+    assert!(analysed > 0, "the unsharded run analysed nothing");
+    for table in ["analysis", "positions"] {
+        assert_eq!(differences(&a, &b, table, "*"), (0, 0), "{table} rows");
+    }
+    println!(
+        "improve ({analysed} rows, plan {PLAN}): 2 shards through Slurm + merge {:.1} s; \
+         one unsharded run (--threads 1) {:.1} s",
+        sharded.as_secs_f64(),
+        unsharded.as_secs_f64()
+    );
+}
+
 /// The self-play pipeline: 8 games in 4 shards, merged, are the bytes one
 /// run writes.
 fn selfplay_pipeline(cluster: &Cluster) {
@@ -647,5 +700,6 @@ fn slurm_job_arrays_merge_to_what_one_run_gives() {
     );
     let built = build_pipeline(&cluster);
     analyze_pipeline(&cluster, &built);
+    improve_pipeline(&cluster, &built);
     selfplay_pipeline(&cluster);
 }

@@ -196,14 +196,8 @@ pub fn run(book: &mut Book, opts: &ImproveOptions) -> Result<ImproveSummary> {
             }
         }
     }
-    let mut writer = match &opts.journal {
-        Some(dir) => Some(journal::Writer::create(
-            dir,
-            &part_name(opts.shard),
-            &fingerprint,
-        )?),
-        None => None,
-    };
+    // Made at the first result: a run that searches nothing leaves no part.
+    let mut writer: Option<journal::Writer> = None;
     for pass in &opts.plan {
         if opts.deadline.is_some_and(|d| Instant::now() >= d) {
             out.out_of_time = true;
@@ -230,12 +224,22 @@ pub fn run(book: &mut Book, opts: &ImproveOptions) -> Result<ImproveSummary> {
             progress: opts.progress,
         };
         let shard = opts.shard;
+        let (dir, fingerprint) = (opts.journal.as_deref(), fingerprint.as_str());
+        // The journal first: after a kill it holds all the book does.
         let mut store = |batch: &[Analysis]| -> Result<()> {
+            if let Some(dir) = dir {
+                let w = match writer.as_mut() {
+                    Some(w) => w,
+                    None => writer.insert(journal::Writer::create(
+                        dir,
+                        &part_name(shard),
+                        fingerprint,
+                    )?),
+                };
+                w.append(batch)?;
+            }
             if shard.is_none() {
                 book.store_analysis(batch)?;
-            }
-            if let Some(w) = writer.as_mut() {
-                w.append(batch)?;
             }
             for a in batch {
                 keep_stronger(&mut known, a.clone());

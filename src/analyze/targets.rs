@@ -173,14 +173,22 @@ impl Walk<'_> {
         }
     }
 
-    /// Adds `t` unless it is already [`answered`].
-    fn add(&mut self, t: Target) -> Result<()> {
-        let known = self.known.and_then(|k| k.get(&t.key));
-        let done = known.is_some_and(|a| answered(a, &t, self.engine, self.budget))
-            || match self.book.analysis(t.key)? {
-                Some(a) => answered(&a, &t, self.engine, self.budget),
-                None => false,
-            };
+    /// Adds `t` unless it is already [`answered`]. A leaf analysed before
+    /// as an interior position is searched as one again: a deeper search
+    /// of the position alone would drop its deviation.
+    fn add(&mut self, mut t: Target) -> Result<()> {
+        let stored = match self.known.and_then(|k| k.get(&t.key)) {
+            Some(a) => Some(a.clone()),
+            None => self.book.analysis(t.key)?,
+        };
+        if !t.interior && stored.as_ref().is_some_and(|a| a.interior) {
+            let (kids, _, _) = book_children(self.book, &t.pos, t.key)?;
+            t.interior = true;
+            t.book_moves = kids.iter().map(|k| k.mv).collect();
+        }
+        let done = stored
+            .as_ref()
+            .is_some_and(|a| answered(a, &t, self.engine, self.budget));
         if done {
             self.out.done += 1;
         } else {

@@ -1,0 +1,229 @@
+//! `improve`: passes of analysis by priority with a journal. A run killed
+//! midway and run again, a run moved to a fresh copy of the book through
+//! its journal, and two shards stored after, all end with the analysis
+//! and values one uninterrupted run gives. Bad plans and another book's
+//! journal are clear errors.
+
+mod common;
+
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+    thread,
+    time::{Duration, Instant},
+};
+
+use common::{bin, count, differences, ok, run, s, sample};
+use tempfile::TempDir;
+
+/// Two small passes: the busy positions at a few thousand nodes, then the
+/// busiest again deeper (an upgrade of what the first stored).
+const PLAN: &str = "games=12,nodes=1500;games=60,ply=6,nodes=4000";
+
+fn sample_book(dir: &Path, name: &str) -> PathBuf {
+    let book = dir.join(name);
+    ok(&["build", "--book", s(&book), s(&sample())]);
+    book
+}
+
+fn improve(book: &Path, journal: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "improve",
+        "--book",
+        s(book),
+        "--engine",
+        "builtin",
+        "--plan",
+        PLAN,
+        "--threads",
+        "2",
+        "--journal",
+        s(journal),
+    ];
+    args.extend_from_slice(extra);
+    ok(&args)
+}
+
+/// Journal lines (results) in every part of `dir`.
+fn journal_rows(dir: &Path) -> usize {
+    let mut n = 0;
+    for e in std::fs::read_dir(dir).expect("journal dir") {
+        let path = e.expect("entry").path();
+        let mut text = String::new();
+        // A part cut short by a kill reads up to the cut.
+        let _ = std::io::Read::read_to_string(
+            &mut flate2::read::MultiGzDecoder::new(std::fs::File::open(&path).expect("part")),
+            &mut text,
+        );
+        n += text.lines().filter(|l| !l.starts_with('#')).count();
+    }
+    n
+}
+
+fn assert_same_analysis(a: &Path, b: &Path) {
+    for table in ["analysis", "positions"] {
+        assert_eq!(
+            differences(a, b, table, "*"),
+            (0, 0),
+            "{table} differ between {} and {}",
+            a.display(),
+            b.display()
+        );
+    }
+}
+
+#[test]
+fn killed_resumed_moved_and_sharded_runs_end_as_one_run() {
+    let dir = TempDir::new().expect("tmp");
+    let d = dir.path();
+
+    // One run, start to end.
+    let one = sample_book(d, "one.sqlite");
+    let out = improve(&one, &d.join("j-one"), &[]);
+    let report = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        report.contains("pass games=12,nodes=1500: analysed"),
+        "{report}"
+    );
+    let rows = count(&one, "SELECT count(*) FROM analysis");
+    let deep = count(
+        &one,
+        "SELECT count(*) FROM analysis WHERE budget = 'nodes=4000'",
+    );
+    assert!(
+        rows > 100 && deep > 5 && deep < rows,
+        "{rows} {deep}\n{report}"
+    );
+    assert_eq!(
+        count(&one, "SELECT count(DISTINCT engine) FROM analysis"),
+        1
+    );
+
+    // Killed midway (SIGKILL, after some results reached the journal),
+    // then run again with the same journal.
+    let killed = sample_book(d, "killed.sqlite");
+    let journal = d.join("j-killed");
+    let mut child = Command::new(bin())
+        .args([
+            "improve",
+            "--book",
+            s(&killed),
+            "--engine",
+            "builtin",
+            "--plan",
+            PLAN,
+            "--threads",
+            "2",
+            "--journal",
+            s(&journal),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let start = Instant::now();
+    while (!journal.exists() || journal_rows(&journal) < 40)
+        && child.try_wait().expect("wait").is_none()
+    {
+        assert!(start.elapsed() < Duration::from_secs(600), "no results");
+        thread::sleep(Duration::from_millis(20));
+    }
+    let was_running = child.try_wait().expect("wait").is_none();
+    child.kill().expect("kill");
+    child.wait().expect("reap");
+    assert!(was_running, "the run ended before it could be killed");
+    let part_rows = journal_rows(&journal);
+    assert!(part_rows < rows as usize, "{part_rows} of {rows}");
+    // The book holds no result the journal lacks (the journal is written first).
+    assert!(count(&killed, "SELECT count(*) FROM analysis") as usize <= part_rows);
+    let again = improve(&killed, &journal, &[]);
+    let again = String::from_utf8_lossy(&again.stderr).into_owned();
+    assert!(again.contains("journal: 1 parts"), "{again}");
+    assert_same_analysis(&one, &killed);
+
+    // Moved: a fresh book of the same games takes the whole journal and
+    // searches nothing.
+    let moved = sample_book(d, "moved.sqlite");
+    let out = improve(&moved, &journal, &[]);
+    let report = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(report.contains("journal: 2 parts"), "{report}");
+    assert!(report.contains("analysed 0 positions"), "{report}");
+    assert_same_analysis(&one, &moved);
+
+    // Two shards into one journal (the book only read), then stored.
+    let sharded = sample_book(d, "sharded.sqlite");
+    let journal = d.join("j-shards");
+    for i in 0..2 {
+        let shard = format!("{i}/2");
+        improve(&sharded, &journal, &["--shard", &shard]);
+    }
+    assert_eq!(count(&sharded, "SELECT count(*) FROM analysis"), 0);
+    let out = improve(&sharded, &journal, &["--time", "0s"]);
+    let report = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(report.contains("journal: 2 parts"), "{report}");
+    assert_same_analysis(&one, &sharded);
+    let check = ok(&["check", "--book", s(&sharded)]);
+    assert!(String::from_utf8_lossy(&check.stdout).contains("book is consistent"));
+}
+
+#[test]
+fn bad_plans_and_another_books_journal_are_refused() {
+    let dir = TempDir::new().expect("tmp");
+    let book = sample_book(dir.path(), "b.sqlite");
+    for plan in [
+        "games=3",
+        "games=3,nodes=0",
+        "games=3,nodes=10,depth=4",
+        "x",
+    ] {
+        let out = run(&[
+            "improve",
+            "--book",
+            s(&book),
+            "--engine",
+            "builtin",
+            "--plan",
+            plan,
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{plan}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("--plan"),
+            "{plan}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // A journal made of another book: its keys would be other positions.
+    let journal = dir.path().join("j");
+    improve(&book, &journal, &[]);
+    let other = dir.path().join("other.sqlite");
+    let mut head = std::process::Command::new(bin())
+        .args(["build", "--book", s(&other), "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    {
+        use std::io::Write;
+        let mut stdin = head.stdin.take().expect("stdin");
+        stdin
+            .write_all(b"[Result \"1-0\"]\n\n1. e4 e5 2. Qh5 Nc6 3. Bc4 Nf6 4. Qxf7# 1-0\n")
+            .expect("write");
+    }
+    assert!(head.wait().expect("wait").success());
+    let out = run(&[
+        "improve",
+        "--book",
+        s(&other),
+        "--engine",
+        "builtin",
+        "--plan",
+        PLAN,
+        "--journal",
+        s(&journal),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("another book"), "{err}");
+    assert_eq!(count(&other, "SELECT count(*) FROM analysis"), 0);
+}
