@@ -1361,6 +1361,16 @@ fn a_book_replaced_by_a_rename_is_served_without_a_restart() {
         .count();
     assert!(gone > 0, "every game of {ids:?} is in the half book");
 
+    // A file that is not a book: a 500 naming the reason, the server
+    // going on; then a book again.
+    std::fs::write(&staged, b"not a book").expect("write");
+    std::fs::rename(&staged, &served).expect("rename");
+    for _ in 0..3 {
+        server
+            .get("/masters?play=e2e4")
+            .assert_error(&[500], &["cannot"]);
+    }
+
     // And back.
     std::fs::copy(&whole, &staged).expect("copy");
     std::fs::rename(&staged, &served).expect("rename");
@@ -1369,7 +1379,13 @@ fn a_book_replaced_by_a_rename_is_served_without_a_restart() {
         assert_eq!(server.get(&format!("/masters/pgn/{id}")).status, 200);
     }
     let log = std::fs::read_to_string(&server.stderr).unwrap_or_default();
-    assert!(log.contains("was replaced"), "{log}");
+    // Each replacement said once, the bad file's problem too.
+    assert_eq!(log.matches("was replaced").count(), 3, "{log}");
+    assert_eq!(
+        log.matches("cannot open the replaced book").count(),
+        1,
+        "{log}"
+    );
 }
 
 #[test]

@@ -59,6 +59,7 @@ impl BookWatch {
         let path = pool.path().to_path_buf();
         let mut watcher = Watcher {
             id: Some(file_id(&path)?),
+            tried: None,
             conn: Some(Book::open_read_only(&path)?),
             path,
             pool,
@@ -127,6 +128,8 @@ struct Watcher {
     runtime: tokio::runtime::Handle,
     /// The file open now (`None` after a reopen failed: tried again).
     id: Option<FileId>,
+    /// The last file a reopen was tried on, so that it is announced once.
+    tried: Option<FileId>,
     /// The watcher's connection (`None` while the book cannot be opened).
     conn: Option<Book>,
     /// Its last `data_version`.
@@ -145,11 +148,12 @@ impl Watcher {
             // Moved away for a moment, or deleted: the open file is served.
             Err(e) => self.report(format!("{e:#}; serving the book opened before")),
         }
-        let version = match &self.conn {
-            Some(conn) => conn.data_version(),
-            None => Err(anyhow!("the book is not open")),
+        // Not open: the failed reopen said why, and is tried again next round.
+        let Some(conn) = &self.conn else {
+            self.generation += 1;
+            return false;
         };
-        match version {
+        match conn.data_version() {
             Ok(v) => {
                 if Some(v) != self.version {
                     self.version = Some(v);
@@ -170,10 +174,13 @@ impl Watcher {
     /// The file at the path is another one: every connection is closed,
     /// then the new file opened.
     fn reopen(&mut self, id: FileId) {
-        eprintln!(
-            "learnbook serve: {} was replaced; opening the new book",
-            self.path.display()
-        );
+        if self.tried != Some(id) {
+            self.tried = Some(id);
+            eprintln!(
+                "learnbook serve: {} was replaced; opening the new book",
+                self.path.display()
+            );
+        }
         let pool = Arc::clone(&self.pool);
         let path = self.path.clone();
         let conn = &mut self.conn;
