@@ -857,9 +857,18 @@ struct ServeArgs {
     /// Book connections and the threads that read them (default: all cores).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     threads: Option<u32>,
-    /// /masters answers kept while the book does not change (0: none kept, every request reads the book).
+    /// /masters answers kept at most while the book does not change (0: none kept, every request reads the book).
     #[arg(long, default_value_t = learnbook::serve::cache::DEFAULT_ENTRIES)]
     cache: usize,
+    /// Bytes of /masters answers kept at most (a number, or with K, M or G: 64M).
+    #[arg(long, default_value = "64M", value_parser = learnbook::serve::parse_bytes)]
+    cache_bytes: usize,
+    /// Connections served at once; one more is answered 503 and closed.
+    #[arg(long, default_value_t = learnbook::serve::DEFAULT_MAX_CONNECTIONS as u32, value_parser = clap::value_parser!(u32).range(1..))]
+    max_connections: u32,
+    /// Seconds a request waits for a book connection before it is answered 503.
+    #[arg(long, default_value_t = learnbook::serve::DEFAULT_POOL_TIMEOUT_SECS, value_parser = learnbook::serve::parse_seconds)]
+    pool_timeout: f64,
 }
 
 /// Arguments of `learnbook weights`.
@@ -1629,6 +1638,9 @@ impl ServeArgs {
             cors: self.cors,
             threads: self.threads.map(|n| n as usize),
             cache: self.cache,
+            cache_bytes: self.cache_bytes,
+            max_connections: self.max_connections as usize,
+            pool_timeout: std::time::Duration::from_secs_f64(self.pool_timeout),
         })?;
         Ok(ExitCode::from(stopped.exit_code()))
     }

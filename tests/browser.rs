@@ -10,8 +10,15 @@
 //! `body[data-ready="1"]` (the current position's answer rendered) and
 //! compares with what `/masters` answers.
 //!
-//! `LEARNBOOK_SCREENSHOTS=1` also writes `docs/explorer-start.png` and
-//! `docs/explorer-deep.png`; `LEARNBOOK_EXPLORER_BOOK=PATH` serves that
+//! The page runs under the server's Content-Security-Policy: every
+//! violation the browser reports (a `securitypolicyviolation` event,
+//! recorded from before the page's first script) fails the test, and one
+//! made on purpose at the end shows that they are seen. At 1280x800 and
+//! 1200x800 the board and the moves table stand side by side (their boxes
+//! compared), and a screenshot is taken.
+//!
+//! `LEARNBOOK_SCREENSHOTS=1` also writes `docs/explorer-start.png`,
+//! `docs/explorer-deep.png` and `docs/explorer-1280.png`; `LEARNBOOK_EXPLORER_BOOK=PATH` serves that
 //! book instead of building the sample's (the screenshots in `docs/` are
 //! of the master games' book).
 
@@ -273,10 +280,27 @@ impl Browser {
             _chromedriver: chromedriver,
             _profile: profile,
         };
-        // The window's size is not the page's: set the viewport itself
-        // (through chromedriver's DevTools bridge), so screenshots are
-        // exactly width x height.
+        browser.viewport(width, height);
+        // Every page loaded from now on records the Content-Security-Policy
+        // violations it meets, from before its own scripts run.
         browser.call(
+            "POST",
+            "/goog/cdp/execute",
+            Some(json!({
+                "cmd": "Page.addScriptToEvaluateOnNewDocument",
+                "params": { "source": "window.__cspViolations = [];
+                    document.addEventListener('securitypolicyviolation', (e) =>
+                      window.__cspViolations.push(e.violatedDirective + ' ' + (e.blockedURI || 'inline') + ' ' + e.sourceFile + ':' + e.lineNumber));" },
+            })),
+        );
+        browser
+    }
+
+    /// Sets the viewport itself (the window's size is not the page's;
+    /// through chromedriver's DevTools bridge), so screenshots are exactly
+    /// width x height.
+    fn viewport(&self, width: u32, height: u32) {
+        self.call(
             "POST",
             "/goog/cdp/execute",
             Some(json!({
@@ -284,7 +308,32 @@ impl Browser {
                 "params": { "width": width, "height": height, "deviceScaleFactor": 1, "mobile": false },
             })),
         );
-        browser
+    }
+
+    /// The Content-Security-Policy violations the page has met.
+    fn csp_violations(&self) -> Vec<String> {
+        let v = self.js("return window.__cspViolations ?? null;", json!([]));
+        let list = v
+            .as_array()
+            .unwrap_or_else(|| panic!("the page does not record CSP violations: {v}"));
+        list.iter()
+            .map(|e| e.as_str().unwrap_or("").to_string())
+            .collect()
+    }
+
+    /// The page at `width` x `height`, scrolled to the top: the board's and
+    /// the moves table's boxes (left, top, right, bottom) and the page's
+    /// width.
+    fn layout(&self, width: u32, height: u32) -> Value {
+        self.viewport(width, height);
+        self.js(
+            "window.scrollTo(0, 0);
+             const box = (css) => { const r = document.querySelector(css).getBoundingClientRect();
+                                    return [r.left, r.top, r.right, r.bottom]; };
+             return { board: box('#board'), moves: box('#moves-box'),
+                      scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth };",
+            json!([]),
+        )
     }
 
     fn call(&self, method: &str, path: &str, body: Option<Value>) -> Value {
@@ -874,4 +923,63 @@ fn explorer_page_in_chromium() {
 
     let severe = browser.severe_logs();
     assert!(severe.is_empty(), "browser errors: {severe:?}");
+    let violations = browser.csp_violations();
+    assert!(violations.is_empty(), "CSP violations: {violations:?}");
+
+    // Board and moves side by side from 1,200 px of width (laid out again
+    // at each size, the page reloaded at the first).
+    browser.goto(&format!("{url}#play=e2e4,c7c5"));
+    browser.wait_position(AFTER_C5);
+    for (width, height) in [(1280, 800), (1200, 800)] {
+        let l = browser.layout(width, height);
+        let n = |part: &str, i: usize| l[part][i].as_f64().expect("number");
+        let (board, moves) = ("board", "moves");
+        assert!(
+            n(board, 2) <= n(moves, 0),
+            "{width}x{height}: the moves table is not right of the board: {l}"
+        );
+        assert!(
+            n(moves, 1) < n(board, 3) && n(board, 1) < n(moves, 3),
+            "{width}x{height}: board and moves table are not side by side: {l}"
+        );
+        assert!(
+            n(moves, 2) <= f64::from(width),
+            "{width}x{height}: the moves table runs past the window: {l}"
+        );
+        assert!(
+            l["scrollWidth"].as_f64().expect("number") <= l["innerWidth"].as_f64().expect("number"),
+            "{width}x{height}: the page scrolls sideways: {l}"
+        );
+        if width == 1280 {
+            browser.park_mouse();
+            let shot = dir.path().join("explorer-1280.png");
+            browser.screenshot(&shot);
+            if screenshots {
+                std::fs::copy(&shot, repo().join("docs/explorer-1280.png")).expect("copy");
+            }
+        }
+    }
+    // Narrower, one column: the table below the board.
+    let l = browser.layout(1100, 800);
+    assert!(
+        l["moves"][1].as_f64() >= l["board"][3].as_f64(),
+        "1100x800: the moves table is not below the board: {l}"
+    );
+
+    // A violation made on purpose is seen: the policy is in force and
+    // the check above could fail.
+    browser.js(
+        "document.body.insertAdjacentHTML('beforeend', '<div style=\"color: red\"></div>'); return true;",
+        json!([]),
+    );
+    browser.wait_for(
+        "the violation reported",
+        "return window.__cspViolations.length > 0;",
+        json!([]),
+    );
+    assert!(
+        browser.csp_violations()[0].contains("style-src"),
+        "{:?}",
+        browser.csp_violations()
+    );
 }

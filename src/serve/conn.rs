@@ -90,7 +90,7 @@ fn rewrite(buf: &[u8], cors: bool) -> Option<Vec<u8>> {
     let body = serde_json::json!({ "error": msg }).to_string();
     let mut out = Vec::with_capacity(buf.len() + body.len() + 64);
     out.extend_from_slice(&buf[..at]);
-    out.extend_from_slice(b"\r\ncontent-type: application/json");
+    out.extend_from_slice(b"\r\ncontent-type: application/json\r\nx-content-type-options: nosniff");
     if cors {
         out.extend_from_slice(b"\r\naccess-control-allow-origin: *");
     }
@@ -202,6 +202,7 @@ mod tests {
         let out = String::from_utf8(rewrite(head, true).expect("rewritten")).expect("utf-8");
         let (h, body) = out.split_once("\r\n\r\n").expect("head");
         assert!(h.contains("content-type: application/json"), "{h}");
+        assert!(h.contains("x-content-type-options: nosniff"), "{h}");
         assert!(h.contains("access-control-allow-origin: *"), "{h}");
         assert!(
             h.contains(&format!("content-length: {}", body.len())),

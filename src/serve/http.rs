@@ -1,8 +1,9 @@
 //! The routes, thin over the model as lila-openingexplorer's are: parse
 //! the request, read the book on the blocking pool, write JSON.
 //!
-//! * `GET /masters?fen=&play=&moves=&topGames=&since=&until=`: the
-//!   position's moves, games and names ([`super::json`]);
+//! * `GET /masters?fen=&play=&moves=&topGames=`: the position's moves,
+//!   games and names ([`super::json`]); `since` and `until` are a 400
+//!   ([`super::query`]);
 //! * `GET /masters/pgn/{id}`: a game as PGN (`application/x-chess-pgn`);
 //! * `/master` and `/master/pgn/{id}`: the same, the singular spelling
 //!   lichess still answers (berserk's `get_otb_master_game` uses it);
@@ -11,11 +12,14 @@
 //! * anything else: the page's files ([`super::assets`]), else 404.
 //!
 //! Every error is an HTTP status with a one-line JSON body
-//! `{"error":"..."}` naming the problem; a last layer gives that body to
-//! the answers axum makes on its own (405), and adds
+//! `{"error":"..."}` naming the problem; a request that finds no book
+//! connection free within `--pool-timeout` is a 503 with `Retry-After`. A
+//! last layer gives that body to the answers axum makes on its own (405),
+//! adds `X-Content-Type-Options: nosniff` and the page's
+//! Content-Security-Policy ([`CSP`]) to every answer, and
 //! `Access-Control-Allow-Origin: *` with `--cors`.
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
 
 use axum::{
     body::{Body, Bytes},
@@ -27,21 +31,38 @@ use axum::{
     Router,
 };
 
-use super::{assets, cache::AnswerCache, json, pool::Pool, query};
+use super::{
+    assets,
+    cache::{AnswerCache, AnswerKey},
+    json,
+    pool::{Pool, PoolError},
+    query,
+    watch::BookWatch,
+};
 use crate::book::explore::{game_id_text, game_pgn, parse_game_id};
 
 /// The body of `/bench/constant`.
 pub const CONSTANT_BODY: &str = r#"{"constant":true}"#;
 
-/// What the handlers share: the book's connections and the answers kept.
+/// The page's Content-Security-Policy, sent with every answer: its own
+/// scripts, styles and requests only (no inline script or style attribute),
+/// images from itself or `data:` (chessground's pieces, the empty icon).
+pub const CSP: &str =
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
+connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/// What the handlers share: the book's connections, its watcher, the
+/// answers kept, and how long a request waits for a connection.
 #[derive(Clone)]
 pub struct Shared {
     pub pool: Arc<Pool>,
+    pub watch: Arc<BookWatch>,
     pub cache: Arc<AnswerCache>,
+    pub pool_timeout: Duration,
 }
 
-/// The application: routes, then the error and CORS layer.
-pub fn router(pool: Arc<Pool>, cache: Arc<AnswerCache>, cors: bool) -> Router {
+/// The application: routes, then the error, header and CORS layer.
+pub fn router(shared: Shared, cors: bool) -> Router {
     Router::new()
         .route("/masters", get(masters))
         .route("/master", get(masters))
@@ -49,7 +70,7 @@ pub fn router(pool: Arc<Pool>, cache: Arc<AnswerCache>, cors: bool) -> Router {
         .route("/master/pgn/{id}", get(pgn))
         .route("/bench/constant", get(constant))
         .fallback(files)
-        .with_state(Shared { pool, cache })
+        .with_state(shared)
         .layer(middleware::from_fn_with_state(cors, finish))
 }
 
@@ -68,17 +89,44 @@ fn json_ok(body: impl Into<Body>) -> Response {
         .into_response()
 }
 
+/// The 503 of a request that found no connection free in time.
+fn busy(timeout: Duration) -> Response {
+    let mut res = error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        format!(
+            "the server is busy: no book connection came free within {:.1} s (serve --pool-timeout); try again",
+            timeout.as_secs_f64()
+        ),
+    );
+    res.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    res
+}
+
+fn read_failed(e: PoolError, what: &str, timeout: Duration) -> Response {
+    match e {
+        PoolError::Busy => busy(timeout),
+        PoolError::Failed(e) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("cannot read {what}: {e:#}"),
+        ),
+    }
+}
+
+/// The book's state now ([`BookWatch::fresh`]), waited for until `deadline`.
+async fn fresh(
+    app: &Shared,
+    deadline: tokio::time::Instant,
+) -> Result<super::watch::Fresh, Response> {
+    match tokio::time::timeout_at(deadline, app.watch.fresh()).await {
+        Ok(Ok(f)) => Ok(f),
+        Ok(Err(e)) => Err(error(StatusCode::INTERNAL_SERVER_ERROR, format!("{e:#}"))),
+        Err(_) => Err(busy(app.pool_timeout)),
+    }
+}
+
 async fn masters(State(app): State<Shared>, uri: Uri) -> Response {
     let raw = uri.query().unwrap_or("");
-    // The book's version first: the answer read after it is at least as new.
-    let version = if app.cache.enabled() {
-        app.cache.version().ok()
-    } else {
-        None
-    };
-    if let Some(body) = version.and_then(|v| app.cache.get(raw, v)) {
-        return json_ok(body);
-    }
     let q = match query::parse(raw.as_bytes()) {
         Ok(q) => q,
         Err(e) => {
@@ -86,25 +134,37 @@ async fn masters(State(app): State<Shared>, uri: Uri) -> Response {
             return error(status, e.message);
         }
     };
-    let pos = q.pos.clone();
-    match app.pool.with_book(move |book| book.explore(&pos)).await {
-        Ok(explored) => match serde_json::to_vec(&json::masters(&q, &explored)) {
-            Ok(body) => {
-                let body = Bytes::from(body);
-                if let Some(v) = version {
-                    app.cache.put(raw, v, body.clone());
-                }
-                json_ok(body)
+    let deadline = tokio::time::Instant::now() + app.pool_timeout;
+    // The book's state first: the answer read after it is at least as new.
+    let state = match fresh(&app, deadline).await {
+        Ok(s) => s,
+        Err(res) => return res,
+    };
+    let key = (app.cache.enabled() && state.cacheable).then(|| AnswerKey::of(&q));
+    if let Some(body) = key
+        .as_ref()
+        .and_then(|k| app.cache.get(k, state.generation))
+    {
+        return json_ok(body);
+    }
+    let read = app
+        .pool
+        .with_book(deadline, move |book| {
+            let explored = book.explore(&q.pos)?;
+            let mut body = serde_json::to_vec(&json::masters(&q, &explored))?;
+            // Kept answers are counted by their length: no spare capacity.
+            body.shrink_to_fit();
+            Ok(Bytes::from(body))
+        })
+        .await;
+    match read {
+        Ok(body) => {
+            if let Some(k) = key {
+                app.cache.put(k, state.generation, body.clone());
             }
-            Err(e) => error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                format!("cannot write the answer: {e}"),
-            ),
-        },
-        Err(e) => error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("cannot read the book: {e:#}"),
-        ),
+            json_ok(body)
+        }
+        Err(e) => read_failed(e, "the book", app.pool_timeout),
     }
 }
 
@@ -120,7 +180,16 @@ async fn pgn(State(app): State<Shared>, uri: Uri) -> Response {
             ),
         );
     };
-    match app.pool.with_book(move |book| game_pgn(book, id)).await {
+    let deadline = tokio::time::Instant::now() + app.pool_timeout;
+    // A replaced book is noticed before the read.
+    if let Err(res) = fresh(&app, deadline).await {
+        return res;
+    }
+    match app
+        .pool
+        .with_book(deadline, move |book| game_pgn(book, id))
+        .await
+    {
         Ok(Some(text)) => (
             StatusCode::OK,
             [(header::CONTENT_TYPE, "application/x-chess-pgn")],
@@ -131,10 +200,7 @@ async fn pgn(State(app): State<Shared>, uri: Uri) -> Response {
             StatusCode::NOT_FOUND,
             format!("game not found: {}", game_id_text(id)),
         ),
-        Err(e) => error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("cannot read game {}: {e:#}", game_id_text(id)),
-        ),
+        Err(e) => read_failed(e, &format!("game {}", game_id_text(id)), app.pool_timeout),
     }
 }
 
@@ -191,6 +257,15 @@ async fn finish(State(cors): State<bool>, req: Request, next: Next) -> Response 
             res.headers_mut().insert(header::ALLOW, allow);
         }
     }
+    let headers = res.headers_mut();
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
     if cors {
         res.headers_mut().insert(
             header::ACCESS_CONTROL_ALLOW_ORIGIN,

@@ -6,12 +6,16 @@
 //! Parameters as lichess's explorer takes them: `fen` (X-FEN, spaces as
 //! `+`, `%20` or `_`; default the start position), `play` (comma-separated
 //! UCI moves from `fen`), `moves` (default 12), `topGames` (default 15, at
-//! most 15), `since` and `until` (years: checked to be integers, then
-//! ignored, since a book does not keep games by date). Numbers above a
-//! limit are clamped, as lichess clamps; negative or non-numeric ones are
-//! refused. Unknown parameters are ignored (lichess's clients send
-//! `variant` and the like); a known one given twice is refused, as
-//! lichess's query deserializer refuses it.
+//! most 15). Numbers above a limit are clamped, as lichess clamps;
+//! negative or non-numeric ones are refused. Unknown parameters are
+//! ignored (lichess's clients send `variant` and the like); a known one
+//! given twice is refused, as lichess's query deserializer refuses it.
+//!
+//! `since` and `until` (lichess filters its masters games by year with
+//! them) are refused with a 400 that says so: a book counts a position's
+//! games over all years (its games keep their dates, but no count is kept
+//! per year), so it cannot answer them, and answering as if they were not
+//! there would give counts the client did not ask for.
 
 use std::fmt;
 
@@ -41,8 +45,6 @@ pub struct MastersQuery {
     pub moves: usize,
     /// Top games to list (clamped to [`MAX_TOP_GAMES`]).
     pub top_games: usize,
-    pub since: Option<i64>,
-    pub until: Option<i64>,
 }
 
 /// Why a query is refused: the HTTP status, and one line naming the problem.
@@ -134,8 +136,6 @@ pub fn parse(raw: &[u8]) -> Result<MastersQuery, QueryError> {
     let mut play: Option<String> = None;
     let mut moves: Option<String> = None;
     let mut top_games: Option<String> = None;
-    let mut since: Option<String> = None;
-    let mut until: Option<String> = None;
     for pair in raw.split(|&b| b == b'&') {
         if pair.is_empty() {
             continue;
@@ -150,8 +150,12 @@ pub fn parse(raw: &[u8]) -> Result<MastersQuery, QueryError> {
             "play" => &mut play,
             "moves" => &mut moves,
             "topGames" => &mut top_games,
-            "since" => &mut since,
-            "until" => &mut until,
+            "since" | "until" => {
+                return Err(QueryError::bad(format!(
+                    "{key} is not supported: this book counts a position's games over all years, \
+                     not by year, so it cannot filter them by {key}; leave since and until out"
+                )))
+            }
             // lichess's other parameters (variant, speeds...) and anything else.
             _ => continue,
         };
@@ -175,8 +179,6 @@ pub fn parse(raw: &[u8]) -> Result<MastersQuery, QueryError> {
             MAX_TOP_GAMES,
             MAX_TOP_GAMES,
         )?,
-        since: year(since.as_deref(), "since")?,
-        until: year(until.as_deref(), "until")?,
     })
 }
 
@@ -249,27 +251,6 @@ fn count(text: Option<&str>, name: &str, default: usize, max: usize) -> Result<u
     Ok(n.min(max))
 }
 
-/// `since` / `until`: an integer (a year), possibly negative; huge ones saturate.
-fn year(text: Option<&str>, name: &str) -> Result<Option<i64>, QueryError> {
-    let Some(t) = text else {
-        return Ok(None);
-    };
-    let (negative, digits) = match t.strip_prefix('-') {
-        Some(d) => (true, d),
-        None => (false, t),
-    };
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(QueryError::bad(format!(
-            "{name} must be an integer (a year), not {}",
-            quote(t.as_bytes())
-        )));
-    }
-    let n = digits.bytes().fold(0i64, |n, b| {
-        n.saturating_mul(10).saturating_add(i64::from(b - b'0'))
-    });
-    Ok(Some(if negative { -n } else { n }))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -308,11 +289,6 @@ mod tests {
         assert!(err("moves=-1").message.contains("negative"));
         assert!(err("topGames=abc").message.contains("topGames"));
         assert!(err("moves=").message.contains("moves"));
-        assert!(err("since=19x").message.contains("since"));
-        assert_eq!(
-            parse(b"since=1952&until=-5").expect("years").until,
-            Some(-5)
-        );
     }
 
     #[test]
@@ -328,6 +304,9 @@ mod tests {
             ("fen=%zz", "percent"),
             ("fen=%FF", "UTF-8"),
             ("play=e2e4&play=d2d4", "twice"),
+            ("since=1952", "since is not supported"),
+            ("play=e2e4&until=2020", "until is not supported"),
+            ("since=19x", "since is not supported"),
         ] {
             let e = err(q);
             assert_eq!(e.status, 400, "{q}");

@@ -384,10 +384,16 @@ function bar(w, d, b) {
   const seg = (cls, n) => {
     const x = (100 * n) / total;
     const label = x >= 13 ? Math.round(x) + '%' : '';
-    return `<span class="${cls}" style="width:${x.toFixed(3)}%">${label}</span>`;
+    return `<span class="${cls}" data-w="${x.toFixed(3)}">${label}</span>`;
   };
   const title = `White ${((100 * w) / total).toFixed(1)}% · Draw ${((100 * d) / total).toFixed(1)}% · Black ${((100 * b) / total).toFixed(1)}%`;
   return `<div class="wdb" title="${title}">${seg('w', w)}${seg('d', d)}${seg('b', b)}</div>`;
+}
+
+// The bars' widths, set through the CSSOM: the page's Content-Security-Policy
+// (style-src 'self') refuses style attributes written in HTML.
+function sizeBars(root) {
+  for (const span of root.querySelectorAll('.wdb span[data-w]')) span.style.width = span.dataset.w + '%';
 }
 
 function gameTitle(g) {
@@ -483,6 +489,8 @@ function render(data) {
     `<td class="num">${fmtValue(data.value)}</td>` +
     '<td></td>' +
     `<td class="num">${fmtAnalysis(data.analysis, false)}</td></tr>`;
+  sizeBars(el.movesBody);
+  sizeBars(el.movesFoot);
 
   // The top games.
   const games = data.topGames || [];
