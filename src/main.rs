@@ -414,6 +414,10 @@ struct ImproveArgs {
     /// run goes (see docs/COMMANDS.md).
     #[arg(long, value_name = "DIR")]
     journal: Option<PathBuf>,
+    /// Results stored (journal, then book) at a time, or every two minutes: a kill loses
+    /// at most these.
+    #[arg(long, value_name = "N", default_value_t = learnbook::analyze::improve::DEFAULT_STORE_EVERY)]
+    store_every: usize,
     /// Search shard I of N (or auto/N under Slurm) into the journal; the book is only read.
     #[arg(long, value_name = "I/N", requires = "journal")]
     shard: Option<Shard>,
@@ -1018,6 +1022,7 @@ impl ImproveArgs {
             plan: improve::parse_plan(&self.plan).context("bad --plan")?,
             deadline: self.time.map(|t| std::time::Instant::now() + t),
             journal: self.journal,
+            store_every: self.store_every.max(1),
             shard: self.shard,
             progress: true,
         };
