@@ -16,12 +16,89 @@
 //! [`Book::write_unjournaled`](super::book::Book::write_unjournaled)).
 //! A row too large for one page (SQLite would give it overflow pages) is
 //! handed back, for an ordinary insert.
+//!
+//! What the writer assumes of the file is checked before a page is written
+//! ([`file_unsuitable`]; the tables by [`super::rows::mismatch`]), and the
+//! root is checked to be an empty leaf; rows out of key order are refused
+//! as they arrive ([`Push::OutOfOrder`]), and [`TableWriter::abandon`]
+//! then gives the file back as it was, so that the caller writes the
+//! table through SQLite instead (docs/FASTPATHS.md).
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
+use rusqlite::Connection;
+
+/// What became of a row handed to a page writer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Push {
+    Added,
+    /// Too large for one page: nothing added (SQLite gives it overflow
+    /// pages; the caller inserts it).
+    TooLarge,
+    /// Not after the rows before it in the tree's order: nothing added,
+    /// and the tree cannot be finished (see [`TableWriter::abandon`]).
+    OutOfOrder,
+}
+
+/// Why the book at `path`, open on `conn`, cannot take pages written
+/// beside SQLite (`None`: it can): a transaction open, a WAL, another text
+/// encoding, auto-vacuum (pointer-map pages), a schema format before 4
+/// (no serial types 8 and 9), another payload fraction, or a page size
+/// SQLite and the header disagree on.
+pub(super) fn file_unsuitable(conn: &Connection, path: &Path) -> Result<Option<String>> {
+    if !conn.is_autocommit() {
+        return Ok(Some("a transaction is open".into()));
+    }
+    let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
+    if mode.eq_ignore_ascii_case("wal") {
+        return Ok(Some("the book is in WAL mode".into()));
+    }
+    let encoding: String = conn.query_row("PRAGMA encoding", [], |r| r.get(0))?;
+    if encoding != "UTF-8" {
+        return Ok(Some(format!("the book's text is {encoding}")));
+    }
+    let auto_vacuum: i64 = conn.query_row("PRAGMA auto_vacuum", [], |r| r.get(0))?;
+    if auto_vacuum != 0 {
+        return Ok(Some(format!("auto_vacuum is {auto_vacuum}")));
+    }
+    let page_size: i64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0))?;
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    if std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0) {
+        return Ok(Some("a WAL file with frames beside the book".into()));
+    }
+    let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut h = [0u8; 100];
+    file.read_exact_at(&mut h, 0)
+        .with_context(|| format!("reading the header of {}", path.display()))?;
+    let header_size = match u16::from_be_bytes([h[16], h[17]]) {
+        1 => 65536,
+        n => i64::from(n),
+    };
+    let u32_at = |at: usize| u32::from_be_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]);
+    Ok(if &h[..16] != b"SQLite format 3\0" {
+        Some("not an SQLite file".into())
+    } else if header_size != page_size {
+        Some(format!(
+            "page size {header_size} in the header, {page_size} by SQLite"
+        ))
+    } else if (h[18], h[19]) != (1, 1) {
+        Some(format!("file format versions {} / {}", h[18], h[19]))
+    } else if h[21..24] != [64, 32, 32] {
+        Some("payload fractions other than 64 / 32 / 32".into())
+    } else if u32_at(44) != 4 {
+        Some(format!("schema format {}", u32_at(44)))
+    } else if u32_at(56) != 1 {
+        Some(format!("text encoding {} in the header", u32_at(56)))
+    } else if u32_at(52) != 0 {
+        Some("auto-vacuum in the header".into())
+    } else {
+        None
+    })
+}
 
 /// A value as SQLite stores it (after the column's affinity).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -38,6 +115,7 @@ pub(super) enum Value<'a> {
 
 impl Value<'_> {
     /// `Some(v)` as an integer, `None` as NULL.
+    #[cfg(test)]
     pub fn int(v: Option<i64>) -> Value<'static> {
         v.map_or(Value::Null, Value::Int)
     }
@@ -226,8 +304,9 @@ struct NewPages {
 
 impl NewPages {
     /// The tree whose root is page `root` of the book at `path`, its pages
-    /// filled to `fill` (0.5 to 1).
-    fn open(path: &Path, root: u32, fill: f64) -> Result<NewPages> {
+    /// filled to `fill` (0.5 to 1); `leaf` is the page type of an empty
+    /// tree of its kind.
+    fn open(path: &Path, root: u32, leaf: u8, fill: f64) -> Result<NewPages> {
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
@@ -245,6 +324,20 @@ impl NewPages {
         let geometry = read_geometry(&file, path)?;
         if root < 2 || root > geometry.pages {
             bail!("{}: no page {root} for a root", path.display());
+        }
+        // The root must be an empty leaf of the tree's kind: nothing under
+        // it is lost when the new top page takes its place.
+        let mut top = [0u8; 8];
+        let at = (u64::from(root) - 1) * geometry.page_size as u64;
+        file.read_exact_at(&mut top, at)
+            .with_context(|| format!("reading {}", path.display()))?;
+        if top[0] != leaf || top[3..5] != [0, 0] {
+            bail!(
+                "internal error: page {root} of {} is not an empty leaf (type {}, {} cells)",
+                path.display(),
+                top[0],
+                u16::from_be_bytes([top[3], top[4]])
+            );
         }
         Ok(NewPages {
             file,
@@ -289,6 +382,16 @@ impl NewPages {
         self.write_at(number, page)?;
         self.written += 1;
         Ok(number)
+    }
+
+    /// Gives the file back as it was: the pages written so far (all after
+    /// its last page; the root and the header are written only by
+    /// [`NewPages::finish`]) cut off.
+    fn abandon(self) -> Result<()> {
+        let g = self.geometry;
+        self.file
+            .set_len(u64::from(g.pages) * g.page_size as u64)
+            .with_context(|| format!("cutting {} back", self.path.display()))
     }
 
     /// Writes the top page at the root, and the file's header: its page
@@ -387,7 +490,7 @@ impl TableWriter {
     /// Starts the B-tree of the empty table whose root is page `root` of
     /// the book at `path`, its leaves filled to `fill` (0.5 to 1) of a page.
     pub fn new(path: &Path, root: u32, fill: f64) -> Result<TableWriter> {
-        let pages = NewPages::open(path, root, fill)?;
+        let pages = NewPages::open(path, root, 0x0d, fill)?;
         Ok(TableWriter {
             pages,
             leaf: Cells::default(),
@@ -403,15 +506,14 @@ impl TableWriter {
         self.pages.usable() - 35
     }
 
-    /// Adds the row `rowid` with the record `record` ([`encode_record`]).
-    /// Returns `false`, adding nothing, for a record too large for one page
-    /// (to be inserted by SQLite, which gives it overflow pages).
-    pub fn push(&mut self, rowid: i64, record: &[u8]) -> Result<bool> {
+    /// Adds the row `rowid` with the record `record` ([`encode_record`]),
+    /// after every row added before it.
+    pub fn push(&mut self, rowid: i64, record: &[u8]) -> Result<Push> {
         if self.last_rowid.is_some_and(|last| rowid <= last) {
-            bail!("internal error: rows out of rowid order ({rowid})");
+            return Ok(Push::OutOfOrder);
         }
         if record.len() > self.max_local() {
-            return Ok(false);
+            return Ok(Push::TooLarge);
         }
         self.last_rowid = Some(rowid);
         let mut cell = std::mem::take(&mut self.buf);
@@ -427,7 +529,13 @@ impl TableWriter {
         self.leaf.push(&cell);
         self.leaf_last = rowid;
         self.buf = cell;
-        Ok(true)
+        Ok(Push::Added)
+    }
+
+    /// Stops, the file as it was before [`TableWriter::new`]: the table
+    /// still empty, for SQLite to fill.
+    pub fn abandon(self) -> Result<()> {
+        self.pages.abandon()
     }
 
     /// Writes the leaf as a new page and lists it in the level above.
@@ -520,18 +628,21 @@ pub(super) struct IndexWriter {
     /// record after everything under it) of the page each fills.
     levels: Vec<Cells>,
     buf: Vec<u8>,
+    /// The key of the last record added.
+    last_key: Option<(i64, i64)>,
 }
 
 impl IndexWriter {
     /// Starts the B-tree whose root is page `root` of the book at `path`,
     /// its leaves filled to `fill` (0.5 to 1) of a page.
     pub fn new(path: &Path, root: u32, fill: f64) -> Result<IndexWriter> {
-        let pages = NewPages::open(path, root, fill)?;
+        let pages = NewPages::open(path, root, 0x0a, fill)?;
         Ok(IndexWriter {
             pages,
             leaf: Cells::default(),
             levels: Vec::new(),
             buf: Vec::new(),
+            last_key: None,
         })
     }
 
@@ -541,13 +652,17 @@ impl IndexWriter {
         (self.pages.usable() - 12) * 64 / 255 - 23
     }
 
-    /// Adds `record`, after every record added before it in the index's
-    /// order (not checked here: SQLite's `integrity_check` does). Returns
-    /// `false`, adding nothing, for a record too large for a page.
-    pub fn push(&mut self, record: &[u8]) -> Result<bool> {
-        if record.len() > self.max_local() {
-            return Ok(false);
+    /// Adds `record`, whose first two columns are the integers `key`,
+    /// after every record added before it: keys strictly ascending (as
+    /// SQLite orders integers under any collation), each once.
+    pub fn push(&mut self, key: (i64, i64), record: &[u8]) -> Result<Push> {
+        if self.last_key.is_some_and(|last| key <= last) {
+            return Ok(Push::OutOfOrder);
         }
+        if record.len() > self.max_local() {
+            return Ok(Push::TooLarge);
+        }
+        self.last_key = Some(key);
         let mut cell = std::mem::take(&mut self.buf);
         cell.clear();
         put_varint(record.len() as u64, &mut cell);
@@ -574,7 +689,12 @@ impl IndexWriter {
         }
         self.leaf.push(&cell);
         self.buf = cell;
-        Ok(true)
+        Ok(Push::Added)
+    }
+
+    /// Stops, the file as it was before [`IndexWriter::new`].
+    pub fn abandon(self) -> Result<()> {
+        self.pages.abandon()
     }
 
     fn leaf_image(&self) -> Vec<u8> {
@@ -714,8 +834,10 @@ mod tests {
         for row in rows {
             record.clear();
             encode_record(&values(row), &mut record);
-            if !w.push(row.0, &record).expect("push") {
-                apart.push(row);
+            match w.push(row.0, &record).expect("push") {
+                Push::Added => {}
+                Push::TooLarge => apart.push(row),
+                Push::OutOfOrder => panic!("rows out of order"),
             }
         }
         w.finish().expect("finish");
@@ -908,13 +1030,15 @@ mod tests {
             let rows = keyed(n, 11 + n as u64);
             let mut w = IndexWriter::new(&path, root, fill).expect("writer");
             let mut record = Vec::new();
-            for (a, b, c) in &rows {
+            for (i, (a, b, c)) in rows.iter().enumerate() {
                 record.clear();
                 encode_record(
                     &[Value::Int(*a), Value::Text(b), Value::Blob(c)],
                     &mut record,
                 );
-                assert!(w.push(&record).expect("push"));
+                // Sorted by (a, b): (a, rank) ascends with it.
+                let pushed = w.push((*a, i as i64), &record).expect("push");
+                assert_eq!(pushed, Push::Added);
             }
             w.finish().expect("finish");
             assert_eq!(integrity(&conn), "ok", "{n} rows, pages of {page_size}");
@@ -979,7 +1103,7 @@ mod tests {
             record.clear();
             let s = format!("game {id}");
             encode_record(&[Value::Null, Value::Int(h), Value::Text(&s)], &mut record);
-            assert!(t.push(id, &record).expect("push"));
+            assert_eq!(t.push(id, &record).expect("push"), Push::Added);
         }
         t.finish().expect("table finish");
         hashes.sort_unstable();
@@ -987,7 +1111,7 @@ mod tests {
         for &(h, id) in &hashes {
             record.clear();
             encode_record(&[Value::Int(h), Value::Int(id)], &mut record);
-            assert!(i.push(&record).expect("push"));
+            assert_eq!(i.push((h, id), &record).expect("push"), Push::Added);
         }
         i.finish().expect("index finish");
         assert_eq!(integrity(&conn), "ok");
@@ -1000,25 +1124,139 @@ mod tests {
         assert!(conn.execute("INSERT INTO g(h) VALUES (?1)", [h]).is_err());
     }
 
+    /// A file with an empty table `t` (rowid) and an empty index tree `w`
+    /// between tables SQLite wrote; their root pages.
+    fn empty_trees(path: &Path) -> (Connection, u32, u32) {
+        let conn = Connection::open(path).expect("open");
+        conn.execute_batch(
+            "PRAGMA journal_mode = OFF;
+             CREATE TABLE a(x); INSERT INTO a VALUES (1);
+             CREATE TABLE t(id INTEGER PRIMARY KEY, s TEXT);
+             CREATE TABLE w(a INTEGER NOT NULL, b INTEGER NOT NULL, PRIMARY KEY(a, b)) WITHOUT ROWID;
+             CREATE TABLE z(y); INSERT INTO z VALUES (2);",
+        )
+        .expect("schema");
+        let root = |name: &str| -> u32 {
+            conn.query_row(
+                "SELECT rootpage FROM sqlite_schema WHERE name = ?1",
+                [name],
+                |r| r.get(0),
+            )
+            .expect("root")
+        };
+        let (t, w) = (root("t"), root("w"));
+        (conn, t, w)
+    }
+
+    /// Rows out of order are refused as they arrive, and the writer
+    /// abandoned leaves the file as it was: SQLite fills the tables itself.
     #[test]
-    fn rows_out_of_order_or_a_damaged_file_are_errors() {
+    fn rows_out_of_order_are_refused_and_the_file_given_back() {
         let dir = tempfile::tempdir().expect("dir");
-        let rows = rows(2, 3);
-        let conn = table_of(dir.path(), 4096, 1.0, &rows);
-        drop(conn);
-        let path = dir.path().join("t.sqlite");
-        let mut w = TableWriter::new(&path, 3, 1.0).expect("writer");
-        assert!(w.push(5, &[2, 1, 7]).expect("push"));
-        assert!(w.push(5, &[2, 1, 7]).is_err());
-        assert!(TableWriter::new(&path, 10_000, 1.0).is_err());
+        let path = dir.path().join("o.sqlite");
+        let (conn, t, w) = empty_trees(&path);
+        let before = std::fs::read(&path).expect("read");
+        let mut table = TableWriter::new(&path, t, 1.0).expect("writer");
+        let mut record = Vec::new();
+        for id in 1..=3000 {
+            record.clear();
+            let s = format!("row {id} {}", "x".repeat(40));
+            encode_record(&[Value::Null, Value::Text(&s)], &mut record);
+            assert_eq!(table.push(id, &record).expect("push"), Push::Added);
+        }
+        assert_eq!(table.push(3000, &record).expect("push"), Push::OutOfOrder);
+        assert_eq!(table.push(17, &record).expect("push"), Push::OutOfOrder);
+        table.abandon().expect("abandon");
+        let mut index = IndexWriter::new(&path, w, 1.0).expect("index writer");
+        for k in 0..2000 {
+            record.clear();
+            encode_record(&[Value::Int(k), Value::Int(1)], &mut record);
+            assert_eq!(index.push((k, 1), &record).expect("push"), Push::Added);
+        }
+        assert_eq!(
+            index.push((1999, 0), &record).expect("push"),
+            Push::OutOfOrder
+        );
         // A record too large for an index page is handed back.
-        let mut i = IndexWriter::new(&path, 3, 1.0).expect("index writer");
-        assert!(!i.push(&[0u8; 2000]).expect("push"));
+        assert_eq!(
+            index.push((5000, 0), &[0u8; 2000]).expect("push"),
+            Push::TooLarge
+        );
+        index.abandon().expect("abandon");
+        assert!(
+            std::fs::read(&path).expect("read") == before,
+            "the file changed"
+        );
+        conn.execute_batch("INSERT INTO t(s) VALUES ('by SQLite'); INSERT INTO w VALUES (1, 2);")
+            .expect("SQLite writes the tables");
+        assert_eq!(integrity(&conn), "ok");
+        let rows: i64 = conn
+            .query_row(
+                "SELECT (SELECT count(*) FROM t) + (SELECT count(*) FROM w)",
+                [],
+                |r| r.get(0),
+            )
+            .expect("count");
+        assert_eq!(rows, 2);
+    }
+
+    #[test]
+    fn a_root_that_is_not_an_empty_leaf_or_a_damaged_file_are_errors() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("d.sqlite");
+        let (conn, t, w) = empty_trees(&path);
+        // The tree's kind: a table's writer on an index root and back.
+        assert!(TableWriter::new(&path, w, 1.0).is_err());
+        assert!(IndexWriter::new(&path, t, 1.0).is_err());
+        conn.execute("INSERT INTO t(s) VALUES ('x')", [])
+            .expect("insert");
+        assert!(
+            TableWriter::new(&path, t, 1.0).is_err(),
+            "a table with a row"
+        );
+        assert!(TableWriter::new(&path, 10_000, 1.0).is_err());
         // A WAL with frames: refused.
-        std::fs::write(dir.path().join("t.sqlite-wal"), [1u8; 32]).expect("wal");
-        assert!(TableWriter::new(&path, 3, 1.0).is_err());
+        std::fs::write(dir.path().join("d.sqlite-wal"), [1u8; 32]).expect("wal");
+        assert!(IndexWriter::new(&path, w, 1.0).is_err());
         let junk = dir.path().join("junk");
         std::fs::write(&junk, [7u8; 4096]).expect("junk");
         assert!(TableWriter::new(&junk, 2, 1.0).is_err());
+    }
+
+    /// Each assumption about the file, broken, is named before a page is
+    /// written; a book as `build` makes it passes.
+    #[test]
+    fn a_file_the_writer_cannot_take_is_found() {
+        let dir = tempfile::tempdir().expect("dir");
+        for (setup, said) in [
+            ("PRAGMA journal_mode = OFF", None),
+            ("PRAGMA journal_mode = WAL", Some("WAL")),
+            ("PRAGMA encoding = 'UTF-16le'", Some("UTF-16")),
+            ("PRAGMA auto_vacuum = FULL", Some("auto_vacuum")),
+            ("PRAGMA legacy_file_format = ON", None),
+            ("BEGIN", Some("transaction")),
+        ] {
+            let path = dir.path().join(format!("f{}.sqlite", setup.len()));
+            let _ = std::fs::remove_file(&path);
+            let conn = Connection::open(&path).expect("open");
+            // Settings that apply to a new file come before its first table.
+            let (before, after) = if setup == "BEGIN" {
+                ("", setup)
+            } else {
+                (setup, "")
+            };
+            conn.execute_batch(&format!(
+                "{before}; CREATE TABLE t(id INTEGER PRIMARY KEY, s TEXT); {after};"
+            ))
+            .expect(setup);
+            let why = file_unsuitable(&conn, &path).expect("check");
+            match said {
+                None => assert_eq!(why, None, "{setup}"),
+                Some(s) => assert!(
+                    why.as_deref().is_some_and(|w| w.contains(s)),
+                    "{setup}: {why:?}"
+                ),
+            }
+        }
     }
 }
