@@ -1,14 +1,13 @@
 //! `build`'s aggregate written into a book: into an empty one in key order
 //! ([`Book::bulk_load`]; [`Book::bulk_load_games`] for a build that
 //! journals its games), or added to a book ([`Book::merge`]). Each row is a
-//! typed record ([`super::rows`]) bound to SQLite's inserts (the plain
-//! path) or, for `bulk_load_games` where every check passes, encoded into
-//! the new tables' pages ([`super::pages`], the fast path; see
-//! docs/FASTPATHS.md).
+//! typed record ([`super::rows`]) bound to SQLite's inserts, many rows a
+//! statement. (Writing a new book's tables as SQLite's pages instead was
+//! measured and removed: docs/FASTPATHS.md.)
 
 use std::collections::HashMap;
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{anyhow, Result};
 use rayon::prelude::*;
 use rusqlite::{params, Connection};
 
@@ -20,21 +19,13 @@ use super::bulk_graph::{
 };
 use super::explore::{merge_top, write_top_blob};
 use super::graph::{reevaluate_all, MOVE_UPSERT};
-use super::pages::{file_unsuitable, IndexWriter as PageIndexWriter, Push, TableWriter};
-use super::rows::{
-    insert_head, mismatch, GameHashEntry, GameRecord, MoveRecord, ParentRecord, PositionRecord,
-    Record,
-};
+use super::rows::{insert_head, GameRecord, MoveRecord, ParentRecord, PositionRecord, Record};
 use super::schema::{hash_to_sql, source_id};
 use super::tail_index::{prefix, IndexWriter};
 use super::tails::materialize_keys;
 use crate::book::keys::{Key, MoveCode};
 use crate::book::minimax::Graph;
 use crate::book::spill::{GamesInOrder, PairSorter};
-
-/// Set (to anything), a new book's tables are written through SQLite's
-/// inserts, never as pages: the plain path, for comparing the two.
-pub const PLAIN_WRITES: &str = "LEARNBOOK_PLAIN_WRITES";
 
 impl Book {
     /// Writes aggregated games into an empty book in key order, with values.
@@ -115,9 +106,7 @@ impl Book {
     ///
     /// Games are read and their tails valued on every core, a batch ahead
     /// of this thread's inserts; the graph is valued while the tails index
-    /// is written. The tables go in as pages where [`Book::pages_refused`]
-    /// finds nothing against it, a table whose rows arrive out of key order
-    /// through SQLite after all; otherwise every row through SQLite.
+    /// and the moves are written.
     pub fn bulk_load_games(
         &mut self,
         agg: Aggregate,
@@ -136,46 +125,13 @@ impl Book {
         let tails = tails && self.settings.min_games <= 1;
         let tx = self.conn.transaction()?;
         let source_ids = source_ids(&tx, sources)?;
-        tx.commit()?;
-        let refused = self.pages_refused()?;
-        if let Some(why) = &refused {
-            eprintln!("learnbook: the book's tables written through SQLite: {why}");
-        }
-        let fast = refused.is_none();
-        // The games go straight into the table's pages, packed full as
-        // ascending inserts pack them (SQLite has no transaction open until
-        // the pages are written); on the plain path, inserted in one
-        // transaction.
-        let mut game_pages = if fast {
-            Some(TableWriter::new(
-                &self.path,
-                root_page(&self.conn, GameRecord::TABLE)?,
-                1.0,
-            )?)
-        } else {
-            self.conn.execute_batch("BEGIN")?;
-            None
-        };
-        let mut games_apart = Vec::new();
-        let mut hashes = Vec::new();
         let mut heads = Vec::new();
         let mut counted_tail_keys = Vec::new();
         let mut uncounted_rows = Vec::new();
         let nodes_ref = &nodes;
         let lookup = |k: &Key| nodes_ref.get(k);
-        let conn = &self.conn;
         for_each_tail_batch(games, tails, lookup, &params, |batch, written| {
-            match &mut game_pages {
-                Some(pages) => write_game_pages(
-                    pages,
-                    batch,
-                    written,
-                    &source_ids,
-                    &mut games_apart,
-                    &mut hashes,
-                )?,
-                None => insert_game_tails(conn, batch, written, &source_ids)?,
-            }
+            insert_game_tails(&tx, batch, written, &source_ids)?;
             for (i, t) in batch.iter().enumerate() {
                 let id = written + i as i64 + 1;
                 for &k in &t.keys {
@@ -187,26 +143,11 @@ impl Book {
             }
             Ok(())
         })?;
-        match game_pages {
-            Some(pages) => {
-                pages.finish()?;
-                let index = root_page(&self.conn, GameHashEntry::TABLE)?;
-                if let Some(why) = write_hash_index(&self.path, index, hashes)? {
-                    eprintln!("learnbook: the games' hash index made by SQLite: {why}");
-                    self.conn
-                        .execute_batch(&format!("REINDEX {}", GameHashEntry::TABLE))?;
-                }
-            }
-            None => self.conn.execute_batch("COMMIT")?,
-        }
+        tx.commit()?;
         crate::peak_memory::trace("games and tails written");
         for k in counted_tail_keys {
             nodes.remove(&k);
         }
-        let move_roots = (
-            root_page(&self.conn, MoveRecord::TABLE)?,
-            root_page(&self.conn, ParentRecord::TABLE)?,
-        );
         let (conn, path) = (&mut self.conn, &self.path);
         // The rows are prepared and valued on another core while the tails
         // index and then the moves are written (moves need no values).
@@ -223,28 +164,16 @@ impl Book {
                 crate::peak_memory::trace("graph valued");
                 (g, p.rows, p.tops)
             });
-            // A game too large for a page, and the tails index, by SQLite.
             let tx = conn.transaction()?;
-            let apart: Vec<(i64, &GameRow, Option<u32>, i64)> = games_apart
-                .iter()
-                .map(|(id, g, t, s)| (*id, g, *t, *s))
-                .collect();
-            insert_game_rows(&tx, &apart)?;
             let mut index = IndexWriter::new(&tx)?;
             tail_entries.drain(|entries| index.push(entries))?;
             index.finish()?;
-            tx.commit()?;
             crate::peak_memory::trace("tails index written");
             let Ok((edge_rows, links)) = recv.recv() else {
                 return Err(anyhow!("the thread preparing the rows panicked"));
             };
-            if fast {
-                write_move_pages(conn, path, move_roots, &edge_rows, &links)?;
-            } else {
-                let tx = conn.transaction()?;
-                insert_move_rows(&tx, &edge_rows, &links)?;
-                tx.commit()?;
-            }
+            insert_move_rows(&tx, &edge_rows, &links)?;
+            tx.commit()?;
             crate::peak_memory::trace("moves written");
             // The pages so far go to the disk while the values are made:
             // the sync that ends the build then waits for the rest only
@@ -257,56 +186,12 @@ impl Book {
                 .map_err(|_| anyhow!("the evaluation thread panicked"))?;
             Ok((g, (rows, tops), links))
         })?;
-        let rows = position_rows(&g, rows, &tops, &links);
-        let apart = if fast {
-            let pages = TableWriter::new(
-                &self.path,
-                root_page(&self.conn, PositionRecord::TABLE)?,
-                POSITIONS_FILL,
-            )?;
-            match write_position_pages(pages, &rows)? {
-                Ok(apart) => apart,
-                Err(why) => {
-                    eprintln!("learnbook: the positions written through SQLite: {why}");
-                    rows.clone()
-                }
-            }
-        } else {
-            rows.clone()
-        };
         let tx = self.conn.transaction()?;
-        insert_positions(&tx, &apart)?;
+        insert_position_rows(&tx, &g, rows, &tops, &links)?;
         crate::peak_memory::trace("positions written");
         tx.commit()?;
-        drop(rows);
         drop_apart((g, tops, links));
         Ok(())
-    }
-
-    /// Why this book's tables cannot be written as pages (`None`: they
-    /// can): `LEARNBOOK_PLAIN_WRITES` set (the plain path asked for, by the
-    /// test that compares the two and by `bench`), the file
-    /// ([`file_unsuitable`]), or a table that is not the one its record
-    /// describes, or not empty ([`mismatch`]).
-    fn pages_refused(&self) -> Result<Option<String>> {
-        if std::env::var_os(PLAIN_WRITES).is_some() {
-            return Ok(Some(format!("{PLAIN_WRITES} is set")));
-        }
-        if let Some(why) = file_unsuitable(&self.conn, &self.path)? {
-            return Ok(Some(why));
-        }
-        for why in [
-            mismatch::<GameRecord>(&self.conn)?,
-            mismatch::<GameHashEntry>(&self.conn)?,
-            mismatch::<MoveRecord>(&self.conn)?,
-            mismatch::<ParentRecord>(&self.conn)?,
-            mismatch::<PositionRecord>(&self.conn)?,
-        ] {
-            if why.is_some() {
-                return Ok(why);
-            }
-        }
-        Ok(None)
     }
 
     /// Adds aggregated games to a non-empty book, then re-evaluates fully.
@@ -480,34 +365,6 @@ pub(super) fn insert_game_tails(
     insert_game_rows(tx, &rows)
 }
 
-/// The games of `batch` (ids after `written`) into the games table's
-/// pages; a row too large for a page is kept in `apart`, for SQLite.
-fn write_game_pages(
-    pages: &mut TableWriter,
-    batch: &[GameTail],
-    written: i64,
-    source_ids: &[i64],
-    apart: &mut Vec<(i64, GameRow, Option<u32>, i64)>,
-    hashes: &mut Vec<(i64, i64)>,
-) -> Result<()> {
-    let mut bytes = Vec::new();
-    for (i, t) in batch.iter().enumerate() {
-        let id = written + i as i64 + 1;
-        let source = source_ids[t.row.source as usize];
-        let source_text = source.to_string();
-        let record = game_record(id, &t.row, t.tail, &source_text);
-        bytes.clear();
-        record.encode(&mut bytes);
-        match pages.push(id, &bytes)? {
-            Push::Added => hashes.push((record.hash, id)),
-            Push::TooLarge => apart.push((id, t.row.clone(), t.tail, source)),
-            // The ids are made here, one after another.
-            Push::OutOfOrder => bail!("internal error: game {id} out of order"),
-        }
-    }
-    Ok(())
-}
-
 /// Inserts sorted rows of two integers (`head` names the table and its two
 /// columns) in ascending order, their pages packed full.
 pub(super) fn insert_pairs(tx: &Connection, head: &str, rows: &[(i64, i64)]) -> Result<()> {
@@ -583,93 +440,6 @@ fn move_record<'a>(parent: i64, mv: u16, uci: &'a str, e: &EdgeAgg) -> MoveRecor
     }
 }
 
-/// Leaves of the moves and parents tables (index B-trees) filled to this
-/// share: about what SQLite's own inserts leave (88%), room for moves
-/// learned later.
-const MOVES_FILL: f64 = 0.90;
-
-/// `rows` as the pages of the index tree at `root` (a `WITHOUT ROWID`
-/// table or an index), each encoded by `encode`, which returns its key.
-/// `Some(why)` when a row comes out of key order or is too large for a
-/// page: nothing is written then (the file is as it was), for SQLite to
-/// write the rows instead.
-fn write_index_pages<T>(
-    path: &std::path::Path,
-    root: u32,
-    rows: impl IntoIterator<Item = T>,
-    mut encode: impl FnMut(&T, &mut Vec<u8>) -> (i64, i64),
-) -> Result<Option<String>> {
-    let mut tree = PageIndexWriter::new(path, root, MOVES_FILL)?;
-    let mut bytes = Vec::new();
-    for row in rows {
-        bytes.clear();
-        let key = encode(&row, &mut bytes);
-        let why = match tree.push(key, &bytes)? {
-            Push::Added => continue,
-            Push::TooLarge => format!("a row of {} bytes at {key:?}", bytes.len()),
-            Push::OutOfOrder => format!("rows out of key order at {key:?}"),
-        };
-        tree.abandon()?;
-        return Ok(Some(why));
-    }
-    tree.finish()?;
-    Ok(None)
-}
-
-/// The moves and the `parents` of every position with two or more, as
-/// pages of their tables (SQLite has no transaction open); a table whose
-/// rows the pages cannot take through SQLite.
-fn write_move_pages(
-    conn: &Connection,
-    path: &std::path::Path,
-    roots: (u32, u32),
-    edge_rows: &[((i64, u16), EdgeAgg)],
-    links: &[(i64, i64)],
-) -> Result<()> {
-    let moves = write_index_pages(path, roots.0, edge_rows, |&&((parent, mv), ref e), out| {
-        let uci = MoveCode(mv).uci(e.castle);
-        let r = move_record(parent, mv, &uci, e);
-        r.encode(out);
-        r.key()
-    })?;
-    if let Some(why) = moves {
-        eprintln!("learnbook: the moves written through SQLite: {why}");
-        let tx = conn.unchecked_transaction()?;
-        insert_moves(&tx, edge_rows)?;
-        tx.commit()?;
-    }
-    let parents = write_index_pages(path, roots.1, listed_parents(links), |r, out| {
-        r.encode(out);
-        r.key()
-    })?;
-    if let Some(why) = parents {
-        eprintln!("learnbook: the parent links written through SQLite: {why}");
-        let tx = conn.unchecked_transaction()?;
-        insert_parents(&tx, links)?;
-        tx.commit()?;
-    }
-    Ok(())
-}
-
-/// The games' hash index (`UNIQUE` on `games.hash`) as pages: `(hash,
-/// id)` of each game written as pages, leaves filled as the moves' (a
-/// learned game adds its hash anywhere in it). `Some(why)`: not written,
-/// for SQLite to make (`REINDEX`).
-fn write_hash_index(
-    path: &std::path::Path,
-    root: u32,
-    mut hashes: Vec<(i64, i64)>,
-) -> Result<Option<String>> {
-    hashes.par_sort_unstable();
-    // A repeated hash comes out of order (keys are strictly ascending):
-    // SQLite's REINDEX then refuses it, as its inserts would have.
-    write_index_pages(path, root, hashes, |&(hash, id), out| {
-        let r = GameHashEntry { hash, id };
-        r.encode(out);
-        r.key()
-    })
-}
-
 /// A position's row: the valued node, its best move, its first parent, its
 /// top list (`top`, encoded).
 fn position_record<'a>(row: &PositionRow, top: &'a [u8]) -> PositionRecord<'a> {
@@ -715,56 +485,6 @@ fn insert_position_rows(
     links: &[(i64, i64)],
 ) -> Result<()> {
     insert_positions(tx, &position_rows(g, rows, tops, links))
-}
-
-/// Leaves of the positions table filled to this share: the room SQLite
-/// leaves when it inserts rows in descending order (see
-/// [`insert_chunked_in`]), so that rows learned later mostly fit without
-/// splitting a page.
-const POSITIONS_FILL: f64 = 0.90;
-
-/// The rows into the positions table's pages: `Ok(apart)`, the rows too
-/// large for a page, for SQLite; `Err(why)` for rows out of key order,
-/// nothing written (the file as it was), for SQLite to write them all.
-fn write_position_pages<'a>(
-    mut pages: TableWriter,
-    rows: &[PositionRow<'a>],
-) -> Result<std::result::Result<Vec<PositionRow<'a>>, String>> {
-    // The records of a stretch of rows are made on every core, then added
-    // in order (one core: the pages are written in order).
-    const PART: usize = 4096;
-    let mut apart = Vec::new();
-    for stretch in rows.chunks(PART * 16) {
-        let records: Vec<(Vec<u8>, Vec<usize>)> = stretch
-            .par_chunks(PART)
-            .map(|part| {
-                let (mut bytes, mut ends, mut blob) = (Vec::new(), Vec::new(), Vec::new());
-                for row in part {
-                    write_top_blob(row.top, &mut blob);
-                    position_record(row, &blob).encode(&mut bytes);
-                    ends.push(bytes.len());
-                }
-                (bytes, ends)
-            })
-            .collect();
-        for (part, (bytes, ends)) in stretch.chunks(PART).zip(&records) {
-            let mut start = 0;
-            for (row, &end) in part.iter().zip(ends) {
-                let key = row.node.key.to_sql();
-                match pages.push(key, &bytes[start..end])? {
-                    Push::Added => {}
-                    Push::TooLarge => apart.push(*row),
-                    Push::OutOfOrder => {
-                        pages.abandon()?;
-                        return Ok(Err(format!("rows out of key order at {key}")));
-                    }
-                }
-                start = end;
-            }
-        }
-    }
-    pages.finish()?;
-    Ok(Ok(apart))
 }
 
 /// Inserts `rows` into a fresh table many at a time (one statement step per
@@ -841,15 +561,6 @@ fn write_moves<'a>(
         ])?;
     }
     Ok(())
-}
-
-/// The root page of a table or index, for the page writers.
-fn root_page(conn: &Connection, name: &str) -> Result<u32> {
-    Ok(conn.query_row(
-        "SELECT rootpage FROM sqlite_schema WHERE name = ?1",
-        [name],
-        |r| r.get(0),
-    )?)
 }
 
 /// The `sources` id of each name (added where new).

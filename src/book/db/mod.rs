@@ -16,8 +16,8 @@
 //! * `cache`: what the incremental pass keeps between games;
 //! * `learn`: `add_game`, one game in one transaction;
 //! * `bulk`: `build`'s aggregate of many games; `bulk_graph`: the rows,
-//!   tails and graph made of it; `bulk_write`: written at once, as SQLite
-//!   inserts or as pages (`pages`; each table's row typed in `rows`);
+//!   tails and graph made of it; `bulk_write`: written at once (each
+//!   table's row typed in `rows`);
 //! * `bulk_parts`: a new book too large to value in memory, written in parts;
 //! * `analysis`: search scores (`analyze`);
 //! * `grow`: engine moves, as `grow` adds them;
@@ -46,7 +46,6 @@ pub mod grow;
 pub mod import;
 mod learn;
 pub mod merge;
-mod pages;
 mod rows;
 pub mod scan;
 pub mod schema;
