@@ -15,6 +15,7 @@ pub(super) enum Value<'a> {
     Text(&'a str),
     Blob(&'a [u8]),
 }
+
 /// A Rust type a column holds: the column's declared type and whether a
 /// NULL can come from it.
 pub(super) trait Field {
