@@ -429,8 +429,6 @@ mod tests {
         assert!(tails.iter().all(|&(i, _)| Some(i) != a));
         // The tails index lists each tail position with its game's id.
         let entries = tail_entries(&agg.games, &tails);
-        let d_keys = agg.games[want[1].0].keys.clone().expect("keys");
-        let _ = d_keys;
         let positions: usize = tails
             .iter()
             .map(|&(i, t)| agg.games[i].keys.as_ref().map_or(0, |k| k.len() - t))
