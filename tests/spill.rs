@@ -91,11 +91,11 @@ fn a_build_over_its_memory_budget_writes_the_book_a_build_in_memory_writes() {
     assert_no_temporaries(dir.path());
 }
 
-/// A journalled build in one part writes its games and positions as pages
-/// (src/book/db/pages.rs), a game too large for a page through SQLite: the
-/// book a build in memory writes, and a sound SQLite file.
+/// A journalled build in one part (`bulk_load_games`), with a game whose
+/// row is too large for a page: the book a build in memory writes, and a
+/// sound SQLite file.
 #[test]
-fn a_build_written_as_pages_is_the_book_a_build_in_memory_writes() {
+fn a_journalled_build_in_one_part_is_the_book_a_build_in_memory_writes() {
     let dir = TempDir::new().expect("tmp");
     let mut text = sample_text();
     // A game whose row does not fit in a page of 4 KB.

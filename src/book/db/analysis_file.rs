@@ -42,7 +42,6 @@ impl AnalysisFile {
         job: &str,
         book: &str,
     ) -> Result<AnalysisFile> {
-        super::wal_vfs::register();
         let conn = Connection::open(path)
             .with_context(|| format!("cannot create the analysis file {}", path.display()))?;
         conn.busy_timeout(std::time::Duration::from_secs(30))?;
@@ -92,7 +91,6 @@ impl AnalysisFile {
     /// Opens an existing analysis file for `merge`; `None` if `path` is
     /// not one (a book, say).
     pub fn open(path: &Path) -> Result<Option<AnalysisFile>> {
-        super::wal_vfs::register();
         let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
             .with_context(|| format!("cannot open {}", path.display()))?;
         let meta = |k: &str| -> Option<String> {

@@ -18,9 +18,10 @@ use rayon::prelude::*;
 use rusqlite::{params, Transaction};
 
 use super::book::Book;
-use super::bulk::{
-    for_each_tail_batch, insert_chunked, insert_game_tails, insert_moves, insert_pairs, prune,
-    source_ids, Aggregate, EdgeAgg, NodeAgg,
+use super::bulk::{prune, Aggregate, EdgeAgg, NodeAgg};
+use super::bulk_graph::for_each_tail_batch;
+use super::bulk_write::{
+    insert_chunked, insert_game_tails, insert_moves, insert_pairs, source_ids,
 };
 use super::explore::write_top_blob;
 use super::tail_index::IndexWriter;

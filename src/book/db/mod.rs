@@ -15,7 +15,9 @@
 //!   [`Graph`](crate::book::minimax::Graph) and its full re-evaluation;
 //! * `cache`: what the incremental pass keeps between games;
 //! * `learn`: `add_game`, one game in one transaction;
-//! * `bulk`: `build`'s aggregate of many games, written at once;
+//! * `bulk`: `build`'s aggregate of many games; `bulk_graph`: the rows,
+//!   tails and graph made of it; `bulk_write`: written at once (each
+//!   table's row typed in `rows`);
 //! * `bulk_parts`: a new book too large to value in memory, written in parts;
 //! * `analysis`: search scores (`analyze`);
 //! * `grow`: engine moves, as `grow` adds them;
@@ -34,7 +36,9 @@ pub mod analysis;
 pub mod analysis_file;
 pub mod book;
 pub mod bulk;
+mod bulk_graph;
 pub mod bulk_parts;
+pub mod bulk_write;
 mod cache;
 pub mod explore;
 mod graph;
@@ -42,7 +46,7 @@ pub mod grow;
 pub mod import;
 mod learn;
 pub mod merge;
-mod pages;
+mod rows;
 pub mod scan;
 pub mod schema;
 mod tail_index;

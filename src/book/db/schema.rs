@@ -141,21 +141,23 @@ impl Default for BookSettings {
     }
 }
 
+/// A book's writing connection: through the VFS that gathers a
+/// transaction's WAL frames ([`super::wal_vfs`]), named on this connection
+/// alone, or SQLite's default VFS where that one cannot serve.
 pub(super) fn open_conn(path: &Path) -> Result<Connection> {
-    super::wal_vfs::register();
-    let conn =
-        Connection::open(path).with_context(|| format!("cannot open book {}", path.display()))?;
+    let conn = match super::wal_vfs::name() {
+        Some(vfs) => Connection::open_with_flags_and_vfs(path, rusqlite::OpenFlags::default(), vfs),
+        None => Connection::open(path),
+    }
+    .with_context(|| format!("cannot open book {}", path.display()))?;
     configure(conn, path)
 }
 
 /// [`open_conn`] through SQLite's own default VFS, which writes a WAL
 /// frame as two system calls (`bench learn` compares the two).
 pub(super) fn open_conn_plain_wal(path: &Path) -> Result<Connection> {
-    super::wal_vfs::register();
-    let vfs = super::wal_vfs::wrapped_name().context("no VFS under the book's")?;
     let conn =
-        Connection::open_with_flags_and_vfs(path, rusqlite::OpenFlags::default(), vfs.as_str())
-            .with_context(|| format!("cannot open book {}", path.display()))?;
+        Connection::open(path).with_context(|| format!("cannot open book {}", path.display()))?;
     configure(conn, path)
 }
 
@@ -189,7 +191,6 @@ fn configure(conn: Connection, path: &Path) -> Result<Connection> {
 /// committed state while another connection writes).
 pub(super) fn open_conn_read_only(path: &Path) -> Result<Connection> {
     use rusqlite::OpenFlags;
-    super::wal_vfs::register();
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
