@@ -63,12 +63,15 @@ pub fn parse_game_id(text: &str) -> Option<u64> {
     u64::from_str_radix(text, 16).ok()
 }
 
-/// A search score with its depth, from one side's point of view.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// A search score with its depth, from one side's point of view, and who
+/// searched it: the engine's name and version, and the budget.
+#[derive(Clone, Debug, PartialEq)]
 pub struct Score {
     /// Centipawns (mate: +-(30000 - plies)).
     pub cp: i32,
     pub depth: u32,
+    pub engine: String,
+    pub budget: String,
 }
 
 /// One book move of an explored position.
@@ -201,10 +204,12 @@ fn explore_in(book: &Book, pos: &Chess) -> Result<Explored> {
             None
         };
         let analysis = m.child.and_then(|c| {
-            child_scores
-                .iter()
-                .find(|a| a.0 == c)
-                .map(|&(_, score, depth)| Score { cp: -score, depth })
+            child_scores.iter().find(|a| a.key == c).map(|a| Score {
+                cp: -a.score,
+                depth: a.depth,
+                engine: a.engine.clone(),
+                budget: a.budget.clone(),
+            })
         });
         out_moves.push(ExploredMove {
             san: san_of(m.mv, &m.uci),
@@ -247,6 +252,8 @@ fn explore_in(book: &Book, pos: &Chess) -> Result<Explored> {
             score: Score {
                 cp: a.deviation?,
                 depth: a.dev_depth.unwrap_or(0),
+                engine: a.engine.clone(),
+                budget: a.budget.clone(),
             },
         })
     });
@@ -262,6 +269,8 @@ fn explore_in(book: &Book, pos: &Chess) -> Result<Explored> {
         analysis: a.as_ref().map(|a| Score {
             cp: a.score,
             depth: a.depth,
+            engine: a.engine.clone(),
+            budget: a.budget.clone(),
         }),
         deviation,
         moves: out_moves,

@@ -11,12 +11,13 @@
 //!   those that end there included), `value` (the book's value, side to
 //!   move, -1..1, or null), `choice` (the book's move as UCI, or null),
 //!   `leaveWeight` (probability that the weighted choice leaves the book),
-//!   `analysis` (`{score, depth}`: centipawns for the side to move, or
-//!   null) and `deviation` (`{uci, san, score, depth}`: the best move
-//!   outside the book, or null);
+//!   `analysis` (`{score, depth, engine, budget}`: centipawns for the side
+//!   to move, the depth reached, the engine's name and version and its
+//!   budget, or null) and `deviation` (`{uci, san, score, depth, engine,
+//!   budget}`: the best move outside the book, or null);
 //! * per move: `value` (for the mover, or null), `weighted` (probability
-//!   0..1), `choice` (bool), `analysis` (`{score, depth}` for the mover,
-//!   or null) and `engine` (bool: an engine move of `grow`, no games).
+//!   0..1), `choice` (bool), `analysis` (as above, for the mover, or null)
+//!   and `engine` (bool: an engine move of `grow`, no games).
 
 use serde::Serialize;
 use shakmaty::{fen::Fen, san::SanPlus, uci::UciMove, Chess, Color, EnPassantMode};
@@ -113,6 +114,10 @@ pub struct PlayerJson {
 pub struct ScoreJson {
     pub score: i32,
     pub depth: u32,
+    /// Who searched: the engine's name and version (UCI `id name`), and
+    /// its budget (`nodes=N`, `depth=D`, `movetime=MS`).
+    pub engine: String,
+    pub budget: String,
 }
 
 #[derive(Serialize)]
@@ -121,6 +126,8 @@ pub struct DeviationJson {
     pub san: String,
     pub score: i32,
     pub depth: u32,
+    pub engine: String,
+    pub budget: String,
 }
 
 fn counts(c: Counts) -> CountsJson {
@@ -142,6 +149,8 @@ fn score(s: Score) -> ScoreJson {
     ScoreJson {
         score: s.cp,
         depth: s.depth,
+        engine: s.engine,
+        budget: s.budget,
     }
 }
 
@@ -194,7 +203,7 @@ fn move_json(pos: &Chess, m: &ExploredMove) -> MoveJson {
         value: m.value,
         weighted: m.weighted,
         choice: m.choice,
-        analysis: m.analysis.map(score),
+        analysis: m.analysis.clone().map(score),
         engine: m.engine,
     }
 }
@@ -241,12 +250,14 @@ pub fn masters(q: &MastersQuery, e: &Explored) -> Masters {
         value: e.value,
         choice: e.choice.clone(),
         leave_weight: e.leave_weight,
-        analysis: e.analysis.map(score),
+        analysis: e.analysis.clone().map(score),
         deviation: e.deviation.as_ref().map(|d| DeviationJson {
             uci: d.uci.clone(),
             san: san_plus(&q.pos, &d.uci, &d.san),
             score: d.score.cp,
             depth: d.score.depth,
+            engine: d.score.engine.clone(),
+            budget: d.score.budget.clone(),
         }),
     }
 }

@@ -25,6 +25,18 @@ use crate::book::pgn_out::wrap_movetext;
 pub const TOP_GAMES: usize = 15;
 
 /// One game in a position's top list: the move it played there, its rank
+/// The search score of a child position, as its analysis stored it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChildScore {
+    pub key: Key,
+    /// Centipawns for the side to move at the child.
+    pub score: i32,
+    pub depth: u32,
+    /// The engine's name and version, and the budget of its search.
+    pub engine: String,
+    pub budget: String,
+}
+
 /// (the two ratings summed, a missing one as 0) and its hash.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TopEntry {
@@ -480,12 +492,20 @@ impl Book {
 
     /// The analysis of every child of `key` that has one: `(child, score
     /// for the child's side to move, depth)`.
-    pub fn child_analyses(&self, key: Key) -> Result<Vec<(Key, i32, u32)>> {
+    pub fn child_analyses(&self, key: Key) -> Result<Vec<ChildScore>> {
         let mut stmt = self.conn.prepare_cached(
-            "SELECT a.key, a.score, a.depth FROM moves m JOIN analysis a ON a.key = m.child
+            "SELECT a.key, a.score, a.depth, a.engine, a.budget FROM moves m JOIN analysis a ON a.key = m.child
              WHERE m.parent = ?1",
         )?;
-        let rows = stmt.query_map([key], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        let rows = stmt.query_map([key], |r| {
+            Ok(ChildScore {
+                key: r.get(0)?,
+                score: r.get(1)?,
+                depth: r.get(2)?,
+                engine: r.get(3)?,
+                budget: r.get(4)?,
+            })
+        })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 

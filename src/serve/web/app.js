@@ -359,10 +359,15 @@ function fmtScore(cp) {
   return (p > 0 ? '+' : p < 0 ? '−' : '±') + Math.abs(p).toFixed(2);
 }
 
+// Who searched, as a tooltip: "Stockfish 15.1, nodes=50000, depth 14".
+function searchedBy(a) {
+  return a.engine ? `${a.engine}, ${a.budget}, depth ${a.depth}` : `depth ${a.depth}`;
+}
+
 function fmtAnalysis(a, withDepth) {
   if (!a) return '<span class="muted">–</span>';
-  const d = withDepth ? ` <small>d${a.depth}</small>` : '';
-  return `<span class="${sign(a.score)}">${fmtScore(a.score)}</span>${d}`;
+  const d = withDepth ? ` <small>d${a.depth} · ${esc(a.engine || '')} ${esc(a.budget || '')}</small>` : '';
+  return `<span class="${sign(a.score)}" title="${esc(searchedBy(a))}">${fmtScore(a.score)}</span>${d}`;
 }
 
 function fmtPct(p) {
@@ -441,7 +446,7 @@ function render(data) {
   el.sAnalysis.innerHTML = fmtAnalysis(data.analysis, true);
   const dev = data.deviation;
   el.sDeviation.innerHTML = dev
-    ? `${esc(dev.san)} <span class="${sign(dev.score)}">${fmtScore(dev.score)}</span> <small>d${dev.depth}</small>`
+    ? `${esc(dev.san)} <span class="${sign(dev.score)}">${fmtScore(dev.score)}</span> <small title="${esc(searchedBy(dev))}">d${dev.depth}</small>`
     : '<span class="muted">–</span>';
 
   // The moves table.
@@ -471,7 +476,7 @@ function render(data) {
         '<td class="num" colspan="3">outside the book</td>' +
         '<td></td><td></td>' +
         `<td class="num">${leaveChoice ? '<span class="star">★</span> ' : ''}${fmtPct(data.leaveWeight)}</td>` +
-        `<td class="num">${fmtAnalysis({ score: dev.score, depth: dev.depth }, false)}</td>` +
+        `<td class="num">${fmtAnalysis(dev, false)}</td>` +
         '</tr>',
     );
   }
