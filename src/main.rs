@@ -1046,7 +1046,7 @@ impl MergeArgs {
         } = self;
         let memory = memory.unwrap_or_else(build::default_memory);
         let summary =
-            book::merge::merge_books(&book.book, &shards, allow_duplicates, min_games, memory)?;
+            book::merge_books::merge_books(&book.book, &shards, allow_duplicates, min_games, memory)?;
         eprint!("{}", summary.report());
         Ok(ExitCode::SUCCESS)
     }

@@ -21,7 +21,7 @@ use rayon::prelude::*;
 use super::db::{Aggregate, Book, BookSettings};
 use super::ingest::{open_input, Filter, Game, GameStream, RawGame, SkipReason};
 use super::keys::KeySet;
-use super::merge::merge_books;
+use super::merge_books::merge_books;
 use super::minimax::ChoiceChange;
 use super::spill::{
     self, count_part, count_shared, plain_size, Counter, GamesInOrder, Journal, KeyRange,

@@ -7,7 +7,7 @@ pub mod explore;
 pub mod generate;
 pub mod ingest;
 pub mod keys;
-pub mod merge;
+pub mod merge_books;
 pub mod minimax;
 pub mod movetext;
 pub mod openings;
