@@ -26,7 +26,6 @@
 //! shells report it.
 
 pub mod assets;
-pub mod bench;
 pub mod cache;
 pub mod conn;
 pub mod http;

@@ -11,7 +11,13 @@ use std::{
 use anyhow::{bail, Context, Result};
 use clap::Subcommand;
 
-use crate::book::{
+mod search;
+mod serve;
+mod suite;
+
+pub use search::search;
+
+use learnbook::book::{
     ingest::{open_input, Filter, Game, GameStream},
     Book,
 };
@@ -150,7 +156,7 @@ pub enum BenchCommand {
     /// positions: centipawn loss of learnbook's best and weighted picks and of each Polyglot
     /// book's top-weight and weighted picks, and the Spearman correlation of the book's values
     /// with the judge's evaluations.
-    BookQuality(crate::analyze::quality::Options),
+    BookQuality(learnbook::analyze::quality::Options),
     /// Analysis throughput: the same positions of a copy of BOOK analysed with 1 and with 2
     /// threads (the search core), positions per second and their ratio.
     Analyze {
@@ -158,13 +164,13 @@ pub enum BenchCommand {
         #[arg(long)]
         book: PathBuf,
         /// Nodes per search.
-        #[arg(long, default_value_t = crate::analyze::DEFAULT_NODES)]
+        #[arg(long, default_value_t = learnbook::analyze::DEFAULT_NODES)]
         nodes: u64,
         /// Positions analysed per measurement (the first of the breadth-first order).
         #[arg(long, default_value_t = 400)]
         positions: usize,
         /// Analyse positions with at least this many games, and their children.
-        #[arg(long, default_value_t = crate::analyze::DEFAULT_MIN_GAMES)]
+        #[arg(long, default_value_t = learnbook::analyze::DEFAULT_MIN_GAMES)]
         min_games: u32,
     },
     /// Grow throughput: the same number of expansions on copies of BOOK with 1 and with 2
@@ -175,16 +181,16 @@ pub enum BenchCommand {
         #[arg(long)]
         book: PathBuf,
         /// Nodes per search.
-        #[arg(long, default_value_t = crate::analyze::DEFAULT_NODES)]
+        #[arg(long, default_value_t = learnbook::analyze::DEFAULT_NODES)]
         nodes: u64,
         /// Expansions per measurement.
         #[arg(long, default_value_t = 400)]
         expansions: usize,
         /// As `grow --alpha`.
-        #[arg(long, default_value_t = crate::analyze::grow::DEFAULT_ALPHA)]
+        #[arg(long, default_value_t = learnbook::analyze::grow::DEFAULT_ALPHA)]
         alpha: f64,
         /// As `grow --width`.
-        #[arg(long, default_value_t = crate::analyze::grow::DEFAULT_WIDTH)]
+        #[arg(long, default_value_t = learnbook::analyze::grow::DEFAULT_WIDTH)]
         width: usize,
     },
     /// Opening suites compared by the resolution they give a match: nElo and expected SPRT length.
@@ -226,7 +232,7 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 1)]
         concurrency: usize,
         #[command(flatten)]
-        limit: crate::play::spec::LimitArgs,
+        limit: crate::cli::args::LimitArgs,
         /// Seed of each suite's opening order.
         #[arg(long, default_value_t = 1)]
         seed: u64,
@@ -243,7 +249,7 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 0.05)]
         beta: f64,
         #[command(flatten)]
-        adjudication: crate::play::spec::AdjudicationArgs,
+        adjudication: crate::cli::args::MatchAdjudication,
         /// Append each suite's games to DIR/<suite name>.pgn; games already there from an
         /// earlier run of the same command are counted, not played again.
         #[arg(long, value_name = "DIR")]
@@ -309,8 +315,8 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             hash,
             weights,
         } => {
-            use crate::engine::search::Limits;
-            let weights = crate::engine::presets::load(&weights).context("--weights")?;
+            use learnbook::engine::search::Limits;
+            let weights = learnbook::engine::presets::load(&weights).context("--weights")?;
             let limits = match nodes {
                 Some(n) => Limits {
                     nodes: Some(n),
@@ -321,7 +327,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
                     ..Limits::default()
                 },
             };
-            let (_, report) = crate::engine::bench::wac(&file, &limits, threads, hash, &weights)?;
+            let (_, report) = search::wac(&file, &limits, threads, hash, &weights)?;
             print!("{report}");
             Ok(())
         }
@@ -362,7 +368,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             min_book_games,
         } => {
             let start = Instant::now();
-            let opts = crate::book::generate::Options {
+            let opts = learnbook::book::generate::Options {
                 book,
                 out,
                 games,
@@ -370,7 +376,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
                 max_ply,
                 min_book_games,
             };
-            let bytes = crate::book::generate::generate(&opts)?;
+            let bytes = learnbook::book::generate::generate(&opts)?;
             let secs = start.elapsed().as_secs_f64();
             println!(
                 "{}: {games} games, {:.1} MB of PGN ({:.0} bytes a game) in {secs:.1} s, {:.0} games/s",
@@ -382,7 +388,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             Ok(())
         }
         BenchCommand::BookQuality(opts) => {
-            let report = crate::analyze::quality::run(&opts)?;
+            let report = learnbook::analyze::quality::run(&opts)?;
             print!("{report}");
             Ok(())
         }
@@ -393,7 +399,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             openings,
         } => bench_tune(nodes, pairs_per_iteration, iterations, &openings),
         BenchCommand::Perft { file, depth } => {
-            let (ok, report) = crate::engine::bench::perft_suite(&file, depth)?;
+            let (ok, report) = search::perft_suite(&file, depth)?;
             print!("{report}");
             if !ok {
                 bail!("perft counts differ from {}", file.display());
@@ -431,7 +437,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             journal,
             json,
         } => {
-            use crate::play::{spec, suite_bench};
+            use learnbook::play::spec;
             // What decides the games, as given (the journal's match identity).
             let identity = format!(
                 "engines={engines:?} tc={:?} nodes={:?} depth={:?} draw={:?} resign={:?} maxmoves={:?}",
@@ -442,9 +448,9 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
                 adjudication.resign,
                 adjudication.maxmoves
             );
-            let cfg = suite_bench::SuiteBench {
+            let cfg = suite::SuiteBench {
                 suites,
-                engines: suite_bench::engines(&engines, &limit)?,
+                engines: suite::engines(&engines, &limit.limit())?,
                 pairs,
                 concurrency,
                 seed,
@@ -467,7 +473,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             threads,
             seed,
         } => {
-            let report = crate::serve::bench::run(&crate::serve::bench::Options {
+            let report = serve::run(&serve::Options {
                 book,
                 seconds,
                 learn_games,
@@ -482,12 +488,12 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
 }
 
 /// `bench suite`: the report on stdout and, with `json`, in that file.
-fn bench_suite(cfg: &crate::play::suite_bench::SuiteBench, json: Option<&Path>) -> Result<()> {
-    let report = crate::play::suite_bench::bench_suites(cfg)?;
+fn bench_suite(cfg: &suite::SuiteBench, json: Option<&Path>) -> Result<()> {
+    let report = suite::bench_suites(cfg)?;
     print!("{report}");
     if let Some(path) = json {
         let text = serde_json::to_string_pretty(&report).context("--json")?;
-        crate::atomic_file::write(path, text.as_bytes())
+        learnbook::atomic_file::write(path, text.as_bytes())
             .with_context(|| format!("--json: cannot write {}", path.display()))?;
     }
     Ok(())
@@ -616,7 +622,7 @@ fn bench_build(
             allow_duplicates: true,
             no_tails: false,
         };
-        let f = crate::book::build::validate_only(vec![plain.clone()], &filter)?;
+        let f = learnbook::book::build::validate_only(vec![plain.clone()], &filter)?;
         println!(
             "run {}: polyglot make-book {:.2} s ({:.0} MB peak), learnbook build {:.2} s ({:.0} MB peak), reading and validating alone {:.2} s",
             run + 1,
@@ -668,7 +674,7 @@ fn copy_book(book: &Path, copy: &Path) -> Result<()> {
 }
 
 fn bench_analyze(book: &Path, nodes: u64, positions: usize, min_games: u32) -> Result<()> {
-    use crate::analyze::{self, Budget, EngineChoice, Options};
+    use learnbook::analyze::{self, Budget, EngineChoice, Options};
     let dir = tempfile_dir()?;
     let mut rates = Vec::new();
     for threads in [1usize, 2] {
@@ -709,7 +715,7 @@ fn bench_analyze(book: &Path, nodes: u64, positions: usize, min_games: u32) -> R
 }
 
 fn bench_grow(book: &Path, nodes: u64, expansions: usize, alpha: f64, width: usize) -> Result<()> {
-    use crate::analyze::{grow, Budget, EngineChoice, Options};
+    use learnbook::analyze::{grow, Budget, EngineChoice, Options};
     let dir = tempfile_dir()?;
     let mut rates = Vec::new();
     for threads in [1usize, 2] {
@@ -724,7 +730,7 @@ fn bench_grow(book: &Path, nodes: u64, expansions: usize, alpha: f64, width: usi
                 },
                 budget: Budget::Nodes(nodes),
                 threads,
-                min_games: crate::analyze::DEFAULT_MIN_GAMES,
+                min_games: learnbook::analyze::DEFAULT_MIN_GAMES,
                 batch: 256,
                 progress: false,
             },
@@ -886,7 +892,7 @@ fn bench_learn(book: &Path, games: &Path, skip: usize, n: usize, full_runs: usiz
 
 /// Builtin self-play at a fixed node count, one worker and then two.
 fn bench_play(nodes: u64, games: usize, openings: &Path) -> Result<()> {
-    use crate::play::{
+    use learnbook::play::{
         game::{Adjudication, Limit},
         runner::{read_openings, run_match, MatchConfig, PlayerSpec},
     };
@@ -895,7 +901,7 @@ fn bench_play(nodes: u64, games: usize, openings: &Path) -> Result<()> {
         name: name.into(),
         weights: None,
         book: None,
-        book_mode: crate::book::select::Mode::Best,
+        book_mode: learnbook::book::select::Mode::Best,
     };
     let mut rates = Vec::new();
     for concurrency in [1, 2] {
@@ -934,7 +940,7 @@ fn bench_play(nodes: u64, games: usize, openings: &Path) -> Result<()> {
 /// `selfplay` with its defaults (adjudication, table size) into a new file,
 /// once with one thread and once with two; both files must hold the same games.
 fn bench_selfplay(nodes: u64, games: usize, openings: &Path) -> Result<()> {
-    use crate::play::{game::Adjudication, runner::read_openings, selfplay};
+    use learnbook::play::{game::Adjudication, runner::read_openings, selfplay};
     let suite = read_openings(openings)?;
     let dir = tempfile_dir()?;
     let mut rates = Vec::new();
@@ -948,7 +954,7 @@ fn bench_selfplay(nodes: u64, games: usize, openings: &Path) -> Result<()> {
             nodes,
             openings: suite.clone(),
             concurrency: threads,
-            weights: crate::engine::params::Weights::default(),
+            weights: learnbook::engine::params::Weights::default(),
             name: selfplay::player_name("default"),
             seed: 1,
             adjudication: Adjudication {
@@ -957,7 +963,7 @@ fn bench_selfplay(nodes: u64, games: usize, openings: &Path) -> Result<()> {
                 max_moves: Some(200),
             },
             hash_mb: 16,
-            shard: crate::shard::Shard::WHOLE,
+            shard: learnbook::shard::Shard::WHOLE,
         };
         let (t, cpu) = (Instant::now(), cpu_seconds());
         let s = selfplay::run(&cfg, selfplay::Existing::default(), |_| {})?;
@@ -1007,7 +1013,7 @@ fn cpu_seconds() -> f64 {
 /// parameter, once on one thread and once on two. Node-limited games make
 /// both runs play the very same games, which is checked.
 fn bench_tune(nodes: u64, pairs: usize, iterations: u64, openings: &Path) -> Result<()> {
-    use crate::{
+    use learnbook::{
         engine::params::Weights,
         tune::{
             checkpoint::{AdjudicationSpec, LimitSpec},
@@ -1067,14 +1073,14 @@ fn bench_tune(nodes: u64, pairs: usize, iterations: u64, openings: &Path) -> Res
 
 /// Positions/s of reading and of the gradient, at 1 and 2 threads.
 fn bench_fit(pgn: &Path, max_positions: usize, epochs: u32) -> Result<()> {
-    use crate::tune::fit::{self, model::Model, samples};
+    use learnbook::tune::fit::{self, model::Model, samples};
     let sel = samples::Selection {
         skip_plies: 16,
         lambda: 1.0,
         max_positions,
         holdout: 0,
     };
-    let w = crate::engine::params::Weights::default();
+    let w = learnbook::engine::params::Weights::default();
     let model = Model::new()?;
     let x: Vec<f64> = w.values().iter().map(|&v| f64::from(v)).collect();
     let mut read_rate = Vec::new();
