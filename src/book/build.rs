@@ -24,10 +24,10 @@ use super::keys::KeySet;
 use super::merge_books::merge_books;
 use super::minimax::ChoiceChange;
 use super::spill::{
-    self, count_part, count_shared, plain_size, Counter, GamesInOrder, Journal, KeyRange,
-    PairSorter, SharedFilter, TempFiles, AGGREGATE_SHARE, CACHE_SHARE_COUNTING, CACHE_SHARE_VALUES,
-    CACHE_SHARE_WRITING, FILTER_SHARE, JOURNAL_FROM, JOURNAL_MEMORY_SHARE, PART_BYTES_PER_POSITION,
-    PART_SHARE, SORT_SHARE,
+    self, count_part, count_shared, plain_size, Counter, Distinct, GamesInOrder, Journal,
+    JournalReader, KeyRange, PairSorter, SharedFilter, TempFiles, AGGREGATE_SHARE,
+    CACHE_SHARE_COUNTING, CACHE_SHARE_VALUES, CACHE_SHARE_WRITING, FILTER_SHARE, JOURNAL_FROM,
+    JOURNAL_MEMORY_SHARE, PART_BYTES_PER_POSITION, PART_SHARE, SORT_SHARE,
 };
 pub use super::spill::{default_memory, parse_size, Spill};
 use crate::atomic_file;
@@ -416,6 +416,16 @@ pub fn learn(
 /// [`super::spill`]): the same book, in bounded memory; an existing book is
 /// then merged with the new games' book and replaced by the result, as
 /// `merge` does.
+///
+/// Two writers, one book. While the counts fit the budget they stay in
+/// memory and [`write_aggregate`] writes them in one pass: no journal
+/// written and read back, no filter. A new book from more than
+/// [`JOURNAL_FROM`] of PGN goes through the journal from the start (the
+/// filter costs less than every count, and holds less), and so does a
+/// build whose counts outgrow the budget: [`SpilledBuild`] writes it from
+/// the exact counts of the shared positions. Below the threshold the
+/// journal's write and two reads would cost more than the counts they
+/// save; an existing book is added to in place only by the first.
 pub fn build_book(
     path: &std::path::Path,
     settings: BookSettings,
@@ -428,45 +438,11 @@ pub fn build_book(
     let mut summary = Summary::default();
     let existing = path.exists();
     let job = shard_job(shard, &settings, &inputs, &filter)?;
-    if !shard.is_whole() {
-        summary.shard = Some(format!(
-            "shard {shard}: the games numbered {} + {}k of the inputs (from 0)",
-            shard.index, shard.count
-        ));
-        if existing {
-            // A shard run again (a requeued task whose first run finished).
-            if Book::open(path)?.shard()?.as_ref() == Some(&(shard, job.clone())) {
-                summary.shard = Some(format!(
-                    "{} is already shard {shard} of this job: nothing to do",
-                    path.display()
-                ));
-                return Ok(summary);
-            }
-            bail!(
-                "{} exists and is not shard {shard} of this job: a shard is a new book \
-                 (remove it, or give another --book)",
-                path.display()
-            );
-        }
+    if shard_already_built(path, shard, &job, existing, &mut summary)? {
+        return Ok(summary);
     }
-    let mut book;
-    // Removes what a killed build left; removed again if this one fails.
-    let mut pending = None;
-    if existing {
-        book = Book::open(path)?;
-    } else {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("cannot create {}", dir.display()))?;
-        }
-        let p = atomic_file::Pending::new(path, ".building");
-        book = Book::open_or_create(p.path(), settings)?;
-        book.write_unjournaled()?;
-        if !shard.is_whole() {
-            book.set_shard(shard, &job)?;
-        }
-        pending = Some(p);
-    }
+    // `pending` removes what a killed build left; removed again if this one fails.
+    let (mut book, pending) = open_target(path, settings, shard, &job, existing)?;
     let settings = book.settings;
     let filter = Filter {
         max_ply: settings.max_ply,
@@ -474,60 +450,15 @@ pub fn build_book(
     };
     let temp = TempFiles::new(path, spill)?;
     let journal_file = atomic_file::Pending::temporary(&temp.path("games"));
-    let budget_share = (spill.memory as f64 * FILTER_SHARE) as u64;
-    let plain = plain_size(&inputs);
-    // A big new book is counted through the journal from the start: less
-    // memory, and faster (the filter costs less than every count).
-    let from_start = !existing && !filter.no_tails && plain.is_some_and(|b| b > JOURNAL_FROM);
-    // Repeated games are found in memory, or, through the journal from the
-    // start, when its games are sorted (on disk past the budget).
-    let seen = if filter.allow_duplicates || from_start {
-        None
-    } else {
-        Some(book.game_hashes()?)
-    };
-    let sort_bytes = (spill.memory as f64 * SORT_SHARE) as u64;
-    // Two filters of 16 bits for each position the inputs may hold (about
-    // one in 8.5 bytes of PGN), within the budget's share.
-    let filter_bytes = plain.map_or(budget_share, |b| {
-        (b / 2).clamp(1 << 20, budget_share.max(1 << 20))
-    });
-    let shared = from_start.then(|| Arc::new(SharedFilter::new(filter_bytes)));
-    // From the start, the threads that validate the games fill the filter
-    // and encode the journal's records.
-    let prepare: Option<Prepare> = shared.clone().map(|f| -> Prepare {
-        Arc::new(move |g: &Game| {
-            f.add_all(g.keys());
-            spill::record(g)
-        })
-    });
-    let mut counter = Counter {
-        agg: (!from_start).then(|| Aggregate::new(!filter.no_tails)),
-        filter: shared,
-        journal: Journal::create(
-            journal_file.path(),
-            sort_bytes,
-            (spill.memory as f64 * JOURNAL_MEMORY_SHARE) as u64,
-        )?,
-        sources: Vec::new(),
-        tails: !filter.no_tails,
-        limit: (spill.memory as f64 * AGGREGATE_SHARE) as u64,
-        filter_bytes,
-        spilled_at: None,
-        games: 0,
-        positions: 0,
-    };
-    for_each_game_with(
+    let (counter, from_start) = count_within_budget(
+        &book,
         inputs,
         shard,
         &filter,
-        seen,
+        existing,
+        journal_file.path(),
+        spill,
         &mut summary,
-        prepare,
-        |game, record, source| {
-            counter.add(game, record, source)?;
-            Ok(true)
-        },
     )?;
     let Counter {
         agg,
@@ -536,6 +467,7 @@ pub fn build_book(
         sources,
         spilled_at,
         positions,
+        filter_bytes,
         ..
     } = counter;
     if let Some(agg) = agg {
@@ -568,7 +500,225 @@ pub fn build_book(
     peak_memory::trace("games read");
     // Repeats were left in the journal when `seen` was not kept.
     let count_repeats = !filter.allow_duplicates && from_start;
-    let (mut reader, distinct) = journal.finish(&sources, count_repeats, sort_bytes)?;
+    let (reader, distinct) = finish_journal(
+        journal,
+        &sources,
+        count_repeats,
+        spill,
+        journalled,
+        &mut summary,
+    )?;
+    let spilled = SpilledBuild {
+        reader: &reader,
+        copied: &distinct.copied,
+        sources: &sources,
+        temp: &temp,
+        memory: spill.memory,
+        filter_bytes,
+        positions,
+        tails: !filter.no_tails,
+    };
+    let counts = spilled.exact_counts(shared, start, &mut summary)?;
+    let games = GamesInOrder {
+        reader: &reader,
+        order: distinct.order,
+        count: distinct.games,
+    };
+    let tail_index = PairSorter::new(
+        spilled.share(SORT_SHARE),
+        &temp.dir,
+        &format!("{}tails", temp.prefix),
+    );
+    let ranges = if let Some(p) = pending {
+        let ranges = spilled
+            .write(&mut book, counts, games, tail_index)
+            .context("writing the book")?;
+        book.make_durable()?;
+        drop(book);
+        p.commit()?;
+        ranges
+    } else {
+        // The new games' own book, then merged with the old one.
+        drop(book);
+        let part = atomic_file::Pending::temporary(&temp.path("new.sqlite"));
+        let ranges = {
+            let mut new = Book::open_or_create(
+                part.path(),
+                BookSettings {
+                    min_games: 1,
+                    ..settings
+                },
+            )?;
+            new.write_unjournaled()?;
+            spilled
+                .write(&mut new, counts, games, tail_index)
+                .context("writing the new games' book")?
+        };
+        merge_books(path, &[part.path().to_path_buf()], true, 1, spill.memory)
+            .context("adding the new games' book")?;
+        ranges
+    };
+    if ranges.ranges > 0 {
+        summary.spill = summary.spill.map(|s| {
+            let filters = match ranges.rounds {
+                1 => "a sharper filter".to_string(),
+                n => format!("sharper filters in {n} rounds"),
+            };
+            format!(
+                "{s}; counted and written in {} key ranges from {filters}, valued by depth",
+                ranges.ranges
+            )
+        });
+    }
+    summary.seconds = start.elapsed().as_secs_f64();
+    summary.end_phase("games, tails, values and SQLite", summary.seconds);
+    Ok(summary)
+}
+
+/// A shard's checks before it reads a game: its note in `summary`, and
+/// whether its book is already there (a requeued task whose first run
+/// finished: nothing to do). Any other existing book is an error.
+fn shard_already_built(
+    path: &std::path::Path,
+    shard: Shard,
+    job: &str,
+    existing: bool,
+    summary: &mut Summary,
+) -> Result<bool> {
+    if shard.is_whole() {
+        return Ok(false);
+    }
+    summary.shard = Some(format!(
+        "shard {shard}: the games numbered {} + {}k of the inputs (from 0)",
+        shard.index, shard.count
+    ));
+    if !existing {
+        return Ok(false);
+    }
+    if Book::open(path)?.shard()?.as_ref() == Some(&(shard, job.to_string())) {
+        summary.shard = Some(format!(
+            "{} is already shard {shard} of this job: nothing to do",
+            path.display()
+        ));
+        return Ok(true);
+    }
+    bail!(
+        "{} exists and is not shard {shard} of this job: a shard is a new book \
+         (remove it, or give another --book)",
+        path.display()
+    );
+}
+
+/// The book a build writes: the existing one, or a new one in a temporary
+/// file beside `path` (with the file that commits it when complete).
+fn open_target(
+    path: &std::path::Path,
+    settings: BookSettings,
+    shard: Shard,
+    job: &str,
+    existing: bool,
+) -> Result<(Book, Option<atomic_file::Pending>)> {
+    if existing {
+        return Ok((Book::open(path)?, None));
+    }
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let p = atomic_file::Pending::new(path, ".building");
+    let book = Book::open_or_create(p.path(), settings)?;
+    book.write_unjournaled()?;
+    if !shard.is_whole() {
+        book.set_shard(shard, job)?;
+    }
+    Ok((book, Some(p)))
+}
+
+/// Reads, validates and counts every game of `inputs`, each journalled at
+/// `journal`: in memory while the counts fit the budget, else in a filter
+/// of shared positions; from the start in the filter for a new book of
+/// more than [`JOURNAL_FROM`] of PGN (the second value: whether it did).
+#[allow(clippy::too_many_arguments)]
+fn count_within_budget(
+    book: &Book,
+    inputs: Vec<PathBuf>,
+    shard: Shard,
+    filter: &Filter,
+    existing: bool,
+    journal: &std::path::Path,
+    spill: &Spill,
+    summary: &mut Summary,
+) -> Result<(Counter, bool)> {
+    let budget_share = (spill.memory as f64 * FILTER_SHARE) as u64;
+    let plain = plain_size(&inputs);
+    // A big new book is counted through the journal from the start: less
+    // memory, and faster (the filter costs less than every count).
+    let from_start = !existing && !filter.no_tails && plain.is_some_and(|b| b > JOURNAL_FROM);
+    // Repeated games are found in memory, or, through the journal from the
+    // start, when its games are sorted (on disk past the budget).
+    let seen = if filter.allow_duplicates || from_start {
+        None
+    } else {
+        Some(book.game_hashes()?)
+    };
+    let sort_bytes = (spill.memory as f64 * SORT_SHARE) as u64;
+    // Two filters of 16 bits for each position the inputs may hold (about
+    // one in 8.5 bytes of PGN), within the budget's share.
+    let filter_bytes = plain.map_or(budget_share, |b| {
+        (b / 2).clamp(1 << 20, budget_share.max(1 << 20))
+    });
+    let shared = from_start.then(|| Arc::new(SharedFilter::new(filter_bytes)));
+    // From the start, the threads that validate the games fill the filter
+    // and encode the journal's records.
+    let prepare: Option<Prepare> = shared.clone().map(|f| -> Prepare {
+        Arc::new(move |g: &Game| {
+            f.add_all(g.keys());
+            spill::record(g)
+        })
+    });
+    let mut counter = Counter {
+        agg: (!from_start).then(|| Aggregate::new(!filter.no_tails)),
+        filter: shared,
+        journal: Journal::create(
+            journal,
+            sort_bytes,
+            (spill.memory as f64 * JOURNAL_MEMORY_SHARE) as u64,
+        )?,
+        sources: Vec::new(),
+        tails: !filter.no_tails,
+        limit: (spill.memory as f64 * AGGREGATE_SHARE) as u64,
+        filter_bytes,
+        spilled_at: None,
+        games: 0,
+        positions: 0,
+    };
+    for_each_game_with(
+        inputs,
+        shard,
+        filter,
+        seen,
+        summary,
+        prepare,
+        |game, record, source| {
+            counter.add(game, record, source)?;
+            Ok(true)
+        },
+    )?;
+    Ok((counter, from_start))
+}
+
+/// The journal written to the end: its games sorted into id order (with
+/// `count_repeats`, a game read again counted once), loaded into memory
+/// when small beside the budget, and the spill noted in `summary`.
+fn finish_journal(
+    journal: Journal,
+    sources: &[String],
+    count_repeats: bool,
+    spill: &Spill,
+    journalled: String,
+    summary: &mut Summary,
+) -> Result<(JournalReader, Distinct)> {
+    let sort_bytes = (spill.memory as f64 * SORT_SHARE) as u64;
+    let (mut reader, distinct) = journal.finish(sources, count_repeats, sort_bytes)?;
     peak_memory::release_free();
     peak_memory::trace("journal finished");
     if count_repeats && distinct.repeats > 0 {
@@ -578,7 +728,6 @@ pub fn build_book(
             .entry(SkipReason::Duplicate.kind())
             .or_insert(0) += distinct.repeats;
     }
-    let copied = distinct.copied;
     // A journal small beside the budget is read from memory.
     let in_memory = reader.len() as f64 <= spill.memory as f64 * JOURNAL_MEMORY_SHARE;
     if in_memory {
@@ -589,150 +738,174 @@ pub fn build_book(
     } else {
         journalled
     });
-    // The counts in key ranges when they do not fit at once.
-    let part_limit = (spill.memory as f64 * PART_SHARE) as u64;
-    let parts_for = |shared: u64| {
+    Ok((reader, distinct))
+}
+
+/// A build whose games went through the journal: what writing its book
+/// needs.
+struct SpilledBuild<'a> {
+    reader: &'a JournalReader,
+    /// The games that occur more than once (they have no tail).
+    copied: &'a KeySet<u64>,
+    sources: &'a [String],
+    temp: &'a TempFiles,
+    /// The budget, bytes.
+    memory: u64,
+    filter_bytes: u64,
+    /// Positions the games reach, each time.
+    positions: u64,
+    tails: bool,
+}
+
+/// A spilled build's exact counts: all at once, or (when they do not fit
+/// the budget) to be taken key range by key range with this filter.
+enum ExactCounts {
+    Whole(Aggregate),
+    InRanges(Arc<SharedFilter>),
+}
+
+/// How a book was written in key ranges, for the summary (none: at once).
+#[derive(Default)]
+struct RangesWritten {
+    ranges: u64,
+    rounds: u64,
+}
+
+impl SpilledBuild<'_> {
+    /// `share` of the budget, bytes.
+    fn share(&self, share: f64) -> u64 {
+        (self.memory as f64 * share) as u64
+    }
+
+    /// Key ranges for the counts of about `shared` positions.
+    fn parts_for(&self, shared: u64) -> u64 {
         (shared * PART_BYTES_PER_POSITION)
-            .div_ceil(part_limit.max(1))
+            .div_ceil(self.share(PART_SHARE).max(1))
             .max(1)
-    };
-    let tails = !filter.no_tails;
-    let mut shared = Some(shared);
-    let counts = if parts_for(shared.as_ref().map_or(0, |f| f.estimated_shared())) == 1 {
-        let filter = shared.take();
-        let agg = match &filter {
-            Some(f) => count_shared(&reader, &copied, f, tails)?,
-            None => bail!("internal error: no filter to count from"),
-        };
-        drop(filter);
+    }
+
+    /// The exact counts at once when they fit the budget (the phase
+    /// "exact counts"), else the filter to take them in key ranges.
+    fn exact_counts(
+        &self,
+        shared: Arc<SharedFilter>,
+        start: Instant,
+        summary: &mut Summary,
+    ) -> Result<ExactCounts> {
+        if self.parts_for(shared.estimated_shared()) != 1 {
+            return Ok(ExactCounts::InRanges(shared));
+        }
+        let agg = count_shared(self.reader, self.copied, &shared, self.tails)?;
+        drop(shared);
         peak_memory::trace("shared positions counted");
         let counted = start.elapsed().as_secs_f64();
         summary.end_phase("exact counts", counted);
-        Some(agg)
-    } else {
-        None
-    };
-    let games = GamesInOrder {
-        reader: &reader,
-        order: distinct.order,
-        count: distinct.games,
-    };
-    let tail_index = PairSorter::new(
-        (spill.memory as f64 * SORT_SHARE) as u64,
-        &temp.dir,
-        &format!("{}tails", temp.prefix),
-    );
-    // Key ranges counted, in rounds of filters.
-    let (mut ranges, mut filter_rounds) = (0u64, 0u64);
-    // Writes the book at `target` (new and empty), in one go or in parts.
-    let write = |target: &mut Book| -> Result<()> {
-        if let Some(agg) = counts {
-            return target.bulk_load_games(agg, &sources, games, tail_index);
-        }
-        let heads = atomic_file::Pending::temporary(&temp.path("heads.sqlite"));
-        let written = (|| -> Result<()> {
-            let mut w = target.parts(heads.path(), &temp.dir, &temp.prefix, sort_bytes)?;
-            w.set_cache((spill.memory as f64 * CACHE_SHARE_COUNTING) as u64)?;
-            let Some(mut first) = shared.and_then(Arc::into_inner) else {
-                bail!("internal error: no filter to count from");
-            };
-            first.forget_seen();
-            // The first filter, filled with every position, calls many
-            // single ones shared: the key ranges are counted from sharper
-            // filters, each of the keys the first calls shared in one round
-            // of ranges.
-            let candidates = first.estimated_shared().min(positions);
-            let rounds = candidates
-                .div_ceil(SharedFilter::capacity(filter_bytes).max(1))
-                .max(1);
-            filter_rounds = rounds;
-            let mut first = Some(first);
-            for round in 0..rounds {
-                let range = KeyRange::WHOLE.part(round, rounds);
-                let Some(filter) = &first else {
-                    bail!("internal error: no filter to count from");
-                };
-                let sharper = filter.refine(&reader, range, filter_bytes)?;
-                if rounds == 1 {
-                    first = None;
-                }
-                let parts = parts_for(sharper.estimated_shared());
-                peak_memory::trace(&format!(
-                    "round {round}/{rounds} filtered: {} estimated shared, in {parts} key ranges",
-                    sharper.estimated_shared()
-                ));
-                for index in 0..parts {
-                    let part = range.part(index, parts);
-                    let halves = count_part(&reader, &copied, &sharper, tails, part)?;
-                    peak_memory::trace(&format!(
-                        "key range {index}/{parts} counted ({} positions, about {} MB)",
-                        halves.iter().map(|(a, _)| a.nodes.len()).sum::<usize>(),
-                        halves.iter().map(|(a, _)| a.approx_bytes()).sum::<u64>() >> 20,
-                    ));
-                    // Each half written and freed on its own.
-                    for (agg, untailed) in halves {
-                        w.write_part(agg, &untailed)?;
-                    }
-                    ranges += 1;
-                    peak_memory::release_free();
-                }
+        Ok(ExactCounts::Whole(agg))
+    }
+
+    /// Writes the book at `target` (new and empty), in one go or in parts.
+    fn write(
+        &self,
+        target: &mut Book,
+        counts: ExactCounts,
+        games: GamesInOrder<'_>,
+        tail_index: PairSorter,
+    ) -> Result<RangesWritten> {
+        let shared = match counts {
+            ExactCounts::Whole(agg) => {
+                target.bulk_load_games(agg, self.sources, games, tail_index)?;
+                return Ok(RangesWritten::default());
             }
-            // The filters have done their work.
-            drop(first);
-            peak_memory::release_free();
-            // Past the counts, most of the budget is SQLite's.
-            w.set_cache((spill.memory as f64 * CACHE_SHARE_WRITING) as u64)?;
-            w.write_games(&sources, games, tail_index)?;
-            peak_memory::trace("games written");
-            peak_memory::release_free();
-            // The values read every row and its children back: the more
-            // of the book in the cache, the fewer reads.
-            w.set_cache((spill.memory as f64 * CACHE_SHARE_VALUES) as u64)?;
-            w.finish()?;
-            peak_memory::trace("links and values written");
-            Ok(())
-        })();
+            ExactCounts::InRanges(shared) => shared,
+        };
+        let heads = atomic_file::Pending::temporary(&self.temp.path("heads.sqlite"));
+        let mut done = RangesWritten::default();
+        let written =
+            self.write_in_ranges(target, heads.path(), shared, games, tail_index, &mut done);
         let detached = target.end_parts();
         written?;
-        detached
-    };
-    if let Some(p) = pending {
-        write(&mut book).context("writing the book")?;
-        book.make_durable()?;
-        drop(book);
-        p.commit()?;
-    } else {
-        // The new games' own book, then merged with the old one.
-        drop(book);
-        let part = atomic_file::Pending::temporary(&temp.path("new.sqlite"));
-        {
-            let mut new = Book::open_or_create(
-                part.path(),
-                BookSettings {
-                    min_games: 1,
-                    ..settings
-                },
-            )?;
-            new.write_unjournaled()?;
-            write(&mut new).context("writing the new games' book")?;
-        }
-        merge_books(path, &[part.path().to_path_buf()], true, 1, spill.memory)
-            .context("adding the new games' book")?;
+        detached?;
+        Ok(done)
     }
-    if ranges > 0 {
-        summary.spill = summary.spill.map(|s| {
-            let filters = match filter_rounds {
-                1 => "a sharper filter".to_string(),
-                n => format!("sharper filters in {n} rounds"),
+
+    /// The counts taken and written key range by key range, then the
+    /// games, then the links and values, each with its share of SQLite's
+    /// cache; the ranges and rounds of filters in `done`.
+    fn write_in_ranges(
+        &self,
+        target: &mut Book,
+        heads: &std::path::Path,
+        shared: Arc<SharedFilter>,
+        games: GamesInOrder<'_>,
+        tail_index: PairSorter,
+        done: &mut RangesWritten,
+    ) -> Result<()> {
+        let mut w = target.parts(
+            heads,
+            &self.temp.dir,
+            &self.temp.prefix,
+            self.share(SORT_SHARE),
+        )?;
+        w.set_cache(self.share(CACHE_SHARE_COUNTING))?;
+        let Some(mut first) = Arc::into_inner(shared) else {
+            bail!("internal error: no filter to count from");
+        };
+        first.forget_seen();
+        // The first filter, filled with every position, calls many
+        // single ones shared: the key ranges are counted from sharper
+        // filters, each of the keys the first calls shared in one round
+        // of ranges.
+        let candidates = first.estimated_shared().min(self.positions);
+        let rounds = candidates
+            .div_ceil(SharedFilter::capacity(self.filter_bytes).max(1))
+            .max(1);
+        done.rounds = rounds;
+        let mut first = Some(first);
+        for round in 0..rounds {
+            let range = KeyRange::WHOLE.part(round, rounds);
+            let Some(filter) = &first else {
+                bail!("internal error: no filter to count from");
             };
-            format!(
-                "{s}; counted and written in {ranges} key ranges from {filters}, valued by depth"
-            )
-        });
+            let sharper = filter.refine(self.reader, range, self.filter_bytes)?;
+            if rounds == 1 {
+                first = None;
+            }
+            let parts = self.parts_for(sharper.estimated_shared());
+            peak_memory::trace(&format!(
+                "round {round}/{rounds} filtered: {} estimated shared, in {parts} key ranges",
+                sharper.estimated_shared()
+            ));
+            for index in 0..parts {
+                let part = range.part(index, parts);
+                let halves = count_part(self.reader, self.copied, &sharper, self.tails, part)?;
+                peak_memory::trace(&format!(
+                    "key range {index}/{parts} counted ({} positions, about {} MB)",
+                    halves.iter().map(|(a, _)| a.nodes.len()).sum::<usize>(),
+                    halves.iter().map(|(a, _)| a.approx_bytes()).sum::<u64>() >> 20,
+                ));
+                // Each half written and freed on its own.
+                for (agg, untailed) in halves {
+                    w.write_part(agg, &untailed)?;
+                }
+                done.ranges += 1;
+                peak_memory::release_free();
+            }
+        }
+        // The filters have done their work.
+        drop(first);
+        peak_memory::release_free();
+        // Past the counts, most of the budget is SQLite's.
+        w.set_cache(self.share(CACHE_SHARE_WRITING))?;
+        w.write_games(self.sources, games, tail_index)?;
+        peak_memory::trace("games written");
+        peak_memory::release_free();
+        // The values read every row and its children back: the more
+        // of the book in the cache, the fewer reads.
+        w.set_cache(self.share(CACHE_SHARE_VALUES))?;
+        w.finish()?;
+        peak_memory::trace("links and values written");
+        Ok(())
     }
-    summary.seconds = start.elapsed().as_secs_f64();
-    summary.end_phase("games, tails, values and SQLite", summary.seconds);
-    Ok(summary)
 }
 
 /// The fingerprint of a sharded build's job: the number of shards, the
