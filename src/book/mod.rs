@@ -13,6 +13,7 @@ pub mod movetext;
 pub mod openings;
 pub mod pgn_out;
 pub mod polyglot;
+pub mod read_games;
 pub mod report;
 pub mod san;
 pub mod select;
