@@ -5,7 +5,6 @@
 
 pub mod analyze;
 pub mod atomic_file;
-pub mod bench;
 pub mod book;
 pub mod engine;
 pub mod fnv;

@@ -11,12 +11,18 @@ use learnbook::book::{
     self,
     build::{self, Learned},
     ingest::Filter,
-    minimax::ValueParams,
     polyglot::{ExportOptions, WeightMode},
     select::Mode,
     Book, BookSettings,
 };
 use learnbook::shard::Shard;
+
+mod cli;
+
+use cli::args::{
+    all_cores, exit_code, LimitArgs, MatchAdjudication, Memory, PoolThreads, SelfAdjudication,
+    ValueParamArgs,
+};
 
 #[derive(Parser)]
 #[command(
@@ -89,9 +95,7 @@ impl AnalysisArgs {
         Ok(analyze::Options {
             engine: analyze::parse_engine(search.engine.as_deref())?,
             budget: Budget::from_limits(search.nodes, search.movetime, search.depth)?,
-            threads: search
-                .threads
-                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+            threads: search.threads.unwrap_or_else(all_cores),
             min_games: self.min_games,
             batch: 256,
             progress,
@@ -223,9 +227,8 @@ struct BuildArgs {
     /// Use only games where both players have at least this Elo.
     #[arg(long)]
     min_elo: Option<u32>,
-    /// Threads for parsing (default: all cores).
-    #[arg(long)]
-    threads: Option<usize>,
+    #[command(flatten)]
+    threads: PoolThreads,
     /// Count a game again if it is already in the book, as polyglot make-book does
     /// (default: a game with the same players, event, site, date, round, moves and result is skipped).
     #[arg(long)]
@@ -238,31 +241,14 @@ struct BuildArgs {
     /// game shares, kept as its moves). The book reads the same; the file is larger.
     #[arg(long)]
     no_tails: bool,
-    /// Memory the build may hold (e.g. 512M, 2G; default: half of the machine's). Past
-    /// it, games go to a journal in --temp-dir and a filter of shared positions replaces
-    /// the counts, which are then taken in key ranges; the book is the same (the keys of
-    /// the positions two games reach stay in memory, 8 bytes each).
-    #[arg(long, value_name = "SIZE", value_parser = build::parse_size)]
-    memory: Option<u64>,
+    #[command(flatten)]
+    memory: Memory,
     /// Directory for the build's temporary files (default: the book's). They are removed
     /// when the build ends, and a killed build's by the next build of the same book.
     #[arg(long, value_name = "DIR")]
     temp_dir: Option<PathBuf>,
-    /// Virtual draws added to every position's statistics (new book only).
-    #[arg(long, default_value_t = ValueParams::default().prior_games)]
-    prior_games: f64,
-    /// Value of leaving the book, the floor of every interior node (new book only).
-    #[arg(long, default_value_t = ValueParams::default().deviation, allow_hyphen_values = true)]
-    deviation: f64,
-    /// Evidence penalty Z of the `best` choice (new book only).
-    #[arg(long, default_value_t = ValueParams::default().evidence_penalty)]
-    evidence_penalty: f64,
-    /// Weight B of the popularity prior ln(share of the games) in the choice (new book only).
-    #[arg(long, default_value_t = ValueParams::default().popularity)]
-    popularity: f64,
-    /// Games a search score counts as in an analysed position's statistics (new book only).
-    #[arg(long, default_value_t = ValueParams::default().search_games)]
-    search_games: f64,
+    #[command(flatten)]
+    values: ValueParamArgs,
     /// Build shard I of N (0 <= I < N): the games numbered I, I+N, I+2N... over all the
     /// inputs, into a new book that `merge` takes with the other shards. auto/N takes I from
     /// SLURM_ARRAY_TASK_ID (less SLURM_ARRAY_TASK_MIN) or JOB_COMPLETION_INDEX.
@@ -288,12 +274,8 @@ struct MergeArgs {
     /// `build --min-games` does (a new book only).
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     min_games: u32,
-    /// Memory for the values (e.g. 512M, 2G; default: half of the machine's). A book
-    /// whose graph takes more than half of it (about 300 bytes a position and a game) is
-    /// valued depth by depth through SQLite instead: slower, the same values. The rows
-    /// are added in SQLite whatever the budget.
-    #[arg(long, value_name = "SIZE", value_parser = build::parse_size)]
-    memory: Option<u64>,
+    #[command(flatten)]
+    memory: Memory,
     /// Books to merge, built with the same settings (max-ply and value parameters).
     #[arg(required = true, value_name = "SHARD.sqlite")]
     shards: Vec<PathBuf>,
@@ -494,7 +476,7 @@ struct SuiteArgs {
     draw_rate: Option<book::suite::Interval<f64>>,
     /// The side to move at the exits.
     #[arg(long, value_enum, default_value = "both")]
-    side: book::suite::SideToMove,
+    side: cli::args::SideToMove,
     /// Exits to keep (default all that qualify), sampled with --seed.
     #[arg(long)]
     count: Option<usize>,
@@ -502,7 +484,7 @@ struct SuiteArgs {
     seed: u64,
     /// Spread the exits over openings in proportion to their games.
     #[arg(long, value_enum)]
-    stratify: Option<book::suite::Stratify>,
+    stratify: Option<cli::args::Stratify>,
     /// Keep exits whose book value calls the side to move lost.
     #[arg(long)]
     keep_lost: bool,
@@ -554,7 +536,7 @@ struct ChooseArgs {
 #[derive(Args)]
 struct BenchArgs {
     #[command(subcommand)]
-    what: Option<learnbook::bench::BenchCommand>,
+    what: Option<cli::bench::BenchCommand>,
     /// Search depth of the fixed-position bench.
     #[arg(long, default_value_t = 12)]
     depth: i32,
@@ -582,7 +564,7 @@ struct PlayArgs {
     #[arg(long = "engine", required = true, num_args = 1)]
     engines: Vec<String>,
     #[command(flatten)]
-    limit: learnbook::play::spec::LimitArgs,
+    limit: LimitArgs,
     /// Games to play in all (fewer if --sprt decides first).
     #[arg(long, default_value_t = 2)]
     games: usize,
@@ -612,7 +594,7 @@ struct PlayArgs {
     #[arg(long)]
     sprt: Option<String>,
     #[command(flatten)]
-    adjudication: learnbook::play::spec::AdjudicationArgs,
+    adjudication: MatchAdjudication,
     /// Add each game of --learn-as to this book and re-evaluate at once.
     #[arg(long, requires = "learn_as")]
     learn: Option<PathBuf>,
@@ -659,15 +641,8 @@ struct SelfplayArgs {
     /// Transposition table of each engine, MB.
     #[arg(long, default_value_t = 16)]
     hash: usize,
-    /// movenumber=N,movecount=N,score=CP, or none.
-    #[arg(long, default_value = "movenumber=34,movecount=8,score=20")]
-    draw: String,
-    /// movecount=N,score=CP, or none.
-    #[arg(long, default_value = "movecount=3,score=400")]
-    resign: String,
-    /// A draw after this many moves.
-    #[arg(long, default_value_t = 200)]
-    maxmoves: u32,
+    #[command(flatten)]
+    adjudication: SelfAdjudication,
     /// Play shard I of N (0 <= I < N): the I-th of N contiguous slices of the game numbers,
     /// each game as the whole run plays it; `merge-games` puts the shards' files together.
     /// auto/N takes I from SLURM_ARRAY_TASK_ID (less SLURM_ARRAY_TASK_MIN) or
@@ -756,15 +731,8 @@ struct TuneArgs {
     /// Seed of the perturbations and the openings: the same seed gives the same run.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// movenumber=N,movecount=N,score=CP, or none.
-    #[arg(long, default_value = "movenumber=34,movecount=8,score=20")]
-    draw: String,
-    /// movecount=N,score=CP, or none.
-    #[arg(long, default_value = "movecount=3,score=400")]
-    resign: String,
-    /// A draw after this many moves.
-    #[arg(long, default_value_t = 200)]
-    maxmoves: u32,
+    #[command(flatten)]
+    adjudication: SelfAdjudication,
     /// The tuner's state, written atomically after every iteration.
     #[arg(long, value_name = "tune.ckpt")]
     checkpoint: PathBuf,
@@ -812,9 +780,8 @@ struct FitArgs {
     /// loss) is reported beside the fitted one, to show whether the fit generalises (0: none).
     #[arg(long, default_value_t = 0, value_name = "N")]
     holdout: u64,
-    /// Threads (default: every core); the result does not depend on it.
-    #[arg(long)]
-    threads: Option<usize>,
+    #[command(flatten)]
+    threads: PoolThreads,
     /// The fit's state, written atomically every --checkpoint-every epochs.
     #[arg(long, value_name = "fit.ckpt")]
     checkpoint: Option<PathBuf>,
@@ -937,29 +904,14 @@ impl BuildArgs {
             memory,
             temp_dir,
             min_games,
-            prior_games,
-            deviation,
-            evidence_penalty,
-            popularity,
-            search_games,
+            values,
             shard,
             files,
         } = self;
-        if let Some(n) = threads {
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(n)
-                .build_global()
-                .context("cannot set --threads")?;
-        }
+        threads.init()?;
         let settings = BookSettings {
             max_ply,
-            params: ValueParams {
-                prior_games,
-                deviation,
-                evidence_penalty,
-                popularity,
-                search_games,
-            },
+            params: values.params(),
             min_games,
             tails: !no_tails,
         };
@@ -974,7 +926,7 @@ impl BuildArgs {
                 no_tails,
             },
             &build::Spill {
-                memory: memory.unwrap_or_else(build::default_memory),
+                memory: memory.bytes(),
                 temp_dir,
             },
             shard.unwrap_or(Shard::WHOLE),
@@ -1004,10 +956,7 @@ impl AnalyzeArgs {
             _ => learnbook::analyze::run(&mut Book::open(&book.book)?, &opts)?,
         };
         eprint!("{}", summary.report());
-        if summary.interrupted {
-            return Ok(ExitCode::from(130));
-        }
-        Ok(ExitCode::SUCCESS)
+        Ok(exit_code(summary.interrupted))
     }
 }
 
@@ -1016,9 +965,7 @@ impl ImproveArgs {
         use learnbook::analyze::{self, improve};
         let opts = improve::ImproveOptions {
             engine: analyze::parse_engine(Some(&self.engine))?,
-            threads: self
-                .threads
-                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+            threads: self.threads.unwrap_or_else(all_cores),
             plan: improve::parse_plan(&self.plan).context("bad --plan")?,
             deadline: self.time.map(|t| std::time::Instant::now() + t),
             journal: self.journal,
@@ -1036,10 +983,7 @@ impl ImproveArgs {
         learnbook::interrupt::stop_on_sigint();
         let summary = improve::run(&mut b, &opts)?;
         eprint!("{}", summary.report());
-        if learnbook::interrupt::interrupted() {
-            return Ok(ExitCode::from(130));
-        }
-        Ok(ExitCode::SUCCESS)
+        Ok(exit_code(learnbook::interrupt::interrupted()))
     }
 }
 
@@ -1070,10 +1014,7 @@ impl GrowArgs {
         learnbook::interrupt::stop_on_sigint();
         let summary = grow::run(&mut Book::open(&self.book.book)?, &opts)?;
         eprint!("{}", summary.report());
-        if summary.interrupted {
-            return Ok(ExitCode::from(130));
-        }
-        Ok(ExitCode::SUCCESS)
+        Ok(exit_code(summary.interrupted))
     }
 }
 
@@ -1126,9 +1067,13 @@ impl MergeArgs {
             memory,
             shards,
         } = self;
-        let memory = memory.unwrap_or_else(build::default_memory);
-        let summary =
-            book::merge::merge_books(&book.book, &shards, allow_duplicates, min_games, memory)?;
+        let summary = book::merge_books::merge_books(
+            &book.book,
+            &shards,
+            allow_duplicates,
+            min_games,
+            memory.bytes(),
+        )?;
         eprint!("{}", summary.report());
         Ok(ExitCode::SUCCESS)
     }
@@ -1221,7 +1166,7 @@ impl SuiteArgs {
             let summary = learnbook::analyze::run_on_positions(&mut b, &positions, &opts)?;
             eprint!("exits: {}", summary.report());
             if summary.interrupted {
-                return Ok(ExitCode::from(130));
+                return Ok(exit_code(true));
             }
         }
         let b = Book::open_read_only(&self.book.book)?;
@@ -1230,10 +1175,10 @@ impl SuiteArgs {
             min_games: self.min_games,
             window: self.window,
             draw_rate: self.draw_rate,
-            side: self.side,
+            side: self.side.into(),
             count: self.count,
             seed: self.seed,
-            stratify: self.stratify,
+            stratify: self.stratify.map(Into::into),
             keep_lost: self.keep_lost,
         };
         let (exits, summary) = book::suite::select(&b, &opts)?;
@@ -1289,8 +1234,8 @@ impl BenchArgs {
     fn run(self) -> Result<ExitCode> {
         let BenchArgs { what, depth, hash } = self;
         match what {
-            Some(what) => learnbook::bench::run(what)?,
-            None => print!("{}", learnbook::engine::bench::search(depth, hash)?),
+            Some(what) => cli::bench::run(what)?,
+            None => print!("{}", cli::bench::search(depth, hash)?),
         };
         Ok(ExitCode::SUCCESS)
     }
@@ -1331,7 +1276,7 @@ impl PlayArgs {
             players,
             limit,
             limits,
-        } = spec::MatchEngines::parse(&engines, &limit_args)?;
+        } = spec::MatchEngines::parse(&engines, &limit_args.limit())?;
         let cfg = runner::MatchConfig {
             players,
             limit,
@@ -1397,24 +1342,11 @@ impl SelfplayArgs {
             weights,
             seed,
             hash,
-            draw,
-            resign,
-            maxmoves,
+            adjudication,
             shard,
         } = self;
-        use learnbook::play::{game, runner, selfplay, spec};
-        let none = |s: &str| s == "none";
-        let adjudication = game::Adjudication {
-            draw: (!none(&draw))
-                .then(|| spec::parse_draw(&draw))
-                .transpose()
-                .context("--draw")?,
-            resign: (!none(&resign))
-                .then(|| spec::parse_resign(&resign))
-                .transpose()
-                .context("--resign")?,
-            max_moves: Some(maxmoves),
-        };
+        use learnbook::play::{runner, selfplay};
+        let adjudication = adjudication.adjudication()?;
         if nodes == 0 {
             anyhow::bail!("--nodes must be at least 1");
         }
@@ -1424,8 +1356,7 @@ impl SelfplayArgs {
             pgn_out: pgnout,
             games,
             nodes,
-            concurrency: concurrency
-                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+            concurrency: concurrency.unwrap_or_else(all_cores),
             name: selfplay::player_name(&weights),
             weights: w,
             seed,
@@ -1475,9 +1406,8 @@ impl SelfplayArgs {
         print!("{}", selfplay::report(&cfg, &summary));
         if summary.interrupted {
             println!("interrupted; the same command continues the run");
-            return Ok(ExitCode::from(130));
         }
-        Ok(ExitCode::SUCCESS)
+        Ok(exit_code(summary.interrupted))
     }
 }
 
@@ -1512,16 +1442,13 @@ impl TuneArgs {
             openings,
             threads,
             seed,
-            draw,
-            resign,
-            maxmoves,
+            adjudication,
             checkpoint,
             resume,
             engine,
         } = self;
         use learnbook::{
             engine::params::Weights,
-            play::spec,
             tune::{checkpoint::*, external, run},
         };
         let (mut state, openings) = if resume {
@@ -1542,7 +1469,7 @@ impl TuneArgs {
                     (Weights::default(), params, Some(target))
                 }
             };
-            let none = |s: &str| s == "none";
+            let adjudication = adjudication.adjudication()?;
             run::Plan {
                 params,
                 start,
@@ -1556,19 +1483,14 @@ impl TuneArgs {
                 openings: openings.context("--openings is required (a new run)")?,
                 seed,
                 adjudication: AdjudicationSpec {
-                    draw: (!none(&draw))
-                        .then(|| spec::parse_draw(&draw))
-                        .transpose()?,
-                    resign: (!none(&resign))
-                        .then(|| spec::parse_resign(&resign))
-                        .transpose()?,
-                    max_moves: Some(maxmoves),
+                    draw: adjudication.draw,
+                    resign: adjudication.resign,
+                    max_moves: adjudication.max_moves,
                 },
             }
             .begin(&checkpoint)?
         };
-        let threads =
-            threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        let threads = threads.unwrap_or_else(all_cores);
         run::stop_on_sigint();
         let outcome = run::run_with_progress(&mut state, &openings, threads, &checkpoint, &out)?;
         run::write_weights(&state, &out)?;
@@ -1580,7 +1502,7 @@ impl TuneArgs {
             checkpoint.display(),
             out.display()
         );
-            return Ok(ExitCode::from(130));
+            return Ok(exit_code(true));
         }
         match &state.settings.engine {
             None => println!("tuned weights written to {}", out.display()),
@@ -1669,12 +1591,7 @@ impl FitArgs {
         if !(self.l2 >= 0.0 && self.l2.is_finite()) {
             anyhow::bail!("--l2 must be a number >= 0");
         }
-        if let Some(n) = self.threads {
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(n)
-                .build_global()
-                .context("cannot set --threads")?;
-        }
+        self.threads.init()?;
         let opts = fit::Options {
             files: self.files,
             start: self.start,
@@ -1708,7 +1625,7 @@ impl FitArgs {
                 ),
                 None => println!("interrupted at epoch {} (no --checkpoint: it cannot be resumed)", state.epoch),
             }
-            return Ok(ExitCode::from(130));
+            return Ok(exit_code(true));
         }
         println!("fitted weights written to {}", self.out.display());
         Ok(ExitCode::SUCCESS)

@@ -1,296 +1,28 @@
 //! Running PGN inputs into a book: `build` (bulk) and `learn` (game by game).
 //!
-//! One reader thread decompresses and splits games; validation runs on the
-//! rayon pool; the calling thread owns the book. Every skipped game is
-//! counted with its reason.
+//! The games come from [`super::read_games`]; the calling thread owns the
+//! book.
 
-use std::{
-    collections::BTreeMap,
-    io::IsTerminal,
-    path::PathBuf,
-    sync::mpsc::{sync_channel, Receiver},
-    sync::Arc,
-    thread,
-    time::Instant,
-};
+use std::{path::PathBuf, sync::Arc, time::Instant};
 
 use anyhow::{bail, Context, Result};
-use indicatif::{ProgressBar, ProgressStyle};
-use rayon::prelude::*;
 
 use super::db::{Aggregate, Book, BookSettings};
-use super::ingest::{open_input, Filter, Game, GameStream, RawGame, SkipReason};
+use super::ingest::{Filter, Game, SkipReason};
 use super::keys::KeySet;
-use super::merge::merge_books;
+use super::merge_books::merge_books;
 use super::minimax::ChoiceChange;
+use super::read_games::{for_each_game, for_each_game_with, Prepare, Summary, LOG_EVERY};
 use super::spill::{
-    self, count_part, count_shared, plain_size, Counter, GamesInOrder, Journal, KeyRange,
-    PairSorter, SharedFilter, TempFiles, AGGREGATE_SHARE, CACHE_SHARE_COUNTING, CACHE_SHARE_VALUES,
-    CACHE_SHARE_WRITING, FILTER_SHARE, JOURNAL_FROM, JOURNAL_MEMORY_SHARE, PART_BYTES_PER_POSITION,
-    PART_SHARE, SORT_SHARE,
+    self, count_part, count_shared, plain_size, Counter, Distinct, GamesInOrder, Journal,
+    JournalReader, KeyRange, PairSorter, SharedFilter, TempFiles, AGGREGATE_SHARE,
+    CACHE_SHARE_COUNTING, CACHE_SHARE_VALUES, CACHE_SHARE_WRITING, FILTER_SHARE, JOURNAL_FROM,
+    JOURNAL_MEMORY_SHARE, PART_BYTES_PER_POSITION, PART_SHARE, SORT_SHARE,
 };
 pub use super::spill::{default_memory, parse_size, Spill};
 use crate::atomic_file;
 use crate::peak_memory;
 use crate::shard::Shard;
-
-const BATCH: usize = 2048;
-/// Games between two log lines when stderr is not a terminal.
-const LOG_EVERY: u64 = 50_000;
-/// Examples kept per skip reason, for the summary.
-const EXAMPLES: usize = 3;
-
-/// What happened to the games of a run.
-#[derive(Clone, Debug, Default)]
-pub struct Summary {
-    pub read: u64,
-    pub used: u64,
-    pub skipped: BTreeMap<&'static str, u64>,
-    /// `(input, game number, reason)` for the first few games of each reason.
-    pub examples: Vec<(String, u64, String)>,
-    pub seconds: f64,
-    /// Each phase's wall time and peak memory, for the summary.
-    pub phases: Vec<Phase>,
-    /// What a build over its memory budget did (see [`super::spill`]).
-    pub spill: Option<String>,
-    /// Which games a shard took (`build --shard`).
-    pub shard: Option<String>,
-}
-
-/// One phase of a build: its wall time and the peak resident memory at
-/// its end ([`crate::peak_memory`]: the peak so far; `None` where it
-/// cannot be read).
-#[derive(Clone, Debug)]
-pub struct Phase {
-    pub name: &'static str,
-    pub seconds: f64,
-    pub peak: Option<u64>,
-}
-
-impl Summary {
-    /// Ends the phase `name` at `elapsed` seconds from the start of the run.
-    fn end_phase(&mut self, name: &'static str, elapsed: f64) {
-        let before: f64 = self.phases.iter().map(|p| p.seconds).sum();
-        self.phases.push(Phase {
-            name,
-            seconds: elapsed - before,
-            peak: peak_memory::peak_bytes(),
-        });
-    }
-
-    pub fn skipped_total(&self) -> u64 {
-        self.skipped.values().sum()
-    }
-
-    fn skip(&mut self, source: &str, number: u64, reason: &SkipReason) {
-        let n = self.skipped.entry(reason.kind()).or_insert(0);
-        *n += 1;
-        if *n as usize <= EXAMPLES {
-            self.examples
-                .push((source.to_string(), number, reason.to_string()));
-        }
-    }
-
-    /// The closing lines of `build` and `learn`.
-    pub fn report(&self) -> String {
-        let mut s = format!(
-            "games read: {}, used: {}, skipped: {} ({:.2} s, {:.0} games/s)\n",
-            self.read,
-            self.used,
-            self.skipped_total(),
-            self.seconds,
-            self.read as f64 / self.seconds.max(1e-9)
-        );
-        if !self.phases.is_empty() {
-            let p: Vec<String> = self
-                .phases
-                .iter()
-                .map(|p| match p.peak {
-                    Some(b) => format!("{} {:.2} s, {} MB", p.name, p.seconds, b >> 20),
-                    None => format!("{} {:.2} s", p.name, p.seconds),
-                })
-                .collect();
-            s.push_str(&format!(
-                "  phases (wall time, peak resident memory so far): {}\n",
-                p.join("; ")
-            ));
-        }
-        for note in self.shard.iter().chain(&self.spill) {
-            s.push_str(&format!("  {note}\n"));
-        }
-        for (reason, n) in &self.skipped {
-            s.push_str(&format!("  skipped {n:>8}  {reason}\n"));
-        }
-        for (src, num, why) in &self.examples {
-            s.push_str(&format!("  e.g. {src} game {num}: {why}\n"));
-        }
-        s
-    }
-}
-
-/// Reads every input on a background thread, in batches of raw games:
-/// the games `shard` owns by their index over all the inputs (0 is the
-/// first game of the first input). An unreadable input is reported as one
-/// skip and the next input follows.
-fn spawn_reader(
-    inputs: Vec<PathBuf>,
-    shard: Shard,
-) -> Receiver<(String, Result<Vec<RawGame>, String>)> {
-    let (tx, rx) = sync_channel(4);
-    thread::spawn(move || {
-        let mut index = 0u64;
-        for path in inputs {
-            let name = path.display().to_string();
-            let input = match open_input(&path) {
-                Ok(i) => i,
-                Err(e) => {
-                    let _ = tx.send((name, Err(format!("{e:#}"))));
-                    continue;
-                }
-            };
-            let mut stream = GameStream::new(input);
-            loop {
-                let mut batch = stream.next_batch(BATCH);
-                if batch.is_empty() {
-                    break;
-                }
-                if !shard.is_whole() {
-                    batch.retain(|_| {
-                        index += 1;
-                        shard.owns(index - 1)
-                    });
-                }
-                if tx.send((name.clone(), Ok(batch))).is_err() {
-                    return;
-                }
-            }
-            if let Some(e) = stream.error.take() {
-                let _ = tx.send((name, Err(e)));
-            }
-        }
-    });
-    rx
-}
-
-fn progress(label: &str) -> ProgressBar {
-    if std::io::stderr().is_terminal() {
-        let pb = ProgressBar::new_spinner();
-        pb.set_style(
-            ProgressStyle::with_template("{spinner} {prefix} {pos} games ({per_sec}) {elapsed}")
-                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-        );
-        pb.set_prefix(label.to_string());
-        pb
-    } else {
-        ProgressBar::hidden()
-    }
-}
-
-/// Validates batches in parallel and hands each result to `sink` in input
-/// order, skipping games already seen (in the book or earlier in the run).
-fn for_each_game(
-    inputs: Vec<PathBuf>,
-    filter: &Filter,
-    seen: Option<KeySet<u64>>,
-    summary: &mut Summary,
-    mut sink: impl FnMut(&Game, &str) -> Result<bool>,
-) -> Result<()> {
-    let whole = Shard::WHOLE;
-    for_each_game_with(
-        inputs,
-        whole,
-        filter,
-        seen,
-        summary,
-        None,
-        |game, _, source| sink(game, source),
-    )
-}
-
-/// Work done on a validated game by the thread that validated it (so on
-/// every core), its result handed to the sink with the game.
-type Prepare = std::sync::Arc<dyn Fn(&Game) -> Vec<u8> + Send + Sync>;
-
-/// [`for_each_game`], with `prepare` run on each valid game as it is
-/// validated (also on a game the sink will see as a duplicate).
-fn for_each_game_with(
-    inputs: Vec<PathBuf>,
-    shard: Shard,
-    filter: &Filter,
-    mut seen: Option<KeySet<u64>>,
-    summary: &mut Summary,
-    prepare: Option<Prepare>,
-    mut sink: impl FnMut(&Game, Option<Vec<u8>>, &str) -> Result<bool>,
-) -> Result<()> {
-    let pb = progress("reading");
-    // Validation of the next batch overlaps the sink's work on this one.
-    let (tx, validated) = sync_channel::<(String, Result<Validated, String>)>(2);
-    let raw_batches = spawn_reader(inputs, shard);
-    let filter_copy = filter.clone();
-    let validator = thread::spawn(move || {
-        for (source, batch) in raw_batches {
-            let out = batch.map(|b| {
-                b.par_iter()
-                    .map(|raw| {
-                        let game = raw.validate(&filter_copy).map(|g| {
-                            let prepared = prepare.as_ref().map(|p| p(&g));
-                            (g, prepared)
-                        });
-                        (raw.number, game)
-                    })
-                    .collect()
-            });
-            if tx.send((source, out)).is_err() {
-                return;
-            }
-        }
-    });
-    for (source, results) in validated {
-        let results = match results {
-            Ok(r) => r,
-            Err(e) => {
-                summary.read += 1;
-                summary.skip(&source, 0, &SkipReason::Unreadable(e));
-                continue;
-            }
-        };
-        let results_len = results.len() as u64;
-        for (number, r) in results {
-            summary.read += 1;
-            match r {
-                Ok((game, prepared)) => {
-                    if seen.as_mut().is_some_and(|seen| !seen.insert(game.hash)) {
-                        summary.skip(&source, number, &SkipReason::Duplicate);
-                        continue;
-                    }
-                    if sink(&game, prepared, &source)? {
-                        summary.used += 1;
-                    } else {
-                        summary.skip(&source, number, &SkipReason::Duplicate);
-                    }
-                }
-                Err(reason) => summary.skip(&source, number, &reason),
-            }
-        }
-        pb.set_position(summary.read);
-        // Without a terminal, a plain log line every 50,000 games.
-        if pb.is_hidden() && summary.read / LOG_EVERY != (summary.read - results_len) / LOG_EVERY {
-            eprintln!(
-                "learnbook: {} games read, {} used",
-                summary.read, summary.used
-            );
-        }
-    }
-    pb.finish_and_clear();
-    validator
-        .join()
-        .map_err(|_| anyhow::anyhow!("the validation thread panicked"))?;
-    Ok(())
-}
-
-/// A validated batch: `(game number, game and what `prepare` made of it,
-/// or why it was skipped)`.
-type Validated = Vec<(u64, Result<(Game, Option<Vec<u8>>), SkipReason>)>;
 
 /// `build`: adds every game of `inputs` to the book. An empty book is
 /// written in one bulk pass; an existing one is merged and re-evaluated.
@@ -416,6 +148,19 @@ pub fn learn(
 /// [`super::spill`]): the same book, in bounded memory; an existing book is
 /// then merged with the new games' book and replaced by the result, as
 /// `merge` does.
+///
+/// Two writers, one book. While the counts fit the budget they stay in
+/// memory and [`write_aggregate`] writes them in one pass: no journal
+/// written and read back, no filter. A new book from more than
+/// [`JOURNAL_FROM`] of PGN goes through the journal from the start (the
+/// filter costs less than every count, and holds less), and so does a
+/// build whose counts outgrow the budget: [`SpilledBuild`] writes it from
+/// the exact counts of the shared positions. Only the first adds to an
+/// existing book in place, keeps every position a row (`--no-tails`) and
+/// reads standard input (no size to judge it by), so both stay. (Measured
+/// with the threshold at 0: a new book of 14 MB of PGN through the journal
+/// took 1.3-1.9 s and 110-120 MB against 1.7-2.7 s and 312 MB in memory,
+/// five interleaved runs, the same book: the threshold could come down.)
 pub fn build_book(
     path: &std::path::Path,
     settings: BookSettings,
@@ -428,45 +173,11 @@ pub fn build_book(
     let mut summary = Summary::default();
     let existing = path.exists();
     let job = shard_job(shard, &settings, &inputs, &filter)?;
-    if !shard.is_whole() {
-        summary.shard = Some(format!(
-            "shard {shard}: the games numbered {} + {}k of the inputs (from 0)",
-            shard.index, shard.count
-        ));
-        if existing {
-            // A shard run again (a requeued task whose first run finished).
-            if Book::open(path)?.shard()?.as_ref() == Some(&(shard, job.clone())) {
-                summary.shard = Some(format!(
-                    "{} is already shard {shard} of this job: nothing to do",
-                    path.display()
-                ));
-                return Ok(summary);
-            }
-            bail!(
-                "{} exists and is not shard {shard} of this job: a shard is a new book \
-                 (remove it, or give another --book)",
-                path.display()
-            );
-        }
+    if shard_already_built(path, shard, &job, existing, &mut summary)? {
+        return Ok(summary);
     }
-    let mut book;
-    // Removes what a killed build left; removed again if this one fails.
-    let mut pending = None;
-    if existing {
-        book = Book::open(path)?;
-    } else {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("cannot create {}", dir.display()))?;
-        }
-        let p = atomic_file::Pending::new(path, ".building");
-        book = Book::open_or_create(p.path(), settings)?;
-        book.write_unjournaled()?;
-        if !shard.is_whole() {
-            book.set_shard(shard, &job)?;
-        }
-        pending = Some(p);
-    }
+    // `pending` removes what a killed build left; removed again if this one fails.
+    let (mut book, pending) = open_target(path, settings, shard, &job, existing)?;
     let settings = book.settings;
     let filter = Filter {
         max_ply: settings.max_ply,
@@ -474,60 +185,15 @@ pub fn build_book(
     };
     let temp = TempFiles::new(path, spill)?;
     let journal_file = atomic_file::Pending::temporary(&temp.path("games"));
-    let budget_share = (spill.memory as f64 * FILTER_SHARE) as u64;
-    let plain = plain_size(&inputs);
-    // A big new book is counted through the journal from the start: less
-    // memory, and faster (the filter costs less than every count).
-    let from_start = !existing && !filter.no_tails && plain.is_some_and(|b| b > JOURNAL_FROM);
-    // Repeated games are found in memory, or, through the journal from the
-    // start, when its games are sorted (on disk past the budget).
-    let seen = if filter.allow_duplicates || from_start {
-        None
-    } else {
-        Some(book.game_hashes()?)
-    };
-    let sort_bytes = (spill.memory as f64 * SORT_SHARE) as u64;
-    // Two filters of 16 bits for each position the inputs may hold (about
-    // one in 8.5 bytes of PGN), within the budget's share.
-    let filter_bytes = plain.map_or(budget_share, |b| {
-        (b / 2).clamp(1 << 20, budget_share.max(1 << 20))
-    });
-    let shared = from_start.then(|| Arc::new(SharedFilter::new(filter_bytes)));
-    // From the start, the threads that validate the games fill the filter
-    // and encode the journal's records.
-    let prepare: Option<Prepare> = shared.clone().map(|f| -> Prepare {
-        Arc::new(move |g: &Game| {
-            f.add_all(g.keys());
-            spill::record(g)
-        })
-    });
-    let mut counter = Counter {
-        agg: (!from_start).then(|| Aggregate::new(!filter.no_tails)),
-        filter: shared,
-        journal: Journal::create(
-            journal_file.path(),
-            sort_bytes,
-            (spill.memory as f64 * JOURNAL_MEMORY_SHARE) as u64,
-        )?,
-        sources: Vec::new(),
-        tails: !filter.no_tails,
-        limit: (spill.memory as f64 * AGGREGATE_SHARE) as u64,
-        filter_bytes,
-        spilled_at: None,
-        games: 0,
-        positions: 0,
-    };
-    for_each_game_with(
+    let (counter, from_start) = count_within_budget(
+        &book,
         inputs,
         shard,
         &filter,
-        seen,
+        existing,
+        journal_file.path(),
+        spill,
         &mut summary,
-        prepare,
-        |game, record, source| {
-            counter.add(game, record, source)?;
-            Ok(true)
-        },
     )?;
     let Counter {
         agg,
@@ -536,6 +202,7 @@ pub fn build_book(
         sources,
         spilled_at,
         positions,
+        filter_bytes,
         ..
     } = counter;
     if let Some(agg) = agg {
@@ -568,7 +235,225 @@ pub fn build_book(
     peak_memory::trace("games read");
     // Repeats were left in the journal when `seen` was not kept.
     let count_repeats = !filter.allow_duplicates && from_start;
-    let (mut reader, distinct) = journal.finish(&sources, count_repeats, sort_bytes)?;
+    let (reader, distinct) = finish_journal(
+        journal,
+        &sources,
+        count_repeats,
+        spill,
+        journalled,
+        &mut summary,
+    )?;
+    let spilled = SpilledBuild {
+        reader: &reader,
+        copied: &distinct.copied,
+        sources: &sources,
+        temp: &temp,
+        memory: spill.memory,
+        filter_bytes,
+        positions,
+        tails: !filter.no_tails,
+    };
+    let counts = spilled.exact_counts(shared, start, &mut summary)?;
+    let games = GamesInOrder {
+        reader: &reader,
+        order: distinct.order,
+        count: distinct.games,
+    };
+    let tail_index = PairSorter::new(
+        spilled.share(SORT_SHARE),
+        &temp.dir,
+        &format!("{}tails", temp.prefix),
+    );
+    let ranges = if let Some(p) = pending {
+        let ranges = spilled
+            .write(&mut book, counts, games, tail_index)
+            .context("writing the book")?;
+        book.make_durable()?;
+        drop(book);
+        p.commit()?;
+        ranges
+    } else {
+        // The new games' own book, then merged with the old one.
+        drop(book);
+        let part = atomic_file::Pending::temporary(&temp.path("new.sqlite"));
+        let ranges = {
+            let mut new = Book::open_or_create(
+                part.path(),
+                BookSettings {
+                    min_games: 1,
+                    ..settings
+                },
+            )?;
+            new.write_unjournaled()?;
+            spilled
+                .write(&mut new, counts, games, tail_index)
+                .context("writing the new games' book")?
+        };
+        merge_books(path, &[part.path().to_path_buf()], true, 1, spill.memory)
+            .context("adding the new games' book")?;
+        ranges
+    };
+    if ranges.ranges > 0 {
+        summary.spill = summary.spill.map(|s| {
+            let filters = match ranges.rounds {
+                1 => "a sharper filter".to_string(),
+                n => format!("sharper filters in {n} rounds"),
+            };
+            format!(
+                "{s}; counted and written in {} key ranges from {filters}, valued by depth",
+                ranges.ranges
+            )
+        });
+    }
+    summary.seconds = start.elapsed().as_secs_f64();
+    summary.end_phase("games, tails, values and SQLite", summary.seconds);
+    Ok(summary)
+}
+
+/// A shard's checks before it reads a game: its note in `summary`, and
+/// whether its book is already there (a requeued task whose first run
+/// finished: nothing to do). Any other existing book is an error.
+fn shard_already_built(
+    path: &std::path::Path,
+    shard: Shard,
+    job: &str,
+    existing: bool,
+    summary: &mut Summary,
+) -> Result<bool> {
+    if shard.is_whole() {
+        return Ok(false);
+    }
+    summary.shard = Some(format!(
+        "shard {shard}: the games numbered {} + {}k of the inputs (from 0)",
+        shard.index, shard.count
+    ));
+    if !existing {
+        return Ok(false);
+    }
+    if Book::open(path)?.shard()?.as_ref() == Some(&(shard, job.to_string())) {
+        summary.shard = Some(format!(
+            "{} is already shard {shard} of this job: nothing to do",
+            path.display()
+        ));
+        return Ok(true);
+    }
+    bail!(
+        "{} exists and is not shard {shard} of this job: a shard is a new book \
+         (remove it, or give another --book)",
+        path.display()
+    );
+}
+
+/// The book a build writes: the existing one, or a new one in a temporary
+/// file beside `path` (with the file that commits it when complete).
+fn open_target(
+    path: &std::path::Path,
+    settings: BookSettings,
+    shard: Shard,
+    job: &str,
+    existing: bool,
+) -> Result<(Book, Option<atomic_file::Pending>)> {
+    if existing {
+        return Ok((Book::open(path)?, None));
+    }
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let p = atomic_file::Pending::new(path, ".building");
+    let book = Book::open_or_create(p.path(), settings)?;
+    book.write_unjournaled()?;
+    if !shard.is_whole() {
+        book.set_shard(shard, job)?;
+    }
+    Ok((book, Some(p)))
+}
+
+/// Reads, validates and counts every game of `inputs`, each journalled at
+/// `journal`: in memory while the counts fit the budget, else in a filter
+/// of shared positions; from the start in the filter for a new book of
+/// more than [`JOURNAL_FROM`] of PGN (the second value: whether it did).
+#[allow(clippy::too_many_arguments)]
+fn count_within_budget(
+    book: &Book,
+    inputs: Vec<PathBuf>,
+    shard: Shard,
+    filter: &Filter,
+    existing: bool,
+    journal: &std::path::Path,
+    spill: &Spill,
+    summary: &mut Summary,
+) -> Result<(Counter, bool)> {
+    let budget_share = (spill.memory as f64 * FILTER_SHARE) as u64;
+    let plain = plain_size(&inputs);
+    // A big new book is counted through the journal from the start: less
+    // memory, and faster (the filter costs less than every count).
+    let from_start = !existing && !filter.no_tails && plain.is_some_and(|b| b > JOURNAL_FROM);
+    // Repeated games are found in memory, or, through the journal from the
+    // start, when its games are sorted (on disk past the budget).
+    let seen = if filter.allow_duplicates || from_start {
+        None
+    } else {
+        Some(book.game_hashes()?)
+    };
+    let sort_bytes = (spill.memory as f64 * SORT_SHARE) as u64;
+    // Two filters of 16 bits for each position the inputs may hold (about
+    // one in 8.5 bytes of PGN), within the budget's share.
+    let filter_bytes = plain.map_or(budget_share, |b| {
+        (b / 2).clamp(1 << 20, budget_share.max(1 << 20))
+    });
+    let shared = from_start.then(|| Arc::new(SharedFilter::new(filter_bytes)));
+    // From the start, the threads that validate the games fill the filter
+    // and encode the journal's records.
+    let prepare: Option<Prepare> = shared.clone().map(|f| -> Prepare {
+        Arc::new(move |g: &Game| {
+            f.add_all(g.keys());
+            spill::record(g)
+        })
+    });
+    let mut counter = Counter {
+        agg: (!from_start).then(|| Aggregate::new(!filter.no_tails)),
+        filter: shared,
+        journal: Journal::create(
+            journal,
+            sort_bytes,
+            (spill.memory as f64 * JOURNAL_MEMORY_SHARE) as u64,
+        )?,
+        sources: Vec::new(),
+        tails: !filter.no_tails,
+        limit: (spill.memory as f64 * AGGREGATE_SHARE) as u64,
+        filter_bytes,
+        spilled_at: None,
+        games: 0,
+        positions: 0,
+    };
+    for_each_game_with(
+        inputs,
+        shard,
+        filter,
+        seen,
+        summary,
+        prepare,
+        |game, record, source| {
+            counter.add(game, record, source)?;
+            Ok(true)
+        },
+    )?;
+    Ok((counter, from_start))
+}
+
+/// The journal written to the end: its games sorted into id order (with
+/// `count_repeats`, a game read again counted once), loaded into memory
+/// when small beside the budget, and the spill noted in `summary`.
+fn finish_journal(
+    journal: Journal,
+    sources: &[String],
+    count_repeats: bool,
+    spill: &Spill,
+    journalled: String,
+    summary: &mut Summary,
+) -> Result<(JournalReader, Distinct)> {
+    let sort_bytes = (spill.memory as f64 * SORT_SHARE) as u64;
+    let (mut reader, distinct) = journal.finish(sources, count_repeats, sort_bytes)?;
     peak_memory::release_free();
     peak_memory::trace("journal finished");
     if count_repeats && distinct.repeats > 0 {
@@ -578,7 +463,6 @@ pub fn build_book(
             .entry(SkipReason::Duplicate.kind())
             .or_insert(0) += distinct.repeats;
     }
-    let copied = distinct.copied;
     // A journal small beside the budget is read from memory.
     let in_memory = reader.len() as f64 <= spill.memory as f64 * JOURNAL_MEMORY_SHARE;
     if in_memory {
@@ -589,150 +473,174 @@ pub fn build_book(
     } else {
         journalled
     });
-    // The counts in key ranges when they do not fit at once.
-    let part_limit = (spill.memory as f64 * PART_SHARE) as u64;
-    let parts_for = |shared: u64| {
+    Ok((reader, distinct))
+}
+
+/// A build whose games went through the journal: what writing its book
+/// needs.
+struct SpilledBuild<'a> {
+    reader: &'a JournalReader,
+    /// The games that occur more than once (they have no tail).
+    copied: &'a KeySet<u64>,
+    sources: &'a [String],
+    temp: &'a TempFiles,
+    /// The budget, bytes.
+    memory: u64,
+    filter_bytes: u64,
+    /// Positions the games reach, each time.
+    positions: u64,
+    tails: bool,
+}
+
+/// A spilled build's exact counts: all at once, or (when they do not fit
+/// the budget) to be taken key range by key range with this filter.
+enum ExactCounts {
+    Whole(Aggregate),
+    InRanges(Arc<SharedFilter>),
+}
+
+/// How a book was written in key ranges, for the summary (none: at once).
+#[derive(Default)]
+struct RangesWritten {
+    ranges: u64,
+    rounds: u64,
+}
+
+impl SpilledBuild<'_> {
+    /// `share` of the budget, bytes.
+    fn share(&self, share: f64) -> u64 {
+        (self.memory as f64 * share) as u64
+    }
+
+    /// Key ranges for the counts of about `shared` positions.
+    fn parts_for(&self, shared: u64) -> u64 {
         (shared * PART_BYTES_PER_POSITION)
-            .div_ceil(part_limit.max(1))
+            .div_ceil(self.share(PART_SHARE).max(1))
             .max(1)
-    };
-    let tails = !filter.no_tails;
-    let mut shared = Some(shared);
-    let counts = if parts_for(shared.as_ref().map_or(0, |f| f.estimated_shared())) == 1 {
-        let filter = shared.take();
-        let agg = match &filter {
-            Some(f) => count_shared(&reader, &copied, f, tails)?,
-            None => bail!("internal error: no filter to count from"),
-        };
-        drop(filter);
+    }
+
+    /// The exact counts at once when they fit the budget (the phase
+    /// "exact counts"), else the filter to take them in key ranges.
+    fn exact_counts(
+        &self,
+        shared: Arc<SharedFilter>,
+        start: Instant,
+        summary: &mut Summary,
+    ) -> Result<ExactCounts> {
+        if self.parts_for(shared.estimated_shared()) != 1 {
+            return Ok(ExactCounts::InRanges(shared));
+        }
+        let agg = count_shared(self.reader, self.copied, &shared, self.tails)?;
+        drop(shared);
         peak_memory::trace("shared positions counted");
         let counted = start.elapsed().as_secs_f64();
         summary.end_phase("exact counts", counted);
-        Some(agg)
-    } else {
-        None
-    };
-    let games = GamesInOrder {
-        reader: &reader,
-        order: distinct.order,
-        count: distinct.games,
-    };
-    let tail_index = PairSorter::new(
-        (spill.memory as f64 * SORT_SHARE) as u64,
-        &temp.dir,
-        &format!("{}tails", temp.prefix),
-    );
-    // Key ranges counted, in rounds of filters.
-    let (mut ranges, mut filter_rounds) = (0u64, 0u64);
-    // Writes the book at `target` (new and empty), in one go or in parts.
-    let write = |target: &mut Book| -> Result<()> {
-        if let Some(agg) = counts {
-            return target.bulk_load_games(agg, &sources, games, tail_index);
-        }
-        let heads = atomic_file::Pending::temporary(&temp.path("heads.sqlite"));
-        let written = (|| -> Result<()> {
-            let mut w = target.parts(heads.path(), &temp.dir, &temp.prefix, sort_bytes)?;
-            w.set_cache((spill.memory as f64 * CACHE_SHARE_COUNTING) as u64)?;
-            let Some(mut first) = shared.and_then(Arc::into_inner) else {
-                bail!("internal error: no filter to count from");
-            };
-            first.forget_seen();
-            // The first filter, filled with every position, calls many
-            // single ones shared: the key ranges are counted from sharper
-            // filters, each of the keys the first calls shared in one round
-            // of ranges.
-            let candidates = first.estimated_shared().min(positions);
-            let rounds = candidates
-                .div_ceil(SharedFilter::capacity(filter_bytes).max(1))
-                .max(1);
-            filter_rounds = rounds;
-            let mut first = Some(first);
-            for round in 0..rounds {
-                let range = KeyRange::WHOLE.part(round, rounds);
-                let Some(filter) = &first else {
-                    bail!("internal error: no filter to count from");
-                };
-                let sharper = filter.refine(&reader, range, filter_bytes)?;
-                if rounds == 1 {
-                    first = None;
-                }
-                let parts = parts_for(sharper.estimated_shared());
-                peak_memory::trace(&format!(
-                    "round {round}/{rounds} filtered: {} estimated shared, in {parts} key ranges",
-                    sharper.estimated_shared()
-                ));
-                for index in 0..parts {
-                    let part = range.part(index, parts);
-                    let halves = count_part(&reader, &copied, &sharper, tails, part)?;
-                    peak_memory::trace(&format!(
-                        "key range {index}/{parts} counted ({} positions, about {} MB)",
-                        halves.iter().map(|(a, _)| a.nodes.len()).sum::<usize>(),
-                        halves.iter().map(|(a, _)| a.approx_bytes()).sum::<u64>() >> 20,
-                    ));
-                    // Each half written and freed on its own.
-                    for (agg, untailed) in halves {
-                        w.write_part(agg, &untailed)?;
-                    }
-                    ranges += 1;
-                    peak_memory::release_free();
-                }
+        Ok(ExactCounts::Whole(agg))
+    }
+
+    /// Writes the book at `target` (new and empty), in one go or in parts.
+    fn write(
+        &self,
+        target: &mut Book,
+        counts: ExactCounts,
+        games: GamesInOrder<'_>,
+        tail_index: PairSorter,
+    ) -> Result<RangesWritten> {
+        let shared = match counts {
+            ExactCounts::Whole(agg) => {
+                target.bulk_load_games(agg, self.sources, games, tail_index)?;
+                return Ok(RangesWritten::default());
             }
-            // The filters have done their work.
-            drop(first);
-            peak_memory::release_free();
-            // Past the counts, most of the budget is SQLite's.
-            w.set_cache((spill.memory as f64 * CACHE_SHARE_WRITING) as u64)?;
-            w.write_games(&sources, games, tail_index)?;
-            peak_memory::trace("games written");
-            peak_memory::release_free();
-            // The values read every row and its children back: the more
-            // of the book in the cache, the fewer reads.
-            w.set_cache((spill.memory as f64 * CACHE_SHARE_VALUES) as u64)?;
-            w.finish()?;
-            peak_memory::trace("links and values written");
-            Ok(())
-        })();
+            ExactCounts::InRanges(shared) => shared,
+        };
+        let heads = atomic_file::Pending::temporary(&self.temp.path("heads.sqlite"));
+        let mut done = RangesWritten::default();
+        let written =
+            self.write_in_ranges(target, heads.path(), shared, games, tail_index, &mut done);
         let detached = target.end_parts();
         written?;
-        detached
-    };
-    if let Some(p) = pending {
-        write(&mut book).context("writing the book")?;
-        book.make_durable()?;
-        drop(book);
-        p.commit()?;
-    } else {
-        // The new games' own book, then merged with the old one.
-        drop(book);
-        let part = atomic_file::Pending::temporary(&temp.path("new.sqlite"));
-        {
-            let mut new = Book::open_or_create(
-                part.path(),
-                BookSettings {
-                    min_games: 1,
-                    ..settings
-                },
-            )?;
-            new.write_unjournaled()?;
-            write(&mut new).context("writing the new games' book")?;
-        }
-        merge_books(path, &[part.path().to_path_buf()], true, 1, spill.memory)
-            .context("adding the new games' book")?;
+        detached?;
+        Ok(done)
     }
-    if ranges > 0 {
-        summary.spill = summary.spill.map(|s| {
-            let filters = match filter_rounds {
-                1 => "a sharper filter".to_string(),
-                n => format!("sharper filters in {n} rounds"),
+
+    /// The counts taken and written key range by key range, then the
+    /// games, then the links and values, each with its share of SQLite's
+    /// cache; the ranges and rounds of filters in `done`.
+    fn write_in_ranges(
+        &self,
+        target: &mut Book,
+        heads: &std::path::Path,
+        shared: Arc<SharedFilter>,
+        games: GamesInOrder<'_>,
+        tail_index: PairSorter,
+        done: &mut RangesWritten,
+    ) -> Result<()> {
+        let mut w = target.parts(
+            heads,
+            &self.temp.dir,
+            &self.temp.prefix,
+            self.share(SORT_SHARE),
+        )?;
+        w.set_cache(self.share(CACHE_SHARE_COUNTING))?;
+        let Some(mut first) = Arc::into_inner(shared) else {
+            bail!("internal error: no filter to count from");
+        };
+        first.forget_seen();
+        // The first filter, filled with every position, calls many
+        // single ones shared: the key ranges are counted from sharper
+        // filters, each of the keys the first calls shared in one round
+        // of ranges.
+        let candidates = first.estimated_shared().min(self.positions);
+        let rounds = candidates
+            .div_ceil(SharedFilter::capacity(self.filter_bytes).max(1))
+            .max(1);
+        done.rounds = rounds;
+        let mut first = Some(first);
+        for round in 0..rounds {
+            let range = KeyRange::WHOLE.part(round, rounds);
+            let Some(filter) = &first else {
+                bail!("internal error: no filter to count from");
             };
-            format!(
-                "{s}; counted and written in {ranges} key ranges from {filters}, valued by depth"
-            )
-        });
+            let sharper = filter.refine(self.reader, range, self.filter_bytes)?;
+            if rounds == 1 {
+                first = None;
+            }
+            let parts = self.parts_for(sharper.estimated_shared());
+            peak_memory::trace(&format!(
+                "round {round}/{rounds} filtered: {} estimated shared, in {parts} key ranges",
+                sharper.estimated_shared()
+            ));
+            for index in 0..parts {
+                let part = range.part(index, parts);
+                let halves = count_part(self.reader, self.copied, &sharper, self.tails, part)?;
+                peak_memory::trace(&format!(
+                    "key range {index}/{parts} counted ({} positions, about {} MB)",
+                    halves.iter().map(|(a, _)| a.nodes.len()).sum::<usize>(),
+                    halves.iter().map(|(a, _)| a.approx_bytes()).sum::<u64>() >> 20,
+                ));
+                // Each half written and freed on its own.
+                for (agg, untailed) in halves {
+                    w.write_part(agg, &untailed)?;
+                }
+                done.ranges += 1;
+                peak_memory::release_free();
+            }
+        }
+        // The filters have done their work.
+        drop(first);
+        peak_memory::release_free();
+        // Past the counts, most of the budget is SQLite's.
+        w.set_cache(self.share(CACHE_SHARE_WRITING))?;
+        w.write_games(self.sources, games, tail_index)?;
+        peak_memory::trace("games written");
+        peak_memory::release_free();
+        // The values read every row and its children back: the more
+        // of the book in the cache, the fewer reads.
+        w.set_cache(self.share(CACHE_SHARE_VALUES))?;
+        w.finish()?;
+        peak_memory::trace("links and values written");
+        Ok(())
     }
-    summary.seconds = start.elapsed().as_secs_f64();
-    summary.end_phase("games, tails, values and SQLite", summary.seconds);
-    Ok(summary)
 }
 
 /// The fingerprint of a sharded build's job: the number of shards, the

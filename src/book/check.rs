@@ -19,7 +19,7 @@ use anyhow::Result;
 
 use shakmaty::{fen::Fen, CastlingMode, Chess, Position};
 
-use super::db::explore::{mover_elo, rank_of, TopEntry, TopList};
+use super::db::top_games::{mover_elo, rank_of, TopEntry, TopList};
 use super::db::Book;
 use super::ingest::{next_key, Counts};
 use super::keys::{polyglot_key, Key, KeyMap, KeySet};

@@ -15,7 +15,7 @@ use super::minimax::option_weights;
 use super::select::{best_of, choice_of};
 
 /// At most this many top games per position, as lichess keeps.
-pub use super::db::explore::TOP_GAMES as MAX_TOP_GAMES;
+pub use super::db::top_games::TOP_GAMES as MAX_TOP_GAMES;
 
 /// A game as a row of the explorer: who played it, when, and who won.
 pub use super::db::explore::GameHeader as GameSummary;

@@ -61,7 +61,7 @@ impl<T: PartialOrd> Interval<T> {
 }
 
 /// Which side is to move at the exits.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SideToMove {
     Both,
     White,
@@ -69,7 +69,7 @@ pub enum SideToMove {
 }
 
 /// How `--stratify` groups the exits.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stratify {
     /// ECO families: the letter and first digit of the deepest named opening (B2 = B20-B29).
     Eco,

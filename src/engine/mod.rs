@@ -1,6 +1,5 @@
 //! The shared search core: evaluation weights, position keys, search, UCI.
 
-pub mod bench;
 pub mod epd;
 pub mod eval;
 pub mod params;

@@ -11,8 +11,8 @@
 use serde::Serialize;
 
 use super::{
+    resolution::NELO_PER_NT,
     stats::{elo_from_score, score_from_elo},
-    suite_bench::NELO_PER_NT,
 };
 
 /// A match's fitted model, in Elo.
@@ -183,8 +183,8 @@ pub fn level_draw_rate(draw_elo: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::play::resolution::Resolution;
     use crate::play::stats::Pentanomial;
-    use crate::play::suite_bench::Resolution;
 
     /// Counts in proportion to the model's probabilities, `n` games a colour.
     fn counts(m: &DrawModel, n: f64) -> (ColourWdl, ColourWdl) {

@@ -202,41 +202,14 @@ mod tests {
     }
 }
 
-/// A match's adjudication on the command line (none by default).
-#[derive(clap::Args, Clone, Debug, Default)]
-pub struct AdjudicationArgs {
-    /// movenumber=N,movecount=N,score=CP: adjudicate draws.
-    #[arg(long)]
-    pub draw: Option<String>,
-    /// movecount=N,score=CP: adjudicate losses.
-    #[arg(long)]
-    pub resign: Option<String>,
-    /// A draw after this many moves.
-    #[arg(long)]
-    pub maxmoves: Option<u32>,
-}
-
-impl AdjudicationArgs {
-    pub fn adjudication(&self) -> Result<super::game::Adjudication> {
-        Ok(super::game::Adjudication {
-            draw: self.draw.as_deref().map(parse_draw).transpose()?,
-            resign: self.resign.as_deref().map(parse_resign).transpose()?,
-            max_moves: self.maxmoves,
-        })
-    }
-}
-
-/// A match's limit on the command line: at most one of them.
-#[derive(clap::Args, Clone, Debug, Default)]
-pub struct LimitArgs {
+/// A match's limit as given for both engines: at most one of them.
+#[derive(Clone, Debug, Default)]
+pub struct CommonLimit {
     /// Time control moves/seconds+increment (10+0.1, 40/60).
-    #[arg(long, conflicts_with_all = ["nodes", "depth"])]
     pub tc: Option<String>,
-    /// Fixed nodes per move (UCI and builtin engines).
-    #[arg(long, conflicts_with = "depth")]
+    /// Fixed nodes per move.
     pub nodes: Option<u64>,
     /// Fixed depth per move.
-    #[arg(long)]
     pub depth: Option<u32>,
 }
 
@@ -252,7 +225,7 @@ pub struct MatchEngines {
 }
 
 impl MatchEngines {
-    pub fn parse(specs: &[String], limit: &LimitArgs) -> Result<MatchEngines> {
+    pub fn parse(specs: &[String], limit: &CommonLimit) -> Result<MatchEngines> {
         let [a, b] = specs else {
             bail!("--engine must be given exactly twice");
         };

@@ -35,7 +35,6 @@
 //! shells report it.
 
 pub mod assets;
-pub mod bench;
 pub mod cache;
 pub mod conn;
 pub mod http;

@@ -6,7 +6,8 @@ use anyhow::{bail, Context, Result};
 use rusqlite::{Connection, OptionalExtension};
 
 use super::cache::NodeCache;
-use super::graph::{load_graph, node_from_row, reevaluate_all, NODE_COLS};
+use super::graph::{load_graph, reevaluate_all};
+use super::node_rows::{node_from_row, NODE_COLS};
 use super::schema::{
     create_or_read, hash_from_sql, open_conn, open_conn_read_only, read_settings, read_shard,
     write_shard, BookSettings,

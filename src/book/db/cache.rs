@@ -10,9 +10,9 @@
 use anyhow::Result;
 use rusqlite::{CachedStatement, Connection, OptionalExtension};
 
-use super::explore::{top_from_blob, TopList};
-use super::graph::{node_from_row, NODE_COLS, NODE_WIDTH};
+use super::node_rows::{node_from_row, NODE_COLS, NODE_WIDTH};
 use super::tails::{tail_node, Expansion};
+use super::top_games::{top_from_blob, TopList};
 use crate::book::keys::{Key, KeyMap, MoveCode};
 use crate::book::minimax::{NodeInfo, ValueParams};
 

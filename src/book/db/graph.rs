@@ -1,63 +1,16 @@
-//! Positions as nodes: the row format, parent links, the whole book as a
-//! [`Graph`] and its full re-evaluation.
+//! Positions as nodes: parent links, the whole book as a [`Graph`] and
+//! its full re-evaluation (the rows' format is [`super::rows`]).
 
 use anyhow::{bail, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
+use super::node_rows::{node_from_row, NODE_COLS, NODE_WIDTH};
+// Named here too while `bulk.rs` imports it from this file (that file is
+// being reworked elsewhere); the statement itself is in `rows`.
+pub(super) use super::node_rows::MOVE_UPSERT;
 use super::tails::for_each_tail;
-use crate::book::ingest::Counts;
 use crate::book::keys::{Key, MoveCode};
-use crate::book::minimax::{self, Graph, NodeInfo, ValueParams};
-
-/// Adds one move's counts (a new move, or more games for a known one).
-pub(super) const MOVE_UPSERT: &str = "INSERT INTO moves(parent, move, uci, child, white, draws, black, rating_sum, rated) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
-     ON CONFLICT(parent, move) DO UPDATE SET
-       child = excluded.child,
-       white = white + excluded.white, draws = draws + excluded.draws, black = black + excluded.black,
-       rating_sum = rating_sum + excluded.rating_sum, rated = rated + excluded.rated";
-
-/// The columns of a node, from `positions p LEFT JOIN analysis a`.
-pub(super) const NODE_COLS: &str =
-    "p.key, p.depth, p.white, p.draws, p.black, p.exact, p.value, p.expected, a.score, a.interior, a.deviation";
-/// How many columns [`NODE_COLS`] has.
-pub(super) const NODE_WIDTH: usize = 11;
-
-/// A node from [`NODE_WIDTH`] columns from `at`, as [`NODE_COLS`] selects
-/// them: key, depth, white, draws, black, exact, value, expected, and the
-/// analysis's score, interior and deviation.
-pub(super) fn node_from_row(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<NodeInfo> {
-    let (search, deviation) = search_inputs(r.get(at + 8)?, r.get(at + 9)?, r.get(at + 10)?);
-    Ok(NodeInfo {
-        key: r.get(at)?,
-        depth: r.get::<_, Option<i64>>(at + 1)?.map(|d| d as u32),
-        counts: Counts {
-            white: r.get(at + 2)?,
-            draws: r.get(at + 3)?,
-            black: r.get(at + 4)?,
-        },
-        exact: r.get(at + 5)?,
-        value: r.get(at + 6)?,
-        expected: r.get(at + 7)?,
-        search,
-        deviation,
-    })
-}
-
-/// A node's `search` and `deviation` from its `analysis` row's score,
-/// interior and deviation (all `None`: not analysed).
-pub(super) fn search_inputs(
-    score: Option<i32>,
-    interior: Option<bool>,
-    deviation: Option<i32>,
-) -> (Option<f64>, Option<Option<f64>>) {
-    (
-        score.map(minimax::score_to_value),
-        match interior {
-            Some(true) => Some(deviation.map(minimax::score_to_value)),
-            _ => None,
-        },
-    )
-}
+use crate::book::minimax::{Graph, ValueParams};
 
 /// Loads every position and move through `conn` (inside a transaction, this
 /// sees its uncommitted rows), tails expanded. The first `rows` nodes are

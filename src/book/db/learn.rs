@@ -7,11 +7,12 @@ use rusqlite::{params, Connection, Transaction, TransactionBehavior};
 
 use super::book::Book;
 use super::cache::{Cached, NodeCache, Sql};
-use super::explore::{mover_elo, rank_of, top_to_blob, TopEntry, TopList};
-use super::graph::{link_transposition, MOVE_UPSERT};
+use super::graph::link_transposition;
+use super::node_rows::MOVE_UPSERT;
 use super::schema::{hash_to_sql, moves_to_blob, source_id};
 use super::tail_index::{add as list_tail, prefix};
 use super::tails::{expand_learned, materialize_keys, search_of};
+use super::top_games::{mover_elo, rank_of, top_to_blob, TopEntry, TopList};
 use crate::book::ingest::Game;
 use crate::book::keys::{polyglot_key, Key, KeyMap, KeySet, MoveCode};
 use crate::book::minimax::{self, NodeInfo, Reevaluation, Tree, ValueParams};

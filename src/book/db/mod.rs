@@ -11,7 +11,11 @@
 //!   upkeep of the file;
 //! * `schema`: tables, settings in `meta`, migration from older schemas,
 //!   how a [`Key`](crate::book::keys::Key) is stored;
-//! * `graph`: node rows, parent links, the whole book as a
+//! * `node_rows`: the row format read back: a node's columns, the move
+//!   upsert, search inputs from an analysis row;
+//! * `rows`: the typed record of each table a new book's bulk writer
+//!   writes, its columns listed once;
+//! * `graph`: parent links, the whole book as a
 //!   [`Graph`](crate::book::minimax::Graph) and its full re-evaluation;
 //! * `cache`: what the incremental pass keeps between games;
 //! * `learn`: `add_game`, one game in one transaction;
@@ -22,7 +26,8 @@
 //! * `analysis`: search scores (`analyze`);
 //! * `grow`: engine moves, as `grow` adds them;
 //! * `analysis_file`: a shard's search scores in a file of its own (`analyze --shard`);
-//! * `explore`: the explorer's data: game headers, rating sums, top games;
+//! * `explore`: the explorer's data: game headers, rating sums, games' moves;
+//! * `top_games`: each position's top games, their canonical rule and blob;
 //! * `import`: the moves of a Polyglot book;
 //! * `merge`: another book's rows added to this one (`merge`);
 //! * `scan`: whole-table reads for `check` and the export;
@@ -30,7 +35,14 @@
 //! * `tail_index`: the index of tail positions by key, in buckets.
 //!
 //! Submodules name the file they import from (`super::book::Book`, not a
-//! re-export from here), so that no two files import each other.
+//! re-export from here), and no two files import each other: `rows`,
+//! `node_rows`, `tail_index` and `wal_vfs` import no other file here; `top_games` only
+//! `schema`; `tails` those; `graph` and `explore` `tails` (never the
+//! reverse). One longer circle is left: `schema` imports `graph` (a
+//! migration re-evaluates the book), which imports `tails`, which reads
+//! blobs with `schema`'s helpers. `graph` and `explore` still name
+//! `MOVE_UPSERT` and the top-list items for `bulk.rs` and `bulk_parts.rs`,
+//! which import them from there.
 
 pub mod analysis;
 pub mod analysis_file;
@@ -46,16 +58,19 @@ pub mod grow;
 pub mod import;
 mod learn;
 pub mod merge;
+mod node_rows;
 mod rows;
 pub mod scan;
 pub mod schema;
 mod tail_index;
 mod tails;
+pub mod top_games;
 mod values;
 mod wal_vfs;
 
 pub use analysis::Analysis;
 pub use book::{Book, BookMove, BookTotals};
 pub use bulk::Aggregate;
-pub use explore::{GameInfo, MoveRating, TopEntry};
+pub use explore::{GameInfo, MoveRating};
 pub use schema::{BookSettings, SCHEMA_VERSION};
+pub use top_games::TopEntry;

@@ -25,10 +25,12 @@ use rayon::prelude::*;
 use rusqlite::{params, Connection, OptionalExtension};
 use shakmaty::{Chess, Position};
 
-use super::explore::{game_ratings, merge_top, mover_elo, rank_of, top_to_blob, TopEntry, TopList};
-use super::graph::{search_inputs, MOVE_UPSERT};
+use super::node_rows::{search_inputs, MOVE_UPSERT};
 use super::schema::moves_from_blob;
 use super::tail_index::{candidates, prefix, unlist};
+use super::top_games::{
+    game_ratings, merge_top, mover_elo, rank_of, top_to_blob, TopEntry, TopList,
+};
 use crate::book::ingest::{next_key, Game, GameResult};
 use crate::book::keys::{polyglot_key, Key, KeyMap, MoveCode};
 use crate::book::minimax::{node_value_with, NodeInfo, ValueParams};

@@ -43,7 +43,7 @@ use hyper_util::rt::TokioIo;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use shakmaty::{CastlingMode, Chess, Position};
 
-use crate::book::{generate, keys::polyglot_key, Book};
+use learnbook::book::{generate, keys::polyglot_key, Book};
 
 /// What `bench serve` was given.
 #[derive(Clone, Debug)]
@@ -281,11 +281,11 @@ fn draw_queries(book: &Path, n: usize, seed: u64) -> Result<Vec<String>> {
 /// Lookups a second in process: each thread its own read-only connection,
 /// the same queries (parsed as the server parses them) and the JSON.
 fn in_process_rate(book: &Path, queries: &[String], threads: usize, seconds: f64) -> Result<f64> {
-    let parsed: Vec<super::query::MastersQuery> = queries
+    let parsed: Vec<learnbook::serve::query::MastersQuery> = queries
         .iter()
         .map(|q| {
             let raw = q.split_once('?').map_or("", |x| x.1);
-            super::query::parse(raw.as_bytes()).map_err(|e| anyhow!("query {q}: {e}"))
+            learnbook::serve::query::parse(raw.as_bytes()).map_err(|e| anyhow!("query {q}: {e}"))
         })
         .collect::<Result<_>>()?;
     let done = AtomicU64::new(0);
@@ -301,7 +301,7 @@ fn in_process_rate(book: &Path, queries: &[String], threads: usize, seconds: f64
                 while Instant::now() < deadline {
                     let q = &parsed[i % parsed.len()];
                     let e = book.explore(&q.pos)?;
-                    let body = serde_json::to_vec(&super::json::masters(q, &e))?;
+                    let body = serde_json::to_vec(&learnbook::serve::json::masters(q, &e))?;
                     std::hint::black_box(body);
                     done.fetch_add(1, Ordering::Relaxed);
                     i += 1;

@@ -15,7 +15,7 @@ use std::{
 use anyhow::{bail, Result};
 use shakmaty::{san::San, CastlingMode};
 
-use super::{
+use learnbook::engine::{
     epd::{self, Epd},
     params::Weights,
     position::{perft, Position},
@@ -41,7 +41,7 @@ fn quiet_search(
     searcher: &mut Searcher,
     pos: &Position,
     limits: &Limits,
-) -> super::search::SearchResult {
+) -> learnbook::engine::search::SearchResult {
     let (stop, ponder) = (AtomicBool::new(false), AtomicBool::new(false));
     searcher.search(pos, &[], limits, &stop, &ponder, &mut |_| {})
 }

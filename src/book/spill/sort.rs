@@ -1,0 +1,178 @@
+//! An external sort: records sorted in memory up to a limit, then in
+//! sorted runs on disk merged at the end.
+
+use std::{
+    fs::File,
+    io::{BufReader, BufWriter, Read, Write},
+    path::Path,
+};
+
+use anyhow::{Context, Result};
+use rayon::prelude::*;
+
+/// A record [`Sorter`] can write to its runs on disk: a fixed number of
+/// bytes.
+pub trait SortRecord: Ord + Copy + Send {
+    const SIZE: usize;
+    fn write(&self, out: &mut Vec<u8>);
+    fn read(bytes: &[u8]) -> Self;
+}
+
+impl SortRecord for (i64, i64) {
+    const SIZE: usize = 16;
+    fn write(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.0.to_le_bytes());
+        out.extend_from_slice(&self.1.to_le_bytes());
+    }
+    fn read(b: &[u8]) -> Self {
+        (read_i64(&b[..8]), read_i64(&b[8..16]))
+    }
+}
+
+pub(super) fn read_i64(b: &[u8]) -> i64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[..8]);
+    i64::from_le_bytes(a)
+}
+
+/// Pairs sorted within a memory limit (the tails index, the parent links,
+/// the positions by depth).
+pub type PairSorter = Sorter<(i64, i64)>;
+
+/// Records sorted in memory up to a limit, then in sorted runs on disk
+/// merged at the end; equal records are kept once.
+pub struct Sorter<T: SortRecord> {
+    buf: Vec<T>,
+    limit: usize,
+    dir: std::path::PathBuf,
+    prefix: String,
+    runs: Vec<crate::atomic_file::Pending>,
+}
+
+impl<T: SortRecord> Sorter<T> {
+    /// At most `bytes` in memory; runs written to `dir` as `prefix` + n.
+    pub fn new(bytes: u64, dir: &Path, prefix: &str) -> Sorter<T> {
+        Sorter {
+            buf: Vec::new(),
+            limit: (bytes / std::mem::size_of::<T>().max(1) as u64).max(1024) as usize,
+            dir: dir.to_path_buf(),
+            prefix: prefix.to_string(),
+            runs: Vec::new(),
+        }
+    }
+
+    pub fn push(&mut self, record: T) -> Result<()> {
+        if self.buf.capacity() == 0 {
+            // At once: a doubling Vec would hold twice its records while
+            // it grows (pages of the capacity left untouched cost nothing).
+            self.buf.reserve_exact(self.limit);
+        }
+        self.buf.push(record);
+        if self.buf.len() >= self.limit {
+            self.spill()?;
+        }
+        Ok(())
+    }
+
+    fn spill(&mut self) -> Result<()> {
+        self.buf.par_sort_unstable();
+        self.buf.dedup();
+        let path = self
+            .dir
+            .join(format!("{}{}", self.prefix, self.runs.len() + 1));
+        // Never committed: the guard removes the run when the build ends.
+        let guard = crate::atomic_file::Pending::new(&path, "");
+        let file = File::create(&path)
+            .with_context(|| format!("cannot create the temporary file {}", path.display()))?;
+        let mut w = BufWriter::with_capacity(1 << 20, file);
+        let mut bytes = Vec::with_capacity(T::SIZE);
+        for r in &self.buf {
+            bytes.clear();
+            r.write(&mut bytes);
+            w.write_all(&bytes)
+                .with_context(|| format!("cannot write to {}", path.display()))?;
+        }
+        w.flush()
+            .with_context(|| format!("cannot write to {}", path.display()))?;
+        self.runs.push(guard);
+        self.buf.clear();
+        Ok(())
+    }
+
+    /// Every record pushed, sorted, each once, handed to `f` in batches.
+    pub fn drain(mut self, mut f: impl FnMut(&[T]) -> Result<()>) -> Result<()> {
+        if self.runs.is_empty() {
+            self.buf.par_sort_unstable();
+            self.buf.dedup();
+            return f(&self.buf);
+        }
+        if !self.buf.is_empty() {
+            self.spill()?;
+        }
+        self.buf = Vec::new();
+        let mut readers = Vec::new();
+        for run in &self.runs {
+            let file = File::open(run.path())
+                .with_context(|| format!("cannot read {}", run.path().display()))?;
+            readers.push(BufReader::with_capacity(1 << 18, file));
+        }
+        let mut bytes = vec![0u8; T::SIZE];
+        let mut next = |r: &mut BufReader<File>| -> Result<Option<T>> {
+            match r.read_exact(&mut bytes) {
+                Ok(()) => Ok(Some(T::read(&bytes))),
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(None),
+                Err(e) => Err(e.into()),
+            }
+        };
+        let mut heap = std::collections::BinaryHeap::new();
+        for (i, r) in readers.iter_mut().enumerate() {
+            if let Some(p) = next(r)? {
+                heap.push(std::cmp::Reverse((p, i)));
+            }
+        }
+        let mut out: Vec<T> = Vec::with_capacity(1 << 16);
+        let mut last = None;
+        while let Some(std::cmp::Reverse((p, i))) = heap.pop() {
+            if last != Some(p) {
+                if out.len() == out.capacity() {
+                    f(&out)?;
+                    out.clear();
+                }
+                out.push(p);
+                last = Some(p);
+            }
+            if let Some(q) = next(&mut readers[i])? {
+                heap.push(std::cmp::Reverse((q, i)));
+            }
+        }
+        f(&out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sorted_pairs_come_back_in_order_and_once_across_runs() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut s = PairSorter::new(16 * 1024, dir.path(), "t.run");
+        let mut want = Vec::new();
+        for i in 0..10_000i64 {
+            let p = ((i * 7919) % 3001, i % 5);
+            s.push(p).expect("push");
+            want.push(p);
+        }
+        want.sort_unstable();
+        want.dedup();
+        assert!(s.runs.len() > 1);
+        let mut got = Vec::new();
+        s.drain(|b| {
+            got.extend_from_slice(b);
+            Ok(())
+        })
+        .expect("drain");
+        assert_eq!(got, want);
+        assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 0);
+    }
+}

@@ -1,0 +1,259 @@
+//! `bench analyze`, `bench grow` and `bench learn`: work on copies of a book.
+
+use std::{path::Path, time::Instant};
+
+use anyhow::{bail, Context, Result};
+use learnbook::book::{
+    ingest::{open_input, Filter, Game, GameStream},
+    Book,
+};
+
+use super::{median, tempfile_dir};
+
+/// Copies `book` page for page (as `build` left it) into `dir`.
+fn copy_book(book: &Path, copy: &Path) -> Result<()> {
+    let _ = std::fs::remove_file(copy);
+    // A page-for-page copy of the book as `build` left it (VACUUM INTO
+    // would pack every page full, so that nearly every insert splits one).
+    let src = Book::open(book)?;
+    src.checkpoint()?;
+    std::fs::copy(book, copy)
+        .with_context(|| format!("copying {} to {}", book.display(), copy.display()))?;
+    // Written back now, not by the kernel while work is timed.
+    std::fs::File::open(copy)?.sync_all()?;
+    Ok(())
+}
+
+pub(super) fn bench_analyze(
+    book: &Path,
+    nodes: u64,
+    positions: usize,
+    min_games: u32,
+) -> Result<()> {
+    use learnbook::analyze::{self, Budget, EngineChoice, Options};
+    let dir = tempfile_dir()?;
+    let mut rates = Vec::new();
+    for threads in [1usize, 2] {
+        let copy = dir.join(format!("analyze-bench-{threads}.sqlite"));
+        copy_book(book, &copy)?;
+        let mut b = Book::open(&copy)?;
+        // Fresh scores for a fixed budget label, so nothing counts as done.
+        let opts = Options {
+            engine: EngineChoice::Builtin {
+                weights: Box::default(),
+                label: "learnbook bench".into(),
+            },
+            budget: Budget::Nodes(nodes),
+            threads,
+            min_games,
+            batch: 256,
+            progress: false,
+        };
+        let found =
+            analyze::targets::find(&b, min_games, "learnbook bench", &opts.budget.to_string())?;
+        let todo: Vec<_> = found.todo.into_iter().take(positions).collect();
+        let n = todo.len();
+        let s = analyze::run_targets(&mut b, todo, &opts)?;
+        drop(b);
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", copy.display()));
+        }
+        let rate = s.analysed as f64 / s.seconds;
+        println!(
+            "threads {threads}: {n} positions ({} interior) in {:.2} s: {rate:.1} positions/s",
+            s.interior, s.seconds
+        );
+        rates.push(rate);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    println!("ratio 2/1 threads: {:.2}", rates[1] / rates[0]);
+    Ok(())
+}
+
+pub(super) fn bench_grow(
+    book: &Path,
+    nodes: u64,
+    expansions: usize,
+    alpha: f64,
+    width: usize,
+) -> Result<()> {
+    use learnbook::analyze::{grow, Budget, EngineChoice, Options};
+    let dir = tempfile_dir()?;
+    let mut rates = Vec::new();
+    for threads in [1usize, 2] {
+        let copy = dir.join(format!("grow-bench-{threads}.sqlite"));
+        copy_book(book, &copy)?;
+        let mut b = Book::open(&copy)?;
+        let opts = grow::Options {
+            analysis: Options {
+                engine: EngineChoice::Builtin {
+                    weights: Box::default(),
+                    label: "learnbook".into(),
+                },
+                budget: Budget::Nodes(nodes),
+                threads,
+                min_games: learnbook::analyze::DEFAULT_MIN_GAMES,
+                batch: 256,
+                progress: false,
+            },
+            alpha,
+            width,
+            expansions: Some(expansions),
+            time: None,
+            from: Vec::new(),
+            min_games: 0,
+        };
+        let s = grow::run(&mut b, &opts)?;
+        drop(b);
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", copy.display()));
+        }
+        let rate = s.expansions as f64 / s.seconds;
+        print!("threads {threads}: {}", s.report());
+        rates.push(rate);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    println!("ratio 2/1 threads: {:.2}", rates[1] / rates[0]);
+    Ok(())
+}
+
+/// Games `bench learn` adds to one copy before the other copy's turn.
+const LEARN_BLOCK: usize = 64;
+
+/// Adds `games` to `book` one at a time: each one's milliseconds and
+/// positions recomputed, `None` for a game the book already had.
+fn time_games(book: &mut Book, games: &[Game]) -> Result<Vec<Option<(f64, usize)>>> {
+    games
+        .iter()
+        .map(|g| {
+            let t = Instant::now();
+            let re = book.add_game(g, "bench")?;
+            Ok(re.map(|r| (t.elapsed().as_secs_f64() * 1e3, r.recomputed)))
+        })
+        .collect()
+}
+
+pub(super) fn bench_learn(
+    book: &Path,
+    games: &Path,
+    skip: usize,
+    n: usize,
+    full_runs: usize,
+) -> Result<()> {
+    let dir = tempfile_dir()?;
+    let copy = dir.join("learn-bench.sqlite");
+    copy_book(book, &copy)?;
+    let mut b = Book::open(&copy)?;
+    // Beside it, the same games into a copy whose WAL frames SQLite writes
+    // as two system calls each (its own VFS): the two take blocks of games in
+    // turns, each block first to one then to the other, so that the
+    // machine's drift falls on both alike.
+    let plain_copy = dir.join("learn-bench-plain.sqlite");
+    copy_book(book, &plain_copy)?;
+    let mut plain = Book::open_plain_wal(&plain_copy)?;
+    let mut plain_times = Vec::with_capacity(n);
+    let filter = Filter {
+        max_ply: b.settings.max_ply,
+        min_elo: None,
+        allow_duplicates: false,
+        no_tails: false,
+    };
+    let mut stream = GameStream::new(open_input(games)?);
+    let mut times = Vec::with_capacity(n);
+    let mut recomputed = Vec::with_capacity(n);
+    let mut added = Vec::with_capacity(n);
+    let mut seen = 0usize;
+    let mut block = Vec::new();
+    let mut blocks = 0usize;
+    while times.len() < n {
+        let batch = stream.next_batch(1024);
+        let end = batch.is_empty();
+        for raw in batch {
+            seen += 1;
+            if seen > skip {
+                if let Ok(game) = raw.validate(&filter) {
+                    block.push(game);
+                }
+            }
+        }
+        while !block.is_empty() && times.len() < n {
+            let take = block.len().min(LEARN_BLOCK).min(n - times.len());
+            let part: Vec<Game> = block.drain(..take).collect();
+            let (ours, theirs) = if blocks.is_multiple_of(2) {
+                let ours = time_games(&mut b, &part)?;
+                (ours, time_games(&mut plain, &part)?)
+            } else {
+                let theirs = time_games(&mut plain, &part)?;
+                (time_games(&mut b, &part)?, theirs)
+            };
+            blocks += 1;
+            for ((game, ours), theirs) in part.into_iter().zip(ours).zip(theirs) {
+                if let (Some((ms, re)), Some((plain_ms, _))) = (ours, theirs) {
+                    times.push(ms);
+                    plain_times.push(plain_ms);
+                    recomputed.push(re as f64);
+                    added.push(game);
+                }
+            }
+        }
+        if end {
+            break;
+        }
+    }
+    if times.is_empty() {
+        bail!("no new games to add from {}", games.display());
+    }
+    let mut full = Vec::new();
+    for _ in 0..full_runs.max(1) {
+        let t = Instant::now();
+        b.reevaluate_all()?;
+        full.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    let k = times.len();
+    let med = median(&mut times.clone());
+    let p90 = {
+        let mut t = times.clone();
+        t.sort_by(f64::total_cmp);
+        t[(k * 9 / 10).min(k - 1)]
+    };
+    let full_med = median(&mut full);
+    println!("book: {} ({} games added one by one)", book.display(), k);
+    println!(
+        "add one game + incremental re-evaluation: median {med:.3} ms, p90 {p90:.3} ms, mean {:.3} ms; median positions recomputed {:.0}",
+        times.iter().sum::<f64>() / k as f64,
+        median(&mut recomputed)
+    );
+    drop(plain);
+    let plain_med = median(&mut plain_times);
+    println!(
+        "the same games through SQLite's own VFS (a WAL frame in two system calls), in blocks of {LEARN_BLOCK} taken in turns: median {plain_med:.3} ms; \
+         a commit's frames gathered / SQLite's own = {:.3}",
+        med / plain_med
+    );
+    println!("full re-evaluation (load, evaluate, write changes): median {full_med:.0} ms");
+    println!(
+        "ratio incremental/full = {:.6} (full is {:.0}x slower)",
+        med / full_med,
+        full_med / med
+    );
+    drop(b);
+    // The floor on this machine: the same games into another copy, each
+    // written as its row and its counts alone, one transaction a game.
+    let floor_copy = dir.join("learn-floor.sqlite");
+    copy_book(book, &floor_copy)?;
+    let mut f = Book::open(&floor_copy)?;
+    let mut floor = Vec::with_capacity(added.len());
+    for game in &added {
+        let t = Instant::now();
+        f.add_counts_only(game, "bench")?;
+        floor.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    drop(f);
+    let floor_med = median(&mut floor);
+    println!(
+        "floor (the same games, each its row and its counts only, one transaction): median {floor_med:.3} ms; learn/floor = {:.2}",
+        med / floor_med
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}

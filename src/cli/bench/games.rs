@@ -1,0 +1,236 @@
+//! `bench play`, `bench selfplay`, `bench tune` and `bench fit`: games and
+//! fits on one thread and on two.
+
+use std::{path::Path, time::Instant};
+
+use anyhow::{bail, Context, Result};
+
+use super::tempfile_dir;
+
+/// Builtin self-play at a fixed node count, one worker and then two.
+pub(super) fn bench_play(nodes: u64, games: usize, openings: &Path) -> Result<()> {
+    use learnbook::play::{
+        game::{Adjudication, Limit},
+        runner::{read_openings, run_match, MatchConfig, PlayerSpec},
+    };
+    let openings = read_openings(openings)?;
+    let builtin = |name: &str| PlayerSpec::Builtin {
+        name: name.into(),
+        weights: None,
+        book: None,
+        book_mode: learnbook::book::select::Mode::Best,
+    };
+    let mut rates = Vec::new();
+    for concurrency in [1, 2] {
+        let cfg = MatchConfig {
+            players: [builtin("a"), builtin("b")],
+            limit: Limit::Nodes(nodes),
+            limits: [None, None],
+            games,
+            concurrency,
+            openings: openings.clone(),
+            random_seed: Some(1),
+            repeat: true,
+            noswap: false,
+            pgn_out: None,
+            sprt: None,
+            adjudication: Adjudication::default(),
+            learn: None,
+            after_learn: None,
+            event: "bench".into(),
+        };
+        let t = Instant::now();
+        let mut plies = 0usize;
+        run_match(&cfg, |_, g, _| plies += g.moves.len())?;
+        let secs = t.elapsed().as_secs_f64();
+        let rate = games as f64 / secs;
+        println!("concurrency {concurrency}: {games} games ({plies} plies) in {secs:.2} s, {rate:.2} games/s");
+        rates.push(rate);
+    }
+    println!(
+        "ratio concurrency 2 / concurrency 1 = {:.2}",
+        rates[1] / rates[0]
+    );
+    Ok(())
+}
+
+/// `selfplay` with its defaults (adjudication, table size) into a new file,
+/// once with one thread and once with two; both files must hold the same games.
+pub(super) fn bench_selfplay(nodes: u64, games: usize, openings: &Path) -> Result<()> {
+    use learnbook::play::{game::Adjudication, runner::read_openings, selfplay};
+    let suite = read_openings(openings)?;
+    let dir = tempfile_dir()?;
+    let mut rates = Vec::new();
+    let mut texts = Vec::new();
+    for threads in [1, 2] {
+        let out = dir.join(format!("selfplay-{threads}.pgn"));
+        let _ = std::fs::remove_file(&out);
+        let cfg = selfplay::Config {
+            pgn_out: out.clone(),
+            games,
+            nodes,
+            openings: suite.clone(),
+            concurrency: threads,
+            weights: learnbook::engine::params::Weights::default(),
+            name: selfplay::player_name("default"),
+            seed: 1,
+            adjudication: Adjudication {
+                draw: Some((34, 8, 20)),
+                resign: Some((3, 400)),
+                max_moves: Some(200),
+            },
+            hash_mb: 16,
+            shard: learnbook::shard::Shard::WHOLE,
+        };
+        let (t, cpu) = (Instant::now(), cpu_seconds());
+        let s = selfplay::run(&cfg, selfplay::Existing::default(), |_| {})?;
+        let secs = t.elapsed().as_secs_f64();
+        let cpu = cpu_seconds() - cpu;
+        let rate = s.progress.played as f64 / secs;
+        println!(
+            "threads {threads}: {} games ({} engine moves) in {secs:.2} s, {rate:.2} games/s; \
+             CPU {cpu:.2} s, {:.2} cores busy on average",
+            s.progress.played,
+            s.progress.plies,
+            cpu / secs
+        );
+        rates.push(rate);
+        let text = std::fs::read_to_string(&out)
+            .with_context(|| format!("cannot read {}", out.display()))?;
+        // The Date tag is the day each game was written.
+        texts.push(
+            text.lines()
+                .filter(|l| !l.starts_with("[Date "))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    if texts[0] != texts[1] {
+        bail!("one and two threads played different games");
+    }
+    println!("same games on 1 and 2 threads");
+    println!("ratio threads 2 / threads 1 = {:.2}", rates[1] / rates[0]);
+    Ok(())
+}
+
+/// User and system CPU time of this process so far, in seconds: with the
+/// wall time it shows whether the machine gave the threads their cores.
+fn cpu_seconds() -> f64 {
+    // SAFETY: getrusage fills a plain struct we own.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return 0.0;
+    }
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    t(usage.ru_utime) + t(usage.ru_stime)
+}
+
+/// The tuner's loop (games, steps, checkpoints) from `default` over every
+/// parameter, once on one thread and once on two. Node-limited games make
+/// both runs play the very same games, which is checked.
+pub(super) fn bench_tune(nodes: u64, pairs: usize, iterations: u64, openings: &Path) -> Result<()> {
+    use learnbook::{
+        engine::params::Weights,
+        tune::{
+            checkpoint::{AdjudicationSpec, LimitSpec},
+            run::{run, Plan},
+            spsa::all_params,
+        },
+    };
+    let dir = tempfile_dir()?;
+    let mut rates = Vec::new();
+    let mut histories = Vec::new();
+    for threads in [1, 2] {
+        let ckpt = dir.join(format!("bench-{threads}.ckpt"));
+        let _ = std::fs::remove_file(&ckpt);
+        let start = Weights::default();
+        let (mut state, openings) = Plan {
+            params: all_params(&start),
+            start,
+            limit: LimitSpec::Nodes(nodes),
+            pairs_per_iteration: pairs,
+            iterations,
+            openings: openings.to_path_buf(),
+            seed: 1,
+            adjudication: AdjudicationSpec {
+                draw: Some((34, 8, 20)),
+                resign: Some((3, 400)),
+                max_moves: Some(200),
+            },
+            engine: None,
+        }
+        .begin(&ckpt)?;
+        let t = Instant::now();
+        run(
+            &mut state,
+            &openings,
+            threads,
+            &ckpt,
+            &dir.join("bench.toml"),
+            |_, _| {},
+        )?;
+        let secs = t.elapsed().as_secs_f64();
+        let rate = state.games() as f64 / secs;
+        println!(
+            "threads {threads}: {iterations} iterations, {} games in {secs:.2} s, {rate:.2} games/s",
+            state.games()
+        );
+        rates.push(rate);
+        histories.push(state.history);
+    }
+    if histories[0] != histories[1] {
+        bail!("one and two threads played different games");
+    }
+    println!("same games and theta on 1 and 2 threads");
+    println!("ratio threads 2 / threads 1 = {:.2}", rates[1] / rates[0]);
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// Positions/s of reading and of the gradient, at 1 and 2 threads.
+pub(super) fn bench_fit(pgn: &Path, max_positions: usize, epochs: u32) -> Result<()> {
+    use learnbook::tune::fit::{self, model::Model, samples};
+    let sel = samples::Selection {
+        skip_plies: 16,
+        lambda: 1.0,
+        max_positions,
+        holdout: 0,
+    };
+    let w = learnbook::engine::params::Weights::default();
+    let model = Model::new()?;
+    let x: Vec<f64> = w.values().iter().map(|&v| f64::from(v)).collect();
+    let mut read_rate = Vec::new();
+    let mut epoch_rate = Vec::new();
+    for threads in [1, 2] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .context("cannot start the thread pool")?;
+        let (data, read_s, epoch_s) = pool.install(|| -> Result<_> {
+            let t = Instant::now();
+            let data = samples::read(&[pgn], &sel, &w)?;
+            let read_s = t.elapsed().as_secs_f64();
+            let t = Instant::now();
+            for _ in 0..epochs {
+                fit::loss(&model, &data, &x, 1.0, true);
+            }
+            Ok((data, read_s, t.elapsed().as_secs_f64()))
+        })?;
+        let n = data.rows.len() as f64;
+        read_rate.push(n / read_s);
+        epoch_rate.push(n * f64::from(epochs) / epoch_s);
+        println!(
+            "{threads} thread(s): {} positions read and traced in {read_s:.2} s ({:.0}/s); {epochs} epochs in {epoch_s:.2} s ({:.0} positions/s)",
+            data.rows.len(),
+            read_rate[threads - 1],
+            epoch_rate[threads - 1]
+        );
+    }
+    println!(
+        "ratio 2/1 threads: reading {:.2}, epochs {:.2}",
+        read_rate[1] / read_rate[0],
+        epoch_rate[1] / epoch_rate[0]
+    );
+    Ok(())
+}

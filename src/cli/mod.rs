@@ -1,0 +1,4 @@
+//! The binary's own modules: what only the command line needs.
+
+pub mod args;
+pub mod bench;
