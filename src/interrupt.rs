@@ -8,21 +8,12 @@ static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_sigint(_: libc::c_int) {
     INTERRUPTED.store(true, Ordering::SeqCst);
-    // SAFETY: signal() is async-signal-safe.
-    unsafe {
-        libc::signal(libc::SIGINT, libc::SIG_DFL);
-    }
+    crate::sys::default_sigint();
 }
 
 /// From now on SIGINT sets [`interrupted`] instead of ending the process.
 pub fn stop_on_sigint() {
-    // SAFETY: installs a handler that only stores to an atomic and resets itself.
-    unsafe {
-        libc::signal(
-            libc::SIGINT,
-            on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t,
-        );
-    }
+    crate::sys::on_sigint(on_sigint);
 }
 
 /// Whether SIGINT arrived since [`stop_on_sigint`].

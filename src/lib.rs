@@ -14,5 +14,6 @@ pub mod play;
 pub mod plot;
 pub mod serve;
 pub mod shard;
+pub mod sys;
 pub mod tune;
 pub mod uci;

@@ -45,9 +45,5 @@ pub fn trace(label: &str) {
 /// keeps what a phase freed, in every thread's arena, and it would count
 /// as the process's until reused).
 pub fn release_free() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only walks the allocator's own free lists.
-    unsafe {
-        libc::malloc_trim(0);
-    }
+    crate::sys::malloc_trim();
 }

@@ -26,18 +26,7 @@ impl Default for Spill {
 
 /// The default budget: half of the machine's memory, at least 256 MiB.
 pub fn default_memory() -> u64 {
-    // SAFETY: sysconf reads a system constant and has no preconditions.
-    let (pages, page) = unsafe {
-        (
-            libc::sysconf(libc::_SC_PHYS_PAGES),
-            libc::sysconf(libc::_SC_PAGESIZE),
-        )
-    };
-    let total = if pages > 0 && page > 0 {
-        pages as u64 * page as u64
-    } else {
-        4 << 30
-    };
+    let total = crate::sys::physical_memory().unwrap_or(4 << 30);
     (total / 2).max(256 << 20)
 }
 

@@ -25,25 +25,20 @@ fn measure(cmd: &mut Command) -> Result<Measured> {
         .stderr(Stdio::piped())
         .spawn()
         .with_context(|| format!("cannot run {cmd:?}"))?;
-    let pid = child.id() as libc::pid_t;
+    let pid = child.id();
     let mut stderr = child.stderr.context("no stderr")?;
     let mut err = String::new();
     // Drain stderr so the child never blocks on a full pipe.
     let _ = stderr.read_to_string(&mut err);
-    let mut status = 0;
-    // SAFETY: plain wait4 on our own child; rusage is a POD out-parameter.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    let exited =
+        learnbook::sys::wait_with_usage(pid).with_context(|| format!("cannot wait for {cmd:?}"))?;
     let seconds = start.elapsed().as_secs_f64();
-    if r < 0 {
-        bail!("wait4 failed for {cmd:?}");
-    }
-    if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
+    if exited.code != Some(0) {
         bail!("{cmd:?} failed: {}", err.trim());
     }
     Ok(Measured {
         seconds,
-        max_rss_mb: usage.ru_maxrss as f64 / 1024.0,
+        max_rss_mb: exited.max_rss_kb as f64 / 1024.0,
     })
 }
 

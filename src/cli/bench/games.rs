@@ -117,13 +117,7 @@ pub(super) fn bench_selfplay(nodes: u64, games: usize, openings: &Path) -> Resul
 /// User and system CPU time of this process so far, in seconds: with the
 /// wall time it shows whether the machine gave the threads their cores.
 fn cpu_seconds() -> f64 {
-    // SAFETY: getrusage fills a plain struct we own.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
-        return 0.0;
-    }
-    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
-    t(usage.ru_utime) + t(usage.ru_stime)
+    learnbook::sys::cpu_seconds()
 }
 
 /// The tuner's loop (games, steps, checkpoints) from `default` over every

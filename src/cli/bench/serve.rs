@@ -363,9 +363,7 @@ impl Server {
     fn stop(&mut self) {
         if let Some(mut c) = self.child.take() {
             // SIGINT: the server's graceful stop.
-            unsafe {
-                libc::kill(c.id() as i32, libc::SIGINT);
-            }
+            learnbook::sys::interrupt(c.id());
             let _ = c.wait();
         }
     }

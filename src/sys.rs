@@ -1,0 +1,88 @@
+//! The operating system's calls through libc, each behind a safe function:
+//! with `book/db/wal_vfs.rs` (SQLite's VFS) the only `unsafe` in the crate.
+
+/// The machine's physical memory in bytes, if the system says.
+pub fn physical_memory() -> Option<u64> {
+    // SAFETY: sysconf reads a system constant and has no preconditions.
+    let (pages, page) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    (pages > 0 && page > 0).then(|| pages as u64 * page as u64)
+}
+
+/// Gives the memory the allocator holds free back to the system (glibc
+/// only; elsewhere nothing).
+pub fn malloc_trim() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks the allocator's own free lists.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+/// User and system CPU time of this process so far, in seconds (0 if the
+/// system does not say).
+pub fn cpu_seconds() -> f64 {
+    // SAFETY: rusage is a plain C struct; all zeroes is a valid value.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage fills the struct we own and pass by pointer.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return 0.0;
+    }
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    t(usage.ru_utime) + t(usage.ru_stime)
+}
+
+/// How a child process ended: its exit code (`None`: killed by a signal)
+/// and its peak resident memory in KB.
+pub struct Exited {
+    pub code: Option<i32>,
+    pub max_rss_kb: i64,
+}
+
+/// Waits for our child `pid` (not yet waited for), with its resource use.
+pub fn wait_with_usage(pid: u32) -> std::io::Result<Exited> {
+    let pid = libc::pid_t::try_from(pid).map_err(std::io::Error::other)?;
+    let mut status = 0;
+    // SAFETY: rusage is a plain C struct; all zeroes is a valid value.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: wait4 on our own child; status and usage are ours, by pointer.
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(Exited {
+        code: libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)),
+        max_rss_kb: usage.ru_maxrss,
+    })
+}
+
+/// Sends SIGINT to process `pid` (a child's graceful stop).
+pub fn interrupt(pid: u32) {
+    if let Ok(pid) = libc::pid_t::try_from(pid) {
+        // SAFETY: kill has no memory preconditions; a gone pid is an error we ignore.
+        unsafe {
+            libc::kill(pid, libc::SIGINT);
+        }
+    }
+}
+
+/// Makes SIGINT call `handler` (which must only do what a signal handler
+/// may: store to an atomic, call `default_sigint`).
+pub fn on_sigint(handler: extern "C" fn(libc::c_int)) {
+    // SAFETY: installs a handler; the contract above keeps it async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGINT, handler as libc::sighandler_t);
+    }
+}
+
+/// SIGINT's default again (the process ends). Async-signal-safe.
+pub fn default_sigint() {
+    // SAFETY: signal() is async-signal-safe and has no memory preconditions.
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_DFL);
+    }
+}
