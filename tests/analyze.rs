@@ -337,7 +337,8 @@ fn a_uci_engine_analyses_as_the_search_core_does() {
     let c = Connection::open(&book).expect("open");
     let (engines, budget): (i64, String) = c
         .query_row(
-            "SELECT count(DISTINCT engine), min(budget) FROM analysis WHERE engine = 'glaurung'",
+            // The engine as it names itself (`id name`: name and version).
+            "SELECT count(DISTINCT engine), min(budget) FROM analysis WHERE engine = 'Glaurung 2.2'",
             [],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )

@@ -16,9 +16,10 @@ use std::{
 use common::{bin, count, differences, ok, run, s, sample};
 use tempfile::TempDir;
 
-/// Two small passes: the busy positions at a few thousand nodes, then the
-/// busiest again deeper (an upgrade of what the first stored).
-const PLAN: &str = "games=12,nodes=1500;games=60,ply=6,nodes=4000";
+/// Two small passes: the busy positions, then the busiest again deeper (an
+/// upgrade of what the first stored). Budgets large enough for the kill
+/// below to come while the first pass runs.
+const PLAN: &str = "games=12,nodes=12000;games=60,ply=6,nodes=30000";
 
 fn sample_book(dir: &Path, name: &str) -> PathBuf {
     let book = dir.join(name);
@@ -82,13 +83,13 @@ fn killed_resumed_moved_and_sharded_runs_end_as_one_run() {
     let out = improve(&one, &d.join("j-one"), &[]);
     let report = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(
-        report.contains("pass games=12,nodes=1500: analysed"),
+        report.contains("pass games=12,nodes=12000: analysed"),
         "{report}"
     );
     let rows = count(&one, "SELECT count(*) FROM analysis");
     let deep = count(
         &one,
-        "SELECT count(*) FROM analysis WHERE budget = 'nodes=4000'",
+        "SELECT count(*) FROM analysis WHERE budget = 'nodes=30000'",
     );
     assert!(
         rows > 100 && deep > 5 && deep < rows,
@@ -113,9 +114,11 @@ fn killed_resumed_moved_and_sharded_runs_end_as_one_run() {
             "--plan",
             PLAN,
             "--threads",
-            "2",
+            "1",
             "--journal",
             s(&journal),
+            "--store-every",
+            "16",
         ])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -132,8 +135,16 @@ fn killed_resumed_moved_and_sharded_runs_end_as_one_run() {
     child.kill().expect("kill");
     child.wait().expect("reap");
     assert!(was_running, "the run ended before it could be killed");
+    // Killed before the first pass ended: the deeper pass stored nothing.
     let part_rows = journal_rows(&journal);
     assert!(part_rows < rows as usize, "{part_rows} of {rows}");
+    assert_eq!(
+        count(
+            &killed,
+            "SELECT count(*) FROM analysis WHERE budget = 'nodes=30000'"
+        ),
+        0
+    );
     // The book holds no result the journal lacks (the journal is written first).
     assert!(count(&killed, "SELECT count(*) FROM analysis") as usize <= part_rows);
     let again = improve(&killed, &journal, &[]);
