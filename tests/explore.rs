@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use common::{ok, s, sample, sample_text};
 use learnbook::book::{
     db::{MoveRating, TopEntry},
-    explore::{game_pgn, parse_game_id},
+    explorer_view::{game_pgn, parse_game_id},
     ingest::{Filter, GameStream},
     keys::Key,
     Book,
@@ -156,7 +156,7 @@ fn every_game_reads_back_from_its_pgn_as_the_same_game() {
     for id in ids {
         let text = game_pgn(&book, id).expect("read").expect("a game");
         assert_eq!(
-            parse_game_id(&learnbook::book::explore::game_id_text(id)),
+            parse_game_id(&learnbook::book::explorer_view::game_id_text(id)),
             Some(id)
         );
         let mut stream = GameStream::from_bytes(text.clone().into_bytes());

@@ -1552,7 +1552,7 @@ fn gen_serve_query(rng: &mut StdRng) -> Vec<u8> {
 
 fn run_serve_query(bytes: Vec<u8>) -> CaseResult {
     use learnbook::{
-        book::{explore::Explored, keys::polyglot_key},
+        book::{explorer_view::Explored, keys::polyglot_key},
         serve::{json, query},
     };
     let q = match query::parse(&bytes) {

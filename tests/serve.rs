@@ -802,7 +802,7 @@ fn some_game_ids(server: &Server, book: &Path) -> Vec<String> {
             hashes
                 .iter()
                 .step_by(hashes.len() / 20 + 1)
-                .map(|h| learnbook::book::explore::game_id_text(*h)),
+                .map(|h| learnbook::book::explorer_view::game_id_text(*h)),
         );
     }
     ids.sort();

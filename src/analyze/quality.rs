@@ -34,54 +34,40 @@ use crate::{
     play::protocol::{EngineSpec, UciEngine},
 };
 
-/// `bench book-quality`'s settings (its command-line arguments).
-#[derive(clap::Args, Debug)]
+/// `bench book-quality`'s settings (the binary's `BookQualityArgs` fills them).
+#[derive(Clone, Debug)]
 pub struct Options {
     /// The learnbook book.
-    #[arg(long)]
     pub book: PathBuf,
     /// A Polyglot book to compare, as NAME=FILE.bin (repeatable).
-    #[arg(long, value_name = "NAME=X.bin")]
     pub compare: Vec<String>,
     /// An engine whose own choice is judged beside the books', as NAME=SPEC
     /// (repeatable; SPEC as `analyze --engine` takes it: builtin or
     /// "cmd=glaurung"): what a book grown or analysed by it could reach.
-    #[arg(long, value_name = "NAME=SPEC")]
     pub engine_player: Vec<String>,
     /// Nodes per search of the --engine-player engines (the default of
     /// `analyze` and `grow`).
-    #[arg(long, default_value_t = super::DEFAULT_NODES)]
     pub engine_nodes: u64,
     /// The judge, a UCI engine as the match runner takes it: "cmd=stockfish,option.Threads=1".
-    #[arg(long)]
     pub judge: String,
     /// Nodes per judge search.
-    #[arg(long, default_value_t = 200_000)]
     pub nodes: u64,
     /// Positions to judge.
-    #[arg(long, default_value_t = 200)]
     pub positions: usize,
     /// Skip this many of the most-played positions first (a band of thinner ones).
-    #[arg(long, default_value_t = 0, conflicts_with = "games")]
     pub skip: usize,
     /// Instead of the most played: --positions drawn at random (--seed) from every
     /// position the book's games reach with this many games, 3..20 (where games run out).
-    #[arg(long, value_name = "LO..HI")]
     pub games: Option<crate::book::suite::Interval<u32>>,
     /// The draw of --games.
-    #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Positions at most this many plies from the start.
-    #[arg(long, default_value_t = 12)]
     pub max_ply: u32,
     /// Judge engines running at once.
-    #[arg(long, default_value_t = 2)]
     pub threads: usize,
     /// Moves of a weighted pick below this probability are not judged.
-    #[arg(long, default_value_t = 0.01)]
     pub min_probability: f64,
     /// Write every position's verdict to this CSV file.
-    #[arg(long)]
     pub csv: Option<PathBuf>,
 }
 

@@ -3,7 +3,7 @@
 pub mod build;
 pub mod check;
 pub mod db;
-pub mod explore;
+pub mod explorer_view;
 pub mod generate;
 pub mod ingest;
 pub mod keys;

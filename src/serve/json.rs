@@ -24,7 +24,7 @@ use shakmaty::{fen::Fen, san::SanPlus, uci::UciMove, Chess, Color, EnPassantMode
 
 use super::query::MastersQuery;
 use crate::book::{
-    explore::{Explored, ExploredMove, GameSummary, Score},
+    explorer_view::{Explored, ExploredMove, GameSummary, Score},
     ingest::Counts,
     keys::polyglot_key,
     openings::{self, Opening},

@@ -7,8 +7,8 @@
 use rayon::prelude::*;
 use shakmaty::Chess;
 
-use super::explore::{mover_elo, rank_of, TopEntry, TopList, HELD_BYTES};
 use super::schema::moves_to_blob;
+use super::top_games::{mover_elo, rank_of, TopEntry, TopList, HELD_BYTES};
 use crate::book::ingest::{Counts, Game, GameTags};
 use crate::book::keys::{polyglot_key, Key, KeyMap};
 

@@ -8,10 +8,10 @@ use rayon::prelude::*;
 use shakmaty::Chess;
 
 use super::bulk::{EdgeAgg, GameRow, NodeAgg};
-use super::explore::{mover_elo, rank_of, TopEntry, TopList};
 use super::schema::moves_from_blob;
 use super::tail_index::prefix;
 use super::tails::value_chain;
+use super::top_games::{mover_elo, rank_of, TopEntry, TopList};
 use crate::book::ingest::Game;
 use crate::book::keys::{polyglot_key, Key, KeyMap, MoveCode};
 use crate::book::minimax::{Graph, NodeInfo, ValueParams};

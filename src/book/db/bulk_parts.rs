@@ -23,8 +23,8 @@ use super::bulk_graph::for_each_tail_batch;
 use super::bulk_write::{
     insert_chunked, insert_game_tails, insert_moves, insert_pairs, source_ids,
 };
-use super::explore::write_top_blob;
 use super::tail_index::IndexWriter;
+use super::top_games::write_top_blob;
 use crate::book::ingest::Counts;
 use crate::book::keys::{Key, KeySet, MoveCode};
 use crate::book::minimax::{node_value_with, NodeInfo, ValueParams};

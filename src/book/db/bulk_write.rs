@@ -17,12 +17,13 @@ use super::bulk_graph::{
     drop_apart, find_tails, for_each_tail_batch, parent_links, position_rows, prepare_graph,
     prepare_rows, sorted_edges, tail_entries, GameTail, Links, MoveRows, PositionRow, Tops,
 };
-use super::explore::{merge_top, write_top_blob};
-use super::graph::{reevaluate_all, MOVE_UPSERT};
+use super::graph::reevaluate_all;
+use super::node_rows::MOVE_UPSERT;
 use super::rows::{insert_head, GameRecord, MoveRecord, ParentRecord, PositionRecord, Record};
 use super::schema::{hash_to_sql, source_id};
 use super::tail_index::{prefix, IndexWriter};
 use super::tails::materialize_keys;
+use super::top_games::{merge_top, write_top_blob};
 use crate::book::keys::{Key, MoveCode};
 use crate::book::minimax::Graph;
 use crate::book::spill::{GamesInOrder, PairSorter};
@@ -481,7 +482,7 @@ fn insert_position_rows(
     tx: &Connection,
     g: &Graph,
     rows: usize,
-    tops: &[super::explore::TopList],
+    tops: &[super::top_games::TopList],
     links: &[(i64, i64)],
 ) -> Result<()> {
     insert_positions(tx, &position_rows(g, rows, tops, links))

@@ -10,11 +10,6 @@ use super::book::Book;
 use super::schema::{hash_from_sql, hash_to_sql, moves_from_blob};
 use super::tails::tail_node;
 use super::top_games::{game_ratings, top_from_blob};
-// Named here too while `bulk.rs` and `bulk_parts.rs` import them from this
-// file (those files are being reworked elsewhere); they are `top_games`'.
-pub(super) use super::top_games::{
-    merge_top, mover_elo, rank_of, write_top_blob, TopEntry, TopList, HELD_BYTES,
-};
 use crate::book::ingest::GameResult;
 use crate::book::keys::{Key, MoveCode};
 use crate::book::pgn_out::wrap_movetext;

@@ -5,9 +5,6 @@ use anyhow::{bail, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::node_rows::{node_from_row, NODE_COLS, NODE_WIDTH};
-// Named here too while `bulk.rs` imports it from this file (that file is
-// being reworked elsewhere); the statement itself is in `rows`.
-pub(super) use super::node_rows::MOVE_UPSERT;
 use super::tails::for_each_tail;
 use crate::book::keys::{Key, MoveCode};
 use crate::book::minimax::{Graph, ValueParams};

@@ -40,9 +40,8 @@
 //! `schema`; `tails` those; `graph` and `explore` `tails` (never the
 //! reverse). One longer circle is left: `schema` imports `graph` (a
 //! migration re-evaluates the book), which imports `tails`, which reads
-//! blobs with `schema`'s helpers. `graph` and `explore` still name
-//! `MOVE_UPSERT` and the top-list items for `bulk.rs` and `bulk_parts.rs`,
-//! which import them from there.
+//! blobs with `schema`'s helpers. The bulk writers import the top
+//! lists from `top_games` and the move upsert from `node_rows`.
 
 pub mod analysis;
 pub mod analysis_file;
