@@ -1,9 +1,9 @@
-//! The fast path that stayed (docs/FASTPATHS.md) against its plain path:
-//! games learned into a book through the VFS that gathers a transaction's
-//! WAL frames (`Book::open`) and through SQLite's own VFS
-//! (`Book::open_plain_wal`) give the same book, row for row in every
-//! table, and a copy of the files of the open book, as a killed process
-//! leaves them, recovers every commit.
+//! The gathering WAL VFS (docs/FASTPATHS.md) against the plain path the
+//! commands use: games learned into a book through the VFS that gathers a
+//! transaction's WAL frames (`Book::open_gathered`) and through SQLite's
+//! own VFS (`Book::open`) give the same book, row for row in every table,
+//! and a copy of the files of the open book, as a killed process leaves
+//! them, recovers every commit.
 
 mod common;
 
@@ -102,8 +102,8 @@ fn a_book_learned_through_the_gathering_vfs_is_the_book_sqlites_own_vfs_writes()
     // The games after the head, and a few of the head's (learned as none).
     let mut games = read_games(&sample(), 1_300, 60);
     games.extend(read_games(&sample(), 10, 3));
-    let mut a = Book::open(&ours).expect("open through the gathering VFS");
-    let mut b = Book::open_plain_wal(&plain).expect("open through SQLite's VFS");
+    let mut a = Book::open_gathered(&ours).expect("open through the gathering VFS");
+    let mut b = Book::open(&plain).expect("open through SQLite's VFS");
     let mut learned = 0;
     for g in &games {
         let x = a.add_game(g, "test").expect("learn");

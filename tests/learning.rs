@@ -493,8 +493,8 @@ fn a_book_learned_through_the_one_write_wal_equals_one_learned_through_sqlites_o
         .expect("build");
     }
     let games = read_games(&sample(), 600, 60);
-    let mut ours = Book::open(&paths[0]).expect("open");
-    let mut plain = Book::open_plain_wal(&paths[1]).expect("open through SQLite's VFS");
+    let mut ours = Book::open_gathered(&paths[0]).expect("open");
+    let mut plain = Book::open(&paths[1]).expect("open through SQLite's VFS");
     let mut learned = 0;
     for g in &games {
         let a = ours.add_game(g, "test").expect("learn");

@@ -95,10 +95,10 @@ impl Book {
         Book::open_existing(path, open_conn)
     }
 
-    /// [`Book::open`], with WAL frames written as SQLite itself writes
-    /// them (two system calls a frame, not gathered): `bench learn`'s comparison.
-    pub fn open_plain_wal(path: &Path) -> Result<Book> {
-        Book::open_existing(path, super::schema::open_conn_plain_wal)
+    /// [`Book::open`], with a transaction's WAL frames gathered and written
+    /// together (`bench learn`'s comparison; see `schema::open_conn_gathered`).
+    pub fn open_gathered(path: &Path) -> Result<Book> {
+        Book::open_existing(path, super::schema::open_conn_gathered)
     }
 
     /// Opens an existing book for reading only (a server's connections):

@@ -36,7 +36,7 @@ pub(super) fn bench_analyze(
     for threads in [1usize, 2] {
         let copy = dir.join(format!("analyze-bench-{threads}.sqlite"));
         copy_book(book, &copy)?;
-        let mut b = Book::open(&copy)?;
+        let mut b = Book::open_gathered(&copy)?;
         // Fresh scores for a fixed budget label, so nothing counts as done.
         let opts = Options {
             engine: EngineChoice::Builtin {
@@ -150,7 +150,7 @@ pub(super) fn bench_learn(
     // machine's drift falls on both alike.
     let plain_copy = dir.join("learn-bench-plain.sqlite");
     copy_book(book, &plain_copy)?;
-    let mut plain = Book::open_plain_wal(&plain_copy)?;
+    let mut plain = Book::open(&plain_copy)?;
     let mut plain_times = Vec::with_capacity(n);
     let filter = Filter {
         max_ply: b.settings.max_ply,
