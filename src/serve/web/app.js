@@ -366,7 +366,8 @@ function searchedBy(a) {
 
 function fmtAnalysis(a, withDepth) {
   if (!a) return '<span class="muted">–</span>';
-  const d = withDepth ? ` <small>d${a.depth} · ${esc(a.engine || '')} ${esc(a.budget || '')}</small>` : '';
+  // The engine and budget in the tooltip: the header's cell is narrow.
+  const d = withDepth ? ` <small title="${esc(searchedBy(a))}">d${a.depth}</small>` : '';
   return `<span class="${sign(a.score)}" title="${esc(searchedBy(a))}">${fmtScore(a.score)}</span>${d}`;
 }
 
