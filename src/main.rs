@@ -178,6 +178,16 @@ enum Command {
     Uci(UciArgs),
     /// Play a match between two engines (UCI, xboard, or the built-in search core).
     Play(PlayArgs),
+    /// Two books in play: one engine plays both, each side from its own book until the
+    /// book has no move, then at --nodes with --jitter.
+    ///
+    /// Starts are the first --start-plies of the games in --starts (distinct positions,
+    /// drawn with --seed), each played twice with colours swapped. Prints the first book's
+    /// Elo with its 95% interval from the pairs (pentanomial), the book plies of each side,
+    /// its distinct exits, and the engine's evaluation where both books had ended. The games
+    /// go to --pgnout; the same command run again continues the duel and reports every game
+    /// in the file.
+    Duel(DuelArgs),
     /// Games of the search core against itself for data, with the search scores in the PGN.
     ///
     /// One weight set on both sides, fixed nodes per move, openings from a suite, every
@@ -611,6 +621,50 @@ struct PlayArgs {
     event: String,
 }
 
+/// Arguments of `learnbook duel`.
+#[derive(Args)]
+struct DuelArgs {
+    /// The engine that plays both books: cmd=CMD[,option.X=V][,dir=D] (UCI or proto=xboard).
+    #[arg(long)]
+    engine: String,
+    /// The two books, first and second: Polyglot .bin (as exported) or learnbook books.
+    #[arg(long = "book", required = true, num_args = 1, value_name = "BOOK")]
+    books: Vec<PathBuf>,
+    /// How a book picks its move: weighted (at random in proportion to its weights, as GUIs
+    /// and match runners play a book) or best (the heaviest move).
+    #[arg(long, default_value = "weighted")]
+    mode: Mode,
+    /// Games whose first plies are the starts (PGN, .gz, .zst).
+    #[arg(long, value_name = "PGN")]
+    starts: PathBuf,
+    /// How many plies of each game make its start: a range, drawn per game.
+    #[arg(long, default_value = "4-8", value_name = "LO-HI")]
+    start_plies: String,
+    /// Starts, each played twice (colours swapped).
+    #[arg(long, default_value_t = 1000)]
+    pairs: usize,
+    /// The engine's nodes per move once out of book.
+    #[arg(long, default_value_t = 20_000)]
+    nodes: u64,
+    /// The nodes vary by up to this percentage either way, drawn every move.
+    #[arg(long, default_value_t = 10.0)]
+    jitter: f64,
+    /// Games played at once.
+    #[arg(long, default_value_t = 1)]
+    concurrency: usize,
+    /// Draws the starts (and the weighted books' choices).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// The games (appended; a rerun of the same duel continues from them).
+    #[arg(long, value_name = "FILE.pgn")]
+    pgnout: PathBuf,
+    #[command(flatten)]
+    adjudication: SelfAdjudication,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
 /// Arguments of `learnbook selfplay`.
 #[derive(Args)]
 struct SelfplayArgs {
@@ -881,6 +935,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Bench(args) => args.run(),
         Command::Uci(args) => args.run(),
         Command::Play(args) => args.run(),
+        Command::Duel(args) => args.run(),
         Command::Selfplay(args) => args.run(),
         Command::MergeGames(args) => args.run(),
         Command::Report(args) => args.run(),
@@ -1278,6 +1333,7 @@ impl PlayArgs {
             limits,
         } = spec::MatchEngines::parse(&engines, &limit_args.limit())?;
         let cfg = runner::MatchConfig {
+            node_jitter: 0.0,
             players,
             limit,
             limits,
@@ -1327,6 +1383,75 @@ impl PlayArgs {
             );
         })?;
         print!("{}", runner::final_report(&cfg, &standing));
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+impl DuelArgs {
+    fn run(self) -> Result<ExitCode> {
+        use learnbook::play::{duel, spec};
+        let engine = match spec::parse_player(&self.engine).context("--engine")? {
+            learnbook::play::runner::PlayerSpec::External(e) => e,
+            _ => anyhow::bail!(
+                "--engine: give an external engine (cmd=...) without book=; the books are --book"
+            ),
+        };
+        let [a, b] = &self.books[..] else {
+            anyhow::bail!("--book must be given exactly twice");
+        };
+        let (lo, hi) = self
+            .start_plies
+            .split_once('-')
+            .and_then(|(l, h)| Some((l.trim().parse().ok()?, h.trim().parse().ok()?)))
+            .filter(|&(l, h): &(u32, u32)| l >= 1 && l <= h)
+            .with_context(|| {
+                format!("--start-plies {:?}: give LO-HI, e.g. 4-8", self.start_plies)
+            })?;
+        for p in [a, b] {
+            learnbook::book::select::OpeningBook::open(p)
+                .with_context(|| format!("--book {}", p.display()))?;
+        }
+        if !(0.0..90.0).contains(&self.jitter) {
+            anyhow::bail!("--jitter must be a percentage from 0 to 90");
+        }
+        if self.nodes == 0 || self.pairs == 0 {
+            anyhow::bail!("--nodes and --pairs must be at least 1");
+        }
+        let starts = duel::starts_from_games(&self.starts, (lo, hi), self.pairs, self.seed)
+            .context("--starts")?;
+        if starts.len() < self.pairs {
+            eprintln!(
+                "{} has {} distinct starts, fewer than --pairs {}",
+                self.starts.display(),
+                starts.len(),
+                self.pairs
+            );
+        }
+        let cfg = duel::DuelConfig {
+            engine,
+            books: [a.clone(), b.clone()],
+            mode: self.mode,
+            starts,
+            nodes: self.nodes,
+            jitter: self.jitter / 100.0,
+            concurrency: self.concurrency.max(1),
+            pgnout: self.pgnout,
+            adjudication: self.adjudication.adjudication()?,
+        };
+        let quiet = self.json;
+        let report = cfg.run(|round, g, st| {
+            if !quiet && st.played % 50 == 0 {
+                eprintln!(
+                    "{} games ({} read back); last: round {round} {} - {} {}",
+                    st.played, st.resumed, g.white, g.black, g.result
+                );
+            }
+        })?;
+        if self.json {
+            println!("{}", serde_json::to_string_pretty(&report)?);
+        } else {
+            print!("{report}");
+        }
         Ok(ExitCode::SUCCESS)
     }
 }

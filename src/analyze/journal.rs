@@ -187,6 +187,7 @@ impl Writer {
     }
 
     fn member(&mut self, text: &[u8]) -> Result<()> {
+        self.check_still_ours()?;
         let mut gz = GzEncoder::new(Vec::new(), Compression::best());
         gz.write_all(text)?;
         let bytes = gz.finish()?;
@@ -197,9 +198,39 @@ impl Writer {
     }
 }
 
+impl Writer {
+    /// A part replaced on disk (a checkout, a copy over it) while this run
+    /// appends would swallow what follows into an unlinked file: stop instead.
+    fn check_still_ours(&self) -> Result<()> {
+        use std::os::unix::fs::MetadataExt;
+        let open = self.file.metadata()?;
+        let on_disk = fs::metadata(&self.path).ok();
+        match on_disk {
+            Some(m) if m.dev() == open.dev() && m.ino() == open.ino() => Ok(()),
+            _ => bail!(
+                "the journal part {} was replaced or removed while this run wrote it; \
+                 stopping (the book has every result: `improve --journal` on a fresh part continues)",
+                self.path.display()
+            ),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_replaced_part_stops_the_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut a = Writer::create(dir.path(), "a", "games=3").unwrap();
+        a.append(&[row(1, true)]).unwrap();
+        let copy = dir.path().join("copy");
+        fs::copy(&a.path, &copy).unwrap();
+        fs::rename(&copy, &a.path).unwrap();
+        let err = a.append(&[row(2, false)]).unwrap_err();
+        assert!(err.to_string().contains("replaced or removed"), "{err}");
+    }
 
     fn row(key: u64, interior: bool) -> Analysis {
         Analysis {

@@ -459,5 +459,6 @@ pub fn parse_engine(spec: Option<&str>) -> Result<EngineChoice> {
             }
             EngineChoice::uci(e)
         }
+        PlayerSpec::Booked { .. } => bail!("--engine: an analysing engine takes no book="),
     }
 }

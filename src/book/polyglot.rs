@@ -124,6 +124,16 @@ impl PolyglotBook {
         out
     }
 
+    /// The move with the highest weight (`None` if the position is not in
+    /// the book or every weight is 0); the first in the file among equals.
+    pub fn heaviest(&self, pos: &Chess) -> Option<shakmaty::Move> {
+        self.moves(pos)
+            .into_iter()
+            .next()
+            .filter(|m| m.1 > 0)
+            .map(|m| m.0)
+    }
+
     /// The move a GUI plays: at random, in proportion to the weights (`None`
     /// if the position is not in the book or every weight is 0).
     pub fn pick<R: rand::Rng>(&self, pos: &Chess, rng: &mut R) -> Option<shakmaty::Move> {

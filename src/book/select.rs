@@ -99,8 +99,8 @@ pub enum Decision {
 }
 
 /// A book an engine plays from: a learnbook book, or a Polyglot `.bin`
-/// (a move at random in proportion to its weights, as GUIs play it,
-/// whatever the mode).
+/// (`weighted`: a move at random in proportion to its weights, as GUIs play
+/// it; `best`: the heaviest move, the first in the file among equals).
 pub enum OpeningBook {
     Learnbook(Box<Book>),
     Polyglot(PolyglotBook),
@@ -129,7 +129,10 @@ impl OpeningBook {
     fn choose<R: Rng>(&self, pos: &Chess, mode: Mode, rng: &mut R) -> Result<Option<Move>> {
         match self {
             OpeningBook::Learnbook(b) => choose(b, pos, mode, rng),
-            OpeningBook::Polyglot(b) => Ok(b.pick(pos, rng)),
+            OpeningBook::Polyglot(b) => Ok(match mode {
+                Mode::Weighted => b.pick(pos, rng),
+                Mode::Best => b.heaviest(pos),
+            }),
         }
     }
 

@@ -1,7 +1,9 @@
 //! Games between engines: protocol clients, statistics.
 
+pub mod book_front;
 pub mod builtin;
 pub mod draw_model;
+pub mod duel;
 pub mod game;
 pub mod journal;
 pub mod merge_games;

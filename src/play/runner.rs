@@ -17,6 +17,7 @@ use rand::{rngs::StdRng, seq::SliceRandom, SeedableRng};
 use shakmaty::{Chess, Color, Move, Position};
 
 use super::{
+    book_front::{BookFront, NodeJitter},
     builtin::Builtin,
     game::{play_game, Adjudication, GameRecord, Limit, Opening},
     protocol::{self, EngineSpec, Fault, Player},
@@ -25,7 +26,7 @@ use super::{
 use crate::{
     book::{
         ingest::{open_input, Game, GameResult, GameStream, Header, RawGame},
-        select::Mode,
+        select::{Mode, OpeningBook},
         Book,
     },
     engine::{epd::Epd, params::Weights},
@@ -35,6 +36,13 @@ use crate::{
 #[derive(Clone, Debug)]
 pub enum PlayerSpec {
     External(EngineSpec),
+    /// An external engine behind an opening book (`book=`), as cutechess
+    /// plays one: the book's moves until it has none, then the engine.
+    Booked {
+        engine: EngineSpec,
+        book: PathBuf,
+        book_mode: Mode,
+    },
     /// The search core in-process.
     Builtin {
         name: String,
@@ -47,19 +55,32 @@ pub enum PlayerSpec {
 impl PlayerSpec {
     pub fn name(&self) -> &str {
         match self {
-            PlayerSpec::External(e) => &e.name,
+            PlayerSpec::External(e) | PlayerSpec::Booked { engine: e, .. } => &e.name,
             PlayerSpec::Builtin { name, .. } => name,
         }
     }
 
     /// The search core with an opening book.
     fn has_book(&self) -> bool {
-        matches!(self, PlayerSpec::Builtin { book: Some(_), .. })
+        matches!(
+            self,
+            PlayerSpec::Builtin { book: Some(_), .. } | PlayerSpec::Booked { .. }
+        )
     }
 
     fn start(&self, seed: u64) -> Result<Box<dyn Player>, Fault> {
         match self {
             PlayerSpec::External(e) => protocol::start(e),
+            PlayerSpec::Booked {
+                engine,
+                book,
+                book_mode,
+            } => {
+                let opened = OpeningBook::open(book)
+                    .map_err(|e| Fault::Crash(format!("{}: book: {e:#}", engine.name)))?;
+                let inner = protocol::start(engine)?;
+                Ok(Box::new(BookFront::new(inner, opened, *book_mode, seed)))
+            }
             PlayerSpec::Builtin {
                 name,
                 weights,
@@ -87,6 +108,9 @@ pub struct MatchConfig {
     pub limit: Limit,
     /// Per-player limits overriding `limit` (cutechess's per-engine `tc=`, `nodes=`, `depth=`).
     pub limits: [Option<Limit>; 2],
+    /// A node limit varies by up to this fraction either way, drawn anew
+    /// every move (0: fixed).
+    pub node_jitter: f64,
     pub games: usize,
     pub concurrency: usize,
     pub openings: Vec<Opening>,
@@ -246,6 +270,21 @@ fn schedule(i: usize, repeat: bool, n_openings: usize) -> (usize, bool) {
     }
 }
 
+/// The index in `cfg.openings` of game `i`'s (from 0) opening.
+pub fn opening_index(cfg: &MatchConfig, i: usize) -> usize {
+    let order = opening_order(cfg);
+    order[schedule(i, cfg.repeat, order.len().max(1)).0 % order.len().max(1)]
+}
+
+/// The openings' indices in the order the match plays them.
+fn opening_order(cfg: &MatchConfig) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..cfg.openings.len().max(1)).collect();
+    if let Some(seed) = cfg.random_seed {
+        order.shuffle(&mut StdRng::seed_from_u64(seed));
+    }
+    order
+}
+
 /// Whether the first player has White in game `i` (from 0) of the match.
 pub fn first_player_white(cfg: &MatchConfig, i: usize) -> bool {
     cfg.noswap || schedule(i, cfg.repeat, cfg.openings.len().max(1)).1
@@ -270,10 +309,7 @@ pub fn resume_match(
     if cfg.openings.is_empty() {
         bail!("no openings");
     }
-    let mut order: Vec<usize> = (0..cfg.openings.len()).collect();
-    if let Some(seed) = cfg.random_seed {
-        order.shuffle(&mut StdRng::seed_from_u64(seed));
-    }
+    let order = opening_order(cfg);
     let mut book = match &cfg.learn {
         Some((path, _)) => Some(Book::open(path)?),
         None => None,
@@ -335,7 +371,15 @@ pub fn resume_match(
                     let mut failed = None;
                     for (k, slot) in players.iter_mut().enumerate() {
                         if slot.is_none() {
-                            match cfg.players[k].start((w * 1_000_003 + i) as u64) {
+                            let seed = (w * 1_000_003 + i) as u64;
+                            match cfg.players[k].start(seed) {
+                                Ok(p) if cfg.node_jitter > 0.0 => {
+                                    *slot = Some(Box::new(NodeJitter::new(
+                                        p,
+                                        cfg.node_jitter,
+                                        seed ^ 0x9e37_79b9_7f4a_7c15,
+                                    )))
+                                }
                                 Ok(p) => *slot = Some(p),
                                 Err(f) => failed = Some((k, f)),
                             }

@@ -1,7 +1,9 @@
 //! The runner's command-line values, cutechess/fastchess style:
 //! `name=lb,cmd=learnbook uci,proto=uci,option.Hash=64,dir=engines` for an
-//! engine (`cmd=builtin` for the in-process search core, with `weights=`,
-//! `book=` and `bookmode=`), `elo0=0,elo1=5,alpha=0.05,beta=0.05` for SPRT,
+//! engine (`book=` a Polyglot `.bin` or learnbook book and `bookmode=best|weighted`,
+//! weighted by default, as cutechess plays a book; `cmd=builtin` for the
+//! in-process search core, with `weights=`, and `book=` played `best` by
+//! default), `elo0=0,elo1=5,alpha=0.05,beta=0.05` for SPRT,
 //! `movenumber=40,movecount=8,score=10` for draw adjudication,
 //! `movecount=5,score=600` for resign adjudication.
 
@@ -61,7 +63,7 @@ pub fn parse_player(s: &str) -> Result<PlayerSpec> {
     let mut proto = Proto::Uci;
     let mut options = Vec::new();
     let mut dir = None;
-    let (mut weights, mut book, mut book_mode) = (None, None, Mode::Best);
+    let (mut weights, mut book, mut book_mode) = (None, None, None);
     for (k, v) in pairs(s)? {
         match k.as_str() {
             "name" => name = Some(v),
@@ -76,7 +78,7 @@ pub fn parse_player(s: &str) -> Result<PlayerSpec> {
             "dir" => dir = Some(PathBuf::from(v)),
             "weights" => weights = Some(PathBuf::from(v)),
             "book" => book = Some(PathBuf::from(v)),
-            "bookmode" => book_mode = v.parse().map_err(|e: String| anyhow!(e))?,
+            "bookmode" => book_mode = Some(v.parse().map_err(|e: String| anyhow!(e))?),
             _ => match k.strip_prefix("option.") {
                 Some(opt) => options.push((opt.to_string(), v)),
                 None => bail!("unknown engine setting {k:?} (name, cmd, proto, dir, option.X, weights, book, bookmode)"),
@@ -89,21 +91,33 @@ pub fn parse_player(s: &str) -> Result<PlayerSpec> {
             name: name.unwrap_or_else(|| "builtin".into()),
             weights,
             book,
-            book_mode,
+            book_mode: book_mode.unwrap_or(Mode::Best),
         });
     }
-    if weights.is_some() || book.is_some() {
-        bail!("weights= and book= are for cmd=builtin; external engines take option.X=");
+    if weights.is_some() {
+        bail!("weights= is for cmd=builtin; external engines take option.X=");
+    }
+    if book.is_none() && book_mode.is_some() {
+        bail!("bookmode= needs book=");
     }
     let argv: Vec<String> = cmd.split_whitespace().map(String::from).collect();
     let name = name.unwrap_or_else(|| argv.first().cloned().unwrap_or_default());
-    Ok(PlayerSpec::External(EngineSpec {
+    let engine = EngineSpec {
         name,
         argv,
         proto,
         options,
         dir,
-    }))
+    };
+    Ok(match book {
+        // As cutechess plays a book: by weight unless told otherwise.
+        Some(book) => PlayerSpec::Booked {
+            engine,
+            book,
+            book_mode: book_mode.unwrap_or(Mode::Weighted),
+        },
+        None => PlayerSpec::External(engine),
+    })
 }
 
 pub fn parse_sprt(s: &str) -> Result<Sprt> {
@@ -186,6 +200,21 @@ mod tests {
             PlayerSpec::Builtin { .. }
         ));
         assert!(parse_player("name=x").is_err());
+        match parse_player("cmd=stockfish,book=a.bin").unwrap() {
+            PlayerSpec::Booked {
+                book, book_mode, ..
+            } => assert_eq!((book, book_mode), (PathBuf::from("a.bin"), Mode::Weighted)),
+            other => panic!("booked expected, got {other:?}"),
+        }
+        assert!(matches!(
+            parse_player("cmd=stockfish,book=a.bin,bookmode=best").unwrap(),
+            PlayerSpec::Booked {
+                book_mode: Mode::Best,
+                ..
+            }
+        ));
+        assert!(parse_player("cmd=stockfish,bookmode=best").is_err());
+        assert!(parse_player("cmd=stockfish,weights=w.toml").is_err());
         let (p, l) = parse_player_and_limit("name=g,cmd=glaurung,depth=6").unwrap();
         assert_eq!(p.name(), "g");
         assert_eq!(l, Some(Limit::Depth(6)));

@@ -119,6 +119,9 @@ pub fn uci_spec(spec: &str) -> Result<EngineSpec> {
             bail!("--engine {spec:?}: only UCI engines can be tuned (their spin options)")
         }
         PlayerSpec::External(e) => Ok(e),
+        PlayerSpec::Booked { .. } => {
+            bail!("--engine {spec:?}: a tuned engine plays without book= (give --openings)")
+        }
     }
 }
 

@@ -23,6 +23,7 @@ pub(super) fn bench_play(nodes: u64, games: usize, openings: &Path) -> Result<()
     let mut rates = Vec::new();
     for concurrency in [1, 2] {
         let cfg = MatchConfig {
+            node_jitter: 0.0,
             players: [builtin("a"), builtin("b")],
             limit: Limit::Nodes(nodes),
             limits: [None, None],

@@ -275,6 +275,7 @@ fn play_suite(
         .as_ref()
         .map(|dir| dir.join(format!("{name}.pgn")));
     let mcfg = MatchConfig {
+        node_jitter: 0.0,
         players: cfg.engines.players.clone(),
         limit: cfg.engines.limit,
         limits: cfg.engines.limits,
