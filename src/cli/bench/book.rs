@@ -26,11 +26,14 @@ fn copy_book(book: &Path, copy: &Path) -> Result<()> {
 
 pub(super) fn bench_analyze(
     book: &Path,
+    engine: Option<&str>,
     nodes: u64,
     positions: usize,
     min_games: u32,
 ) -> Result<()> {
-    use learnbook::analyze::{self, Budget, EngineChoice, Options};
+    use learnbook::analyze::{self, Budget, Options};
+    let engine = analyze::parse_engine(engine)?;
+    let label = "learnbook bench";
     let dir = tempfile_dir()?;
     let mut rates = Vec::new();
     for threads in [1usize, 2] {
@@ -39,18 +42,15 @@ pub(super) fn bench_analyze(
         let mut b = Book::open_gathered(&copy)?;
         // Fresh scores for a fixed budget label, so nothing counts as done.
         let opts = Options {
-            engine: EngineChoice::Builtin {
-                weights: Box::default(),
-                label: "learnbook bench".into(),
-            },
+            engine: engine.clone(),
             budget: Budget::Nodes(nodes),
             threads,
             min_games,
             batch: 256,
             progress: false,
         };
-        let found =
-            analyze::targets::find(&b, min_games, "learnbook bench", &opts.budget.to_string())?;
+        // A label no stored analysis has, so nothing counts as done.
+        let found = analyze::targets::find(&b, min_games, label, &opts.budget.to_string())?;
         let todo: Vec<_> = found.todo.into_iter().take(positions).collect();
         let n = todo.len();
         let s = analyze::run_targets(&mut b, todo, &opts)?;

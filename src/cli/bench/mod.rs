@@ -12,6 +12,7 @@ use clap::{Args, Subcommand};
 mod book;
 mod build;
 mod games;
+mod multipv;
 mod search;
 mod serve;
 mod suite;
@@ -158,11 +159,14 @@ pub enum BenchCommand {
     /// with the judge's evaluations.
     BookQuality(BookQualityArgs),
     /// Analysis throughput: the same positions of a copy of BOOK analysed with 1 and with 2
-    /// threads (the search core), positions per second and their ratio.
+    /// threads, positions per second and their ratio.
     Analyze {
         /// The book to copy (it is not changed).
         #[arg(long)]
         book: PathBuf,
+        /// The analysing engine, as `analyze --engine` takes it (default: the search core).
+        #[arg(long)]
+        engine: Option<String>,
         /// Nodes per search.
         #[arg(long, default_value_t = learnbook::analyze::DEFAULT_NODES)]
         nodes: u64,
@@ -171,6 +175,33 @@ pub enum BenchCommand {
         positions: usize,
         /// Analyse positions with at least this many games, and their children.
         #[arg(long, default_value_t = learnbook::analyze::DEFAULT_MIN_GAMES)]
+        min_games: u32,
+    },
+    /// A position's book moves scored by one MultiPV search against one search a child (same
+    /// engine, budget and positions): positions per second, and each method's distance from
+    /// a reference (one search a child at --reference-nodes, the same engine: it shares the
+    /// analyst's evaluation).
+    Multipv {
+        /// The book whose positions are scored (only read).
+        #[arg(long)]
+        book: PathBuf,
+        /// A UCI engine with MultiPV, as `analyze --engine` takes it.
+        #[arg(long)]
+        engine: String,
+        /// Nodes per search of both methods.
+        #[arg(long, default_value_t = 50_000)]
+        nodes: u64,
+        /// Nodes per MultiPV search, one or more (default --nodes): equal quality may need more.
+        #[arg(long, value_delimiter = ',')]
+        multipv_nodes: Vec<u64>,
+        /// Nodes per search of the reference (default 20 x --nodes).
+        #[arg(long)]
+        reference_nodes: Option<u64>,
+        /// Positions: interior, with two book moves or more, in improve's order.
+        #[arg(long, default_value_t = 100)]
+        positions: usize,
+        /// Positions with at least this many games.
+        #[arg(long, default_value_t = 50)]
         min_games: u32,
     },
     /// Grow throughput: the same number of expansions on copies of BOOK with 1 and with 2
@@ -343,10 +374,32 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
         } => bench_selfplay(nodes, games, &openings),
         BenchCommand::Analyze {
             book,
+            engine,
             nodes,
             positions,
             min_games,
-        } => bench_analyze(&book, nodes, positions, min_games),
+        } => bench_analyze(&book, engine.as_deref(), nodes, positions, min_games),
+        BenchCommand::Multipv {
+            book,
+            engine,
+            nodes,
+            multipv_nodes,
+            reference_nodes,
+            positions,
+            min_games,
+        } => multipv::bench_multipv(
+            &book,
+            &engine,
+            nodes,
+            if multipv_nodes.is_empty() {
+                vec![nodes]
+            } else {
+                multipv_nodes
+            },
+            reference_nodes.unwrap_or(nodes.saturating_mul(20)),
+            positions,
+            min_games,
+        ),
         BenchCommand::Grow {
             book,
             nodes,
