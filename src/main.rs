@@ -646,6 +646,9 @@ struct DuelArgs {
     /// The engine's nodes per move once out of book.
     #[arg(long, default_value_t = 20_000)]
     nodes: u64,
+    /// A fixed depth per move instead of --nodes (for engines whose `go nodes` is unreliable).
+    #[arg(long)]
+    depth: Option<u32>,
     /// The nodes vary by up to this percentage either way, drawn every move.
     #[arg(long, default_value_t = 10.0)]
     jitter: f64,
@@ -1432,7 +1435,11 @@ impl DuelArgs {
             books: [a.clone(), b.clone()],
             mode: self.mode,
             starts,
-            nodes: self.nodes,
+            limit: match self.depth {
+                Some(0) => anyhow::bail!("--depth must be at least 1"),
+                Some(d) => learnbook::play::game::Limit::Depth(d),
+                None => learnbook::play::game::Limit::Nodes(self.nodes),
+            },
             jitter: self.jitter / 100.0,
             concurrency: self.concurrency.max(1),
             pgnout: self.pgnout,

@@ -52,6 +52,9 @@ pub struct Options {
     pub judge: String,
     /// Nodes per judge search.
     pub nodes: u64,
+    /// Plies per judge search instead of nodes (for engines whose `go
+    /// nodes` is unreliable).
+    pub judge_depth: Option<u32>,
     /// Positions to judge.
     pub positions: usize,
     /// Skip this many of the most-played positions first (a band of thinner ones).
@@ -325,8 +328,16 @@ fn spots(opts: &Options, book: &Book, polyglots: &[PolyglotBook]) -> Result<Vec<
     Ok(out)
 }
 
+/// The judge's `go` arguments: `depth D` or `nodes N`.
+fn judge_limit(opts: &Options) -> String {
+    match opts.judge_depth {
+        Some(d) => format!("depth {d}"),
+        None => format!("nodes {}", opts.nodes),
+    }
+}
+
 fn judge(engine: &mut UciEngine, spot: &Spot, opts: &Options) -> Result<Verdict> {
-    let go = format!("nodes {}", opts.nodes);
+    let go = judge_limit(opts);
     let allowed = Duration::from_secs(300);
     let whole = engine
         .analyse(&spot.pos, &go, &[], allowed, true)
@@ -533,13 +544,13 @@ pub fn run(opts: &Options) -> Result<String> {
     };
     writeln!(
         out,
-        "book-quality: {} positions ({which}, ply <= {}, {}..{} games), judge {} at {} nodes",
+        "book-quality: {} positions ({which}, ply <= {}, {}..{} games), judge {} at {}",
         spots.len(),
         opts.max_ply,
         least,
         most,
         judge_spec.name,
-        opts.nodes
+        judge_limit(opts)
     )?;
     writeln!(
         out,

@@ -99,8 +99,9 @@ pub struct DuelConfig {
     pub books: [PathBuf; 2],
     pub mode: Mode,
     pub starts: Vec<Opening>,
-    pub nodes: u64,
-    /// The node count varies by up to this fraction either way.
+    /// The engine's limit out of book: nodes (with `jitter`) or depth.
+    pub limit: Limit,
+    /// A node count varies by up to this fraction either way.
     pub jitter: f64,
     pub concurrency: usize,
     pub pgnout: PathBuf,
@@ -144,7 +145,7 @@ impl DuelConfig {
         };
         MatchConfig {
             players: [player(0), player(1)],
-            limit: Limit::Nodes(self.nodes),
+            limit: self.limit,
             limits: [None, None],
             node_jitter: self.jitter,
             games: self.starts.len() * 2,

@@ -587,6 +587,9 @@ pub struct BookQualityArgs {
     /// Nodes per judge search.
     #[arg(long, default_value_t = 200_000)]
     pub nodes: u64,
+    /// Plies per judge search instead of --nodes (Ethereal 12 stops `go nodes` after depth 1).
+    #[arg(long)]
+    pub judge_depth: Option<u32>,
     /// Positions to judge.
     #[arg(long, default_value_t = 200)]
     pub positions: usize,
@@ -623,6 +626,7 @@ impl BookQualityArgs {
             engine_nodes: self.engine_nodes,
             judge: self.judge,
             nodes: self.nodes,
+            judge_depth: self.judge_depth,
             positions: self.positions,
             skip: self.skip,
             games: self.games,
