@@ -1445,9 +1445,8 @@ impl DuelArgs {
             pgnout: self.pgnout,
             adjudication: self.adjudication.adjudication()?,
         };
-        let quiet = self.json;
         let report = cfg.run(|round, g, st| {
-            if !quiet && st.played % 50 == 0 {
+            if st.played % 50 == 0 {
                 eprintln!(
                     "{} games ({} read back); last: round {round} {} - {} {}",
                     st.played, st.resumed, g.white, g.black, g.result
