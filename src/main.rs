@@ -413,6 +413,10 @@ struct ImproveArgs {
     /// Search shard I of N (or auto/N under Slurm) into the journal; the book is only read.
     #[arg(long, value_name = "I/N", requires = "journal")]
     shard: Option<Shard>,
+    /// Search each leaf child alone, not from its parent's MultiPV search (the default
+    /// where the engine offers MultiPV: one search scores a position's book moves).
+    #[arg(long)]
+    one_search_a_child: bool,
 }
 
 /// `90`, `90s`, `30m`, `2h` as a duration.
@@ -1029,6 +1033,7 @@ impl ImproveArgs {
             journal: self.journal,
             store_every: self.store_every.max(1),
             shard: self.shard,
+            multipv: !self.one_search_a_child,
             progress: true,
         };
         let mut b = if opts.shard.is_some() {

@@ -238,3 +238,104 @@ fn bad_plans_and_another_books_journal_are_refused() {
     assert!(err.contains("another book"), "{err}");
     assert_eq!(count(&other, "SELECT count(*) FROM analysis"), 0);
 }
+
+/// A UCI engine with MultiPV: one search of each interior position scores
+/// its leaf children too. The positions analysed are those of one search a
+/// child; two shards give the same rows as one run (a leaf goes with its
+/// parent before the shards are cut); and a leaf's score is the parent's
+/// line for its move, as Stockfish itself gives it asked directly.
+#[test]
+fn multipv_scores_leaves_from_their_parents_search_and_shards_agree() {
+    const SF: &str = "/usr/games/stockfish";
+    if !(common::have_program(SF) && common::have_python_chess()) {
+        return;
+    }
+    let dir = TempDir::new().expect("tmp");
+    let d = dir.path();
+    let engine = format!("cmd={SF},option.Threads=1,option.Hash=16");
+    let plan = "games=60,nodes=4000";
+    let run = |book: &Path, journal: &str, extra: &[&str]| {
+        let mut args = vec![
+            "improve",
+            "--book",
+            s(book),
+            "--engine",
+            &engine,
+            "--plan",
+            plan,
+            "--threads",
+            "2",
+            "--journal",
+        ];
+        let j = d.join(journal);
+        args.push(s(&j));
+        args.extend_from_slice(extra);
+        String::from_utf8_lossy(&ok(&args).stderr).into_owned()
+    };
+    let multi = sample_book(d, "multi.sqlite");
+    run(&multi, "j-multi", &[]);
+    let single = sample_book(d, "single.sqlite");
+    run(&single, "j-single", &["--one-search-a-child"]);
+    let keys = |b: &Path, interior: i64| {
+        count(
+            b,
+            &format!("SELECT count(*) FROM analysis WHERE interior = {interior}"),
+        )
+    };
+    assert!(keys(&multi, 1) > 5 && keys(&multi, 0) > keys(&multi, 1));
+    assert_eq!(
+        (keys(&multi, 0), keys(&multi, 1)),
+        (keys(&single, 0), keys(&single, 1))
+    );
+    assert_eq!(
+        differences(&multi, &single, "analysis", "key, interior"),
+        (0, 0)
+    );
+    // The scores are the engine's either way, but not the same searches.
+    assert!(differences(&multi, &single, "analysis", "key, score").0 > 0);
+
+    let sharded = sample_book(d, "sharded.sqlite");
+    for i in 0..2 {
+        run(&sharded, "j-shards", &["--shard", &format!("{i}/2")]);
+    }
+    run(&sharded, "j-shards", &["--time", "0s"]);
+    assert_same_analysis(&multi, &sharded);
+
+    // A leaf of the root (fewer than 60 games): its score is minus the
+    // root's MultiPV line for its move, asked of Stockfish by python-chess.
+    let conn = rusqlite::Connection::open(&multi).expect("open");
+    let (uci, score): (String, i64) = conn
+        .query_row(
+            "SELECT m.uci, a.score FROM moves m JOIN analysis a ON a.key = m.child
+             WHERE m.parent = (SELECT key FROM positions WHERE depth = 0) AND a.interior = 0
+             ORDER BY m.white + m.draws + m.black DESC LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("a leaf of the root");
+    let book_moves = count(
+        &multi,
+        "SELECT count(*) FROM moves WHERE parent = (SELECT key FROM positions WHERE depth = 0)
+         AND white + draws + black > 0",
+    );
+    let script = format!(
+        "import chess, chess.engine\n\
+         e = chess.engine.SimpleEngine.popen_uci('{SF}')\n\
+         e.configure({{'Threads': 1, 'Hash': 16}})\n\
+         infos = e.analyse(chess.Board(), chess.engine.Limit(nodes=4000), multipv={k})\n\
+         e.quit()\n\
+         print([i['score'].white().score(mate_score=30000) for i in infos if i['pv'][0].uci() == '{uci}'])\n",
+        k = book_moves + 1
+    );
+    let out = Command::new("python3")
+        .args(["-c", &script])
+        .output()
+        .expect("python3");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(text.trim(), format!("[{}]", -score), "leaf {uci}");
+}

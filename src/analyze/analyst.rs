@@ -3,7 +3,7 @@
 use std::{sync::atomic::AtomicBool, time::Duration};
 
 use anyhow::{anyhow, Result};
-use shakmaty::{Chess, Move};
+use shakmaty::{Chess, Move, Position as _};
 
 use super::Budget;
 use crate::{
@@ -29,6 +29,11 @@ pub trait Analyst: Send {
     /// the root moves. `fresh`: forget earlier searches first (a new
     /// position), so a result does not depend on the order of the work.
     fn search(&mut self, pos: &Chess, searchmoves: &[Move], fresh: bool) -> Result<Searched>;
+
+    /// Whether [`Analyst::search_lines`] scores its lines in one search.
+    fn has_multipv(&self) -> bool {
+        false
+    }
 
     /// The best `k` of `among` (not empty), best first, and the searches it
     /// took: here one search each, `searchmoves` less the moves found. Ends
@@ -186,6 +191,10 @@ impl Analyst for Uci {
         })
     }
 
+    fn has_multipv(&self) -> bool {
+        self.engine.has_multipv()
+    }
+
     /// One MultiPV search where the engine offers it (the engine's own
     /// ranking of its lines, as a GUI's analysis shows), else one search
     /// a move.
@@ -201,6 +210,12 @@ impl Analyst for Uci {
         }
         let (go, allowed) = self.go();
         let k = u32::try_from(k).unwrap_or(u32::MAX);
+        // Every legal move: no `searchmoves`, the engine's own root order.
+        let among = if among.len() == pos.legal_moves().len() {
+            &[][..]
+        } else {
+            among
+        };
         let lines = self
             .engine
             .analyse_lines(pos, &go, among, k, allowed, fresh)

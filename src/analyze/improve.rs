@@ -133,6 +133,11 @@ pub struct ImproveOptions {
     /// Search only this shard's positions, into the journal; the book is
     /// only read.
     pub shard: Option<Shard>,
+    /// Score an interior position's leaf children from its own MultiPV
+    /// search where the engine offers MultiPV (`bench multipv`: at the same
+    /// choice quality, cheaper than one search a child); false: one search
+    /// a child.
+    pub multipv: bool,
     pub progress: bool,
 }
 
@@ -219,9 +224,16 @@ pub fn run(book: &mut Book, opts: &ImproveOptions) -> Result<ImproveSummary> {
             &pass.budget.to_string(),
             &known,
         )?;
+        // Leaves go with their parents before the shards are cut, so that
+        // shards score every leaf as one run does.
+        let todo = if opts.multipv {
+            targets::group_leaves(found.todo)
+        } else {
+            found.todo
+        };
         let todo: Vec<_> = match opts.shard {
-            Some(s) => found.todo.into_iter().filter(|t| s.owns(t.key.0)).collect(),
-            None => found.todo,
+            Some(s) => todo.into_iter().filter(|t| s.owns(t.key.0)).collect(),
+            None => todo,
         };
         let analysis = Options {
             engine: opts.engine.clone(),

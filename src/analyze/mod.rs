@@ -193,6 +193,99 @@ pub fn analyse_target(
     Ok(out)
 }
 
+/// [`analyse_target`] for a target with leaves ([`targets::group_leaves`])
+/// on an engine with MultiPV: one search of the best `book moves + 1`
+/// lines scores the position, its book moves (the leaves' scores, from
+/// their side) and its best move outside the book; book moves of leaves
+/// outside those lines get one more MultiPV search restricted to them, and
+/// a leaf the engine still gave no line is searched alone. Returns the
+/// target's row, then its leaves'.
+pub fn analyse_target_lines(
+    a: &mut dyn Analyst,
+    t: &Target,
+    engine: &str,
+    budget: Budget,
+) -> Result<Vec<Analysis>> {
+    if t.leaves.is_empty() || !t.interior || !a.has_multipv() {
+        let mut rows = vec![analyse_target(a, t, engine, budget)?];
+        for leaf in &t.leaves {
+            rows.push(analyse_target(a, leaf, engine, budget)?);
+        }
+        return Ok(rows);
+    }
+    let all: Vec<Move> = t.pos.legal_moves().into_iter().collect();
+    let outside: Vec<Move> = all
+        .iter()
+        .copied()
+        .filter(|m| !t.book_moves.contains(&MoveCode::from_move(m)))
+        .collect();
+    let (mut lines, _) = a.search_lines(&t.pos, &all, t.book_moves.len() + 1, true)?;
+    let Some(first) = lines.first().cloned() else {
+        bail!("the engine gave no line");
+    };
+    let line_of = |lines: &[analyst::Searched], mv: MoveCode| {
+        lines
+            .iter()
+            .find(|l| l.best.as_ref().map(MoveCode::from_move) == Some(mv))
+            .cloned()
+    };
+    let missing: Vec<Move> = t
+        .leaves
+        .iter()
+        .filter_map(|l| l.via.map(|v| v.1))
+        .filter(|&mv| line_of(&lines, mv).is_none())
+        .filter_map(|mv| mv.to_move(&t.pos))
+        .collect();
+    if !missing.is_empty() {
+        let (more, _) = a.search_lines(&t.pos, &missing, missing.len(), false)?;
+        lines.extend(more);
+    }
+    let dev = match lines
+        .iter()
+        .find(|l| l.best.as_ref().is_some_and(|b| outside.contains(b)))
+    {
+        Some(l) => Some(l.clone()),
+        None if outside.is_empty() => None,
+        None => Some(a.search(&t.pos, &outside, false)?),
+    };
+    let row = |key, score, depth, interior| Analysis {
+        key,
+        score,
+        depth,
+        interior,
+        deviation: None,
+        dev_move: None,
+        dev_depth: None,
+        book_moves: 0,
+        engine: engine.to_string(),
+        budget: budget.to_string(),
+        grown: None,
+    };
+    let mut out = Analysis {
+        book_moves: t.book_moves.len() as u32,
+        ..row(t.key, first.score, first.depth, true)
+    };
+    if let Some(d) = dev {
+        out.deviation = Some(d.score);
+        out.dev_move = d.best.as_ref().map(MoveCode::from_move);
+        out.dev_depth = Some(d.depth);
+    }
+    let mut rows = vec![out];
+    for leaf in &t.leaves {
+        match leaf.via.and_then(|(_, mv)| line_of(&lines, mv)) {
+            // The line's score is the parent's; the leaf's side is the other.
+            Some(l) => rows.push(row(
+                leaf.key,
+                -l.score,
+                l.depth.saturating_sub(1).max(1),
+                false,
+            )),
+            None => rows.push(analyse_target(a, leaf, engine, budget)?),
+        }
+    }
+    Ok(rows)
+}
+
 /// Analyses `targets` on `opts.threads` engines, storing the results in
 /// batches (each its own transaction, with the values it changes), so that
 /// a run killed at any point keeps what it stored and a rerun continues.
@@ -213,13 +306,15 @@ fn run_targets_into(
 ) -> Result<Summary> {
     let start = Instant::now();
     let engine = opts.engine.label();
-    let total = todo.len();
+    // Positions, a target's leaves included.
+    let total: usize = todo.iter().map(|t| 1 + t.leaves.len()).sum();
     let mut summary = Summary::default();
+    let mut next_report = 1000;
     let bar = progress_bar(opts.progress, total as u64);
     let mut failure: Option<anyhow::Error> = None;
     let mut stored = 0usize;
     let work = |a: &mut dyn Analyst, t: &Target| {
-        analyse_target(a, t, &engine, opts.budget).with_context(|| {
+        analyse_target_lines(a, t, &engine, opts.budget).with_context(|| {
             format!(
                 "analysing {}",
                 shakmaty::fen::Fen::from_position(&t.pos, shakmaty::EnPassantMode::Legal)
@@ -259,11 +354,12 @@ fn run_targets_into(
                 pool::Next::Waiting | pool::Next::Closed => break,
             };
             match r {
-                Ok(a) => {
-                    batch.push(a);
-                    stored += 1;
+                Ok(rows) => {
+                    stored += rows.len();
+                    batch.extend(rows);
                     bar.set_position(stored as u64);
-                    if bar.is_hidden() && stored.is_multiple_of(1000) {
+                    if bar.is_hidden() && stored >= next_report {
+                        next_report += 1000;
                         eprintln!(
                             "analyse: {stored}/{total} positions, {:.1}/s",
                             stored as f64 / start.elapsed().as_secs_f64()
@@ -284,7 +380,7 @@ fn run_targets_into(
             }
         }
         // What the workers finish after a stop is stored too.
-        batch.extend(pool.finish().into_iter().filter_map(Result::ok));
+        batch.extend(pool.finish().into_iter().filter_map(Result::ok).flatten());
         if let Err(e) = flush(&mut batch, &mut summary) {
             failure.get_or_insert(e);
         }

@@ -38,6 +38,36 @@ pub struct Target {
     /// parent's choice (leaf), as the fourth root of the ratio of their
     /// `weighted` probabilities.
     pub priority: f64,
+    /// A leaf: the interior position whose book move leads here, and the move.
+    pub via: Option<(Key, MoveCode)>,
+    /// An interior target's leaf children, scored by its own MultiPV
+    /// search ([`group_leaves`]).
+    pub leaves: Vec<Target>,
+}
+
+/// For MultiPV analysis: each leaf whose parent (the interior position that
+/// added it) is a target too goes into the parent's `leaves`, to be scored
+/// by the parent's search rather than searched alone. The grouping depends
+/// on the targets only, not on timing, so one run and shards of it score
+/// every leaf the same way.
+pub fn group_leaves(todo: Vec<Target>) -> Vec<Target> {
+    let parents: HashSet<Key> = todo.iter().filter(|t| t.interior).map(|t| t.key).collect();
+    let mut grouped: HashMap<Key, Vec<Target>> = HashMap::new();
+    let mut out = Vec::with_capacity(todo.len());
+    for t in todo {
+        match t.via {
+            Some((parent, _)) if !t.interior && parents.contains(&parent) => {
+                grouped.entry(parent).or_default().push(t);
+            }
+            _ => out.push(t),
+        }
+    }
+    for t in &mut out {
+        if let Some(leaves) = grouped.remove(&t.key) {
+            t.leaves = leaves;
+        }
+    }
+    out
 }
 
 /// The positions still to analyse, and how many are already analysed with
@@ -221,6 +251,8 @@ impl Walk<'_> {
                     interior: false,
                     book_moves: Vec::new(),
                     priority: priority(reach * c.p, share, closeness(c.p, first)),
+                    via: Some((key, c.mv)),
+                    leaves: Vec::new(),
                 })?;
             }
         }
@@ -234,6 +266,8 @@ impl Walk<'_> {
                 f64::from(games) / self.root_games,
                 closeness(second, first),
             ),
+            via: None,
+            leaves: Vec::new(),
         })?;
         Ok(busy)
     }
@@ -328,6 +362,8 @@ pub fn leaves(
                 interior: false,
                 book_moves: Vec::new(),
                 priority: 0.0,
+                via: None,
+                leaves: Vec::new(),
             })?;
         }
     }
