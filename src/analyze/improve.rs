@@ -224,10 +224,11 @@ pub fn run(book: &mut Book, opts: &ImproveOptions) -> Result<ImproveSummary> {
             &pass.budget.to_string(),
             &known,
         )?;
-        // Leaves go with their parents before the shards are cut, so that
-        // shards score every leaf as one run does.
+        // A shard groups only what it owns, so that every position's
+        // results stay in one shard from pass to pass.
+        let owns = |k: Key| opts.shard.is_none_or(|s| s.owns(k.0));
         let todo = if opts.multipv {
-            targets::group_leaves(found.todo)
+            targets::group_leaves(found.todo, owns)
         } else {
             found.todo
         };

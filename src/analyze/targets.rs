@@ -47,16 +47,20 @@ pub struct Target {
 
 /// For MultiPV analysis: each leaf whose parent (the interior position that
 /// added it) is a target too goes into the parent's `leaves`, to be scored
-/// by the parent's search rather than searched alone. The grouping depends
-/// on the targets only, not on timing, so one run and shards of it score
-/// every leaf the same way.
-pub fn group_leaves(todo: Vec<Target>) -> Vec<Target> {
-    let parents: HashSet<Key> = todo.iter().filter(|t| t.interior).map(|t| t.key).collect();
+/// by the parent's search rather than searched alone; only where `owns`
+/// holds for both, so that a shard (which owns the keys it searches) never
+/// scores a position another shard keeps the history of.
+pub fn group_leaves(todo: Vec<Target>, owns: impl Fn(Key) -> bool) -> Vec<Target> {
+    let parents: HashSet<Key> = todo
+        .iter()
+        .filter(|t| t.interior && owns(t.key))
+        .map(|t| t.key)
+        .collect();
     let mut grouped: HashMap<Key, Vec<Target>> = HashMap::new();
     let mut out = Vec::with_capacity(todo.len());
     for t in todo {
         match t.via {
-            Some((parent, _)) if !t.interior && parents.contains(&parent) => {
+            Some((parent, _)) if !t.interior && owns(t.key) && parents.contains(&parent) => {
                 grouped.entry(parent).or_default().push(t);
             }
             _ => out.push(t),
