@@ -667,6 +667,10 @@ struct DuelArgs {
     pgnout: PathBuf,
     #[command(flatten)]
     adjudication: SelfAdjudication,
+    /// The ceiling instead of a first book: the engine itself searches the game's first
+    /// PLIES plies (from the standard start) at NODES; give --book once, the opponent's.
+    #[arg(long, value_name = "PLIES:NODES")]
+    deep_start: Option<String>,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
@@ -1404,8 +1408,22 @@ impl DuelArgs {
                 "--engine: give an external engine (cmd=...) without book=; the books are --book"
             ),
         };
-        let [a, b] = &self.books[..] else {
-            anyhow::bail!("--book must be given exactly twice");
+        let deep_start = match &self.deep_start {
+            None => None,
+            Some(text) => Some(
+                text.split_once(':')
+                    .and_then(|(p, n)| Some((p.parse::<usize>().ok()?, n.parse::<u64>().ok()?)))
+                    .filter(|&(p, n)| p > 0 && n > 0)
+                    .with_context(|| {
+                        format!("--deep-start {text:?}: give PLIES:NODES, e.g. 16:1000000")
+                    })?,
+            ),
+        };
+        let (a, b) = match (&self.books[..], deep_start) {
+            ([a, b], None) => (a.clone(), b.clone()),
+            ([b], Some(_)) => (PathBuf::from("deep-start"), b.clone()),
+            (_, None) => anyhow::bail!("--book must be given exactly twice"),
+            (_, Some(_)) => anyhow::bail!("with --deep-start, give --book once (the opponent's)"),
         };
         let (lo, hi) = self
             .start_plies
@@ -1415,7 +1433,7 @@ impl DuelArgs {
             .with_context(|| {
                 format!("--start-plies {:?}: give LO-HI, e.g. 4-8", self.start_plies)
             })?;
-        for p in [a, b] {
+        for p in &self.books {
             learnbook::book::select::OpeningBook::open(p)
                 .with_context(|| format!("--book {}", p.display()))?;
         }
@@ -1437,7 +1455,7 @@ impl DuelArgs {
         }
         let cfg = duel::DuelConfig {
             engine,
-            books: [a.clone(), b.clone()],
+            books: [a, b],
             mode: self.mode,
             starts,
             limit: match self.depth {
@@ -1449,6 +1467,7 @@ impl DuelArgs {
             concurrency: self.concurrency.max(1),
             pgnout: self.pgnout,
             adjudication: self.adjudication.adjudication()?,
+            deep_start,
         };
         let report = cfg.run(|round, g, st| {
             if st.played % 50 == 0 {

@@ -167,6 +167,32 @@ fn a_duel_plays_each_book_until_it_ends_and_resumes_from_its_games() {
     assert_eq!(more["games"], 10);
     assert!(std::fs::read(&pgn).unwrap().starts_with(&before));
 
+    // The ceiling: the engine itself, deeper for the first plies, against a book.
+    let deep = dir.path().join("deep.pgn");
+    let out = ok(&[
+        "duel",
+        "--engine",
+        &format!("cmd={GLAURUNG}"),
+        "--deep-start",
+        "12:9000",
+        "--book",
+        &b,
+        "--starts",
+        s(&sample()),
+        "--pairs",
+        "1",
+        "--nodes",
+        "3000",
+        "--pgnout",
+        s(&deep),
+        "--json",
+    ]);
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(r["games"], 2);
+    assert_eq!(r["sides"][0]["name"], "engine-9000-nodes-to-ply-12");
+    assert_eq!(r["sides"][0]["book_plies"].as_f64(), Some(0.0));
+    assert!(r["sides"][1]["book_plies"].as_f64().unwrap() > 0.0);
+
     // Best: each book's heaviest move, every time.
     let best = dir.path().join("best.pgn");
     let r = duel(&a, &b, &best, "best", "3");
@@ -202,6 +228,19 @@ fn bad_books_and_arguments_are_refused_before_any_game() {
     let out = with(&["--book", s(&bad)]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("exactly twice"));
+    let out = with(&[
+        "--book",
+        s(&bad),
+        "--book",
+        s(&bad),
+        "--deep-start",
+        "16:1000",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("give --book once"));
+    let out = with(&["--book", s(&bad), "--deep-start", "16"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("PLIES:NODES"));
     let out = with(&["--book", s(&bad), "--book", s(&bad), "--start-plies", "8-4"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(!pgn.exists(), "no game file for a refused duel");

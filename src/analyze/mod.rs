@@ -555,6 +555,8 @@ pub fn parse_engine(spec: Option<&str>) -> Result<EngineChoice> {
             }
             EngineChoice::uci(e)
         }
-        PlayerSpec::Booked { .. } => bail!("--engine: an analysing engine takes no book="),
+        PlayerSpec::Booked { .. } | PlayerSpec::DeepStart { .. } => {
+            bail!("--engine: an analysing engine takes no book=")
+        }
     }
 }

@@ -1,7 +1,8 @@
 //! An opening book in front of any player, as a GUI or match runner plays
 //! one (cutechess's `book=`): the book's move while it has one, then the
 //! engine for the rest of the game. Also the node jitter that keeps a
-//! fixed-node engine from replaying one game from one start.
+//! fixed-node engine from replaying one game from one start, and a deeper
+//! search for a game's first plies (the ceiling a book is measured against).
 
 use rand::{rngs::StdRng, Rng, SeedableRng};
 
@@ -102,6 +103,46 @@ impl Player for NodeJitter {
     }
 }
 
+/// A player that searches the game's first `plies` (counted from the
+/// standard start) at `nodes` instead of its budget: an engine given far
+/// more time for the opening, the ceiling of what better opening moves are
+/// worth against a book.
+pub struct DeepStart {
+    inner: Box<dyn Player>,
+    plies: usize,
+    nodes: u64,
+}
+
+impl DeepStart {
+    pub fn new(inner: Box<dyn Player>, plies: usize, nodes: u64) -> DeepStart {
+        DeepStart {
+            inner,
+            plies,
+            nodes,
+        }
+    }
+}
+
+impl Player for DeepStart {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn new_game(&mut self) -> Result<(), Fault> {
+        self.inner.new_game()
+    }
+
+    fn think(&mut self, req: &Request) -> Result<Reply, Fault> {
+        if req.moves.len() < self.plies {
+            return self.inner.think(&Request {
+                budget: Budget::Nodes(self.nodes),
+                ..*req
+            });
+        }
+        self.inner.think(req)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -179,6 +220,39 @@ mod tests {
         // Other budgets pass unchanged.
         ask(&mut p, &Chess::default(), Budget::Depth(5));
         assert_eq!(budgets.lock().unwrap().last(), Some(&Budget::Depth(5)));
+    }
+
+    #[test]
+    fn a_deep_start_searches_the_first_plies_at_its_own_budget() {
+        let (inner, budgets) = first();
+        let mut p = DeepStart::new(Box::new(inner), 2, 1_000_000);
+        let start = Chess::default();
+        let e4 = start.legal_moves()[0];
+        let after = start.clone().play(e4).unwrap();
+        let reply = after.legal_moves()[0];
+        let third = after.clone().play(reply).unwrap();
+        for (moves, pos) in [
+            (vec![], &start),
+            (vec![e4], &after),
+            (vec![e4, reply], &third),
+        ] {
+            let req = Request {
+                start_fen: None,
+                start: &start,
+                moves: &moves,
+                position: pos,
+                budget: Budget::Nodes(20_000),
+            };
+            p.think(&req).unwrap();
+        }
+        assert_eq!(
+            *budgets.lock().unwrap(),
+            vec![
+                Budget::Nodes(1_000_000),
+                Budget::Nodes(1_000_000),
+                Budget::Nodes(20_000)
+            ]
+        );
     }
 
     #[test]

@@ -106,6 +106,9 @@ pub struct DuelConfig {
     pub concurrency: usize,
     pub pgnout: PathBuf,
     pub adjudication: Adjudication,
+    /// Instead of the first book: the engine itself searching the game's
+    /// first `plies` at `nodes` (the ceiling a book is measured against).
+    pub deep_start: Option<(usize, u64)>,
 }
 
 /// The players' names: the books' file names, told apart if equal.
@@ -134,14 +137,25 @@ fn event(mode: Mode) -> String {
 
 impl DuelConfig {
     pub fn match_config(&self) -> MatchConfig {
-        let names = player_names(&self.books);
-        let player = |k: usize| PlayerSpec::Booked {
-            engine: EngineSpec {
-                name: names[k].clone(),
-                ..self.engine.clone()
+        let mut names = player_names(&self.books);
+        if let Some((plies, nodes)) = self.deep_start {
+            names[0] = format!("engine-{nodes}-nodes-to-ply-{plies}");
+        }
+        let engine = |k: usize| EngineSpec {
+            name: names[k].clone(),
+            ..self.engine.clone()
+        };
+        let player = |k: usize| match self.deep_start {
+            Some((plies, nodes)) if k == 0 => PlayerSpec::DeepStart {
+                engine: engine(k),
+                plies,
+                nodes,
             },
-            book: self.books[k].clone(),
-            book_mode: self.mode,
+            _ => PlayerSpec::Booked {
+                engine: engine(k),
+                book: self.books[k].clone(),
+                book_mode: self.mode,
+            },
         };
         MatchConfig {
             players: [player(0), player(1)],

@@ -17,7 +17,7 @@ use rand::{rngs::StdRng, seq::SliceRandom, SeedableRng};
 use shakmaty::{Chess, Color, Move, Position};
 
 use super::{
-    book_front::{BookFront, NodeJitter},
+    book_front::{BookFront, DeepStart, NodeJitter},
     builtin::Builtin,
     game::{play_game, Adjudication, GameRecord, Limit, Opening},
     protocol::{self, EngineSpec, Fault, Player},
@@ -43,6 +43,13 @@ pub enum PlayerSpec {
         book: PathBuf,
         book_mode: Mode,
     },
+    /// An external engine that searches the game's first `plies` at `nodes`
+    /// (a better opening player than any book: `duel --deep-start`).
+    DeepStart {
+        engine: EngineSpec,
+        plies: usize,
+        nodes: u64,
+    },
     /// The search core in-process.
     Builtin {
         name: String,
@@ -55,7 +62,9 @@ pub enum PlayerSpec {
 impl PlayerSpec {
     pub fn name(&self) -> &str {
         match self {
-            PlayerSpec::External(e) | PlayerSpec::Booked { engine: e, .. } => &e.name,
+            PlayerSpec::External(e)
+            | PlayerSpec::Booked { engine: e, .. }
+            | PlayerSpec::DeepStart { engine: e, .. } => &e.name,
             PlayerSpec::Builtin { name, .. } => name,
         }
     }
@@ -81,6 +90,15 @@ impl PlayerSpec {
                 let inner = protocol::start(engine)?;
                 Ok(Box::new(BookFront::new(inner, opened, *book_mode, seed)))
             }
+            PlayerSpec::DeepStart {
+                engine,
+                plies,
+                nodes,
+            } => Ok(Box::new(DeepStart::new(
+                protocol::start(engine)?,
+                *plies,
+                *nodes,
+            ))),
             PlayerSpec::Builtin {
                 name,
                 weights,

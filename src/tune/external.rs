@@ -119,7 +119,7 @@ pub fn uci_spec(spec: &str) -> Result<EngineSpec> {
             bail!("--engine {spec:?}: only UCI engines can be tuned (their spin options)")
         }
         PlayerSpec::External(e) => Ok(e),
-        PlayerSpec::Booked { .. } => {
+        PlayerSpec::Booked { .. } | PlayerSpec::DeepStart { .. } => {
             bail!("--engine {spec:?}: a tuned engine plays without book= (give --openings)")
         }
     }
