@@ -459,15 +459,6 @@ fn job(book: &Book, c: Entry, engine: &str, budget: Budget) -> Result<Job> {
     })
 }
 
-/// A score from the other side, one ply later: a mate one ply nearer.
-fn negate(score: i32) -> i32 {
-    if score.abs() >= 20_000 {
-        -score - score.signum()
-    } else {
-        -score
-    }
-}
-
 /// Searches `job`'s best `width` moves outside the book and the next best
 /// as its deviation.
 fn expand(
@@ -518,18 +509,8 @@ fn expand(
     } else {
         None
     };
-    let searched = |key, score, depth, interior| Analysis {
-        key,
-        score,
-        depth,
-        interior,
-        deviation: None,
-        dev_move: None,
-        dev_depth: None,
-        book_moves: 0,
-        engine: engine.to_string(),
-        budget: budget.to_string(),
-        grown: None,
+    let searched = |key, score, depth, interior| {
+        super::searched_row(key, score, depth, interior, engine, budget)
     };
     let moves = lines
         .iter()
@@ -541,7 +522,7 @@ fn expand(
                 mv: MoveCode::from_move(&mv),
                 uci: mv.to_uci(CastlingMode::Standard).to_string(),
                 child,
-                child_analysis: searched(child, negate(s), d.saturating_sub(1), false),
+                child_analysis: searched(child, super::child_score(s), d.saturating_sub(1), false),
             }
         })
         .collect();

@@ -28,7 +28,7 @@ pub use targets::Target;
 
 use crate::book::{
     db::{analysis_file::AnalysisFile, Analysis},
-    keys::MoveCode,
+    keys::{Key, MoveCode},
     Book,
 };
 use crate::shard::Shard;
@@ -143,6 +143,40 @@ impl Summary {
     }
 }
 
+/// A search result as an analysis row: no deviation yet, no book moves.
+pub fn searched_row(
+    key: Key,
+    score: i32,
+    depth: u32,
+    interior: bool,
+    engine: &str,
+    budget: Budget,
+) -> Analysis {
+    Analysis {
+        key,
+        score,
+        depth,
+        interior,
+        deviation: None,
+        dev_move: None,
+        dev_depth: None,
+        book_moves: 0,
+        engine: engine.to_string(),
+        budget: budget.to_string(),
+        grown: None,
+    }
+}
+
+/// A move's score from the mover's side as its child's score (the other
+/// side's): negated, a mate one ply nearer.
+pub fn child_score(score: i32) -> i32 {
+    if score.abs() >= 20_000 {
+        -score - score.signum()
+    } else {
+        -score
+    }
+}
+
 /// Searches one target: the position, then (interior) its best move
 /// outside the book, unless the first search already chose one.
 pub fn analyse_target(
@@ -153,25 +187,11 @@ pub fn analyse_target(
 ) -> Result<Analysis> {
     let whole = a.search(&t.pos, &[], true)?;
     let mut out = Analysis {
-        key: t.key,
-        score: whole.score,
-        depth: whole.depth,
-        interior: t.interior,
-        deviation: None,
-        dev_move: None,
-        dev_depth: None,
         book_moves: t.book_moves.len() as u32,
-        engine: engine.to_string(),
-        budget: budget.to_string(),
-        grown: None,
+        ..searched_row(t.key, whole.score, whole.depth, t.interior, engine, budget)
     };
     if t.interior {
-        let outside: Vec<Move> = t
-            .pos
-            .legal_moves()
-            .into_iter()
-            .filter(|m| !t.book_moves.contains(&MoveCode::from_move(m)))
-            .collect();
+        let outside = t.outside_moves();
         let chosen_outside = whole
             .best
             .as_ref()
@@ -214,11 +234,7 @@ pub fn analyse_target_lines(
         return Ok(rows);
     }
     let all: Vec<Move> = t.pos.legal_moves().into_iter().collect();
-    let outside: Vec<Move> = all
-        .iter()
-        .copied()
-        .filter(|m| !t.book_moves.contains(&MoveCode::from_move(m)))
-        .collect();
+    let outside = t.outside_moves();
     let (mut lines, _) = a.search_lines(&t.pos, &all, t.book_moves.len() + 1, true)?;
     let Some(first) = lines.first().cloned() else {
         bail!("the engine gave no line");
@@ -248,22 +264,9 @@ pub fn analyse_target_lines(
         None if outside.is_empty() => None,
         None => Some(a.search(&t.pos, &outside, false)?),
     };
-    let row = |key, score, depth, interior| Analysis {
-        key,
-        score,
-        depth,
-        interior,
-        deviation: None,
-        dev_move: None,
-        dev_depth: None,
-        book_moves: 0,
-        engine: engine.to_string(),
-        budget: budget.to_string(),
-        grown: None,
-    };
     let mut out = Analysis {
         book_moves: t.book_moves.len() as u32,
-        ..row(t.key, first.score, first.depth, true)
+        ..searched_row(t.key, first.score, first.depth, true, engine, budget)
     };
     if let Some(d) = dev {
         out.deviation = Some(d.score);
@@ -273,12 +276,13 @@ pub fn analyse_target_lines(
     let mut rows = vec![out];
     for leaf in &t.leaves {
         match leaf.via.and_then(|(_, mv)| line_of(&lines, mv)) {
-            // The line's score is the parent's; the leaf's side is the other.
-            Some(l) => rows.push(row(
+            Some(l) => rows.push(searched_row(
                 leaf.key,
-                -l.score,
+                child_score(l.score),
                 l.depth.saturating_sub(1).max(1),
                 false,
+                engine,
+                budget,
             )),
             None => rows.push(analyse_target(a, leaf, engine, budget)?),
         }

@@ -45,6 +45,18 @@ pub struct Target {
     pub leaves: Vec<Target>,
 }
 
+impl Target {
+    /// The legal moves that are not book moves (what the deviation search
+    /// searches).
+    pub fn outside_moves(&self) -> Vec<shakmaty::Move> {
+        self.pos
+            .legal_moves()
+            .into_iter()
+            .filter(|m| !self.book_moves.contains(&MoveCode::from_move(m)))
+            .collect()
+    }
+}
+
 /// For MultiPV analysis: each leaf whose parent (the interior position that
 /// added it) is a target too goes into the parent's `leaves`, to be scored
 /// by the parent's search rather than searched alone; only where `owns`

@@ -8,7 +8,7 @@ use std::time::Instant;
 use anyhow::{bail, Result};
 use learnbook::{
     analyze::{self, analyst::Searched, Analyst, Budget, EngineChoice},
-    book::{keys::MoveCode, Book},
+    book::Book,
 };
 use shakmaty::{Chess, Move, Position};
 
@@ -177,12 +177,7 @@ pub(super) fn bench_multipv(
             .iter()
             .filter_map(|c| c.to_move(&t.pos))
             .collect();
-        let outside: Vec<Move> = t
-            .pos
-            .legal_moves()
-            .into_iter()
-            .filter(|m| !t.book_moves.contains(&MoveCode::from_move(m)))
-            .collect();
+        let outside = t.outside_moves();
         let clock = Instant::now();
         let reference = per_child(deep.as_mut(), &t.pos, &book_moves, &outside)?;
         ref_seconds += clock.elapsed().as_secs_f64();
