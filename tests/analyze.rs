@@ -258,6 +258,29 @@ fn book_quality_judges_a_polyglot_export_of_the_books_own_choices_the_same() {
         "--weights",
         "value",
     ]);
+    // Where the book's choice is to leave it (its analysis's own move
+    // scores higher), the export has no entry: a GUI would play one.
+    let bytes = std::fs::read(&bin).expect("bin");
+    let keys: std::collections::HashSet<i64> = bytes
+        .chunks_exact(16)
+        .map(|c| i64::from_be_bytes(c[0..8].try_into().expect("8")))
+        .collect();
+    let conn = rusqlite::Connection::open(&book).expect("open");
+    let mut leave = conn
+        .prepare(
+            "SELECT p.key FROM positions p JOIN analysis a ON a.key = p.key
+             WHERE a.interior = 1 AND p.best IS NULL AND p.exact IS NULL",
+        )
+        .expect("prepare");
+    let left: Vec<i64> = leave
+        .query_map([], |r| r.get(0))
+        .expect("query")
+        .map(|k| k.expect("key"))
+        .collect();
+    assert!(!left.is_empty(), "no analysed position where the book leaves");
+    for k in &left {
+        assert!(!keys.contains(k), "{k:x}: the book leaves here, the export plays on");
+    }
     let csv = dir.path().join("verdicts.csv");
     let out = ok(&[
         "bench",

@@ -32,7 +32,8 @@ pub struct Entry {
 /// Where export weights come from.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum WeightMode {
-    /// `weighted`'s probability of the move, times 10,000 ([`option_weights`]).
+    /// `weighted`'s probability of the move, times 10,000 ([`option_weights`]);
+    /// moves less likely than leaving the book are left out.
     Value,
     /// The number of games (occurrences) with the move, capped at 65535.
     Games,
@@ -191,8 +192,17 @@ fn value_weights(book: &Book) -> Result<KeyMap<(Key, u16), u16>> {
             .iter()
             .map(|&(mv, c)| (mv, &g.nodes[c as usize]));
         let choices = minimax::choices(node, kids, &params);
-        for (mv, p) in option_weights(node, &choices, &params) {
-            if let Some(mv) = mv {
+        let options = option_weights(node, &choices, &params);
+        // A .bin cannot say "leave the book": a GUI plays one of the
+        // position's entries whenever it has any. So a move less likely
+        // than leaving (the analysis's own move scores better) is left
+        // out, and where leaving is the choice the engine plays.
+        let leave = options
+            .iter()
+            .find(|o| o.0.is_none())
+            .map_or(0.0, |o| o.1);
+        for (mv, p) in options {
+            if let Some(mv) = mv.filter(|_| p >= leave) {
                 out.insert((node.key, mv.0), (p * 10_000.0).round().max(1.0) as u16);
             }
         }
