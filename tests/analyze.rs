@@ -277,9 +277,15 @@ fn book_quality_judges_a_polyglot_export_of_the_books_own_choices_the_same() {
         .expect("query")
         .map(|k| k.expect("key"))
         .collect();
-    assert!(!left.is_empty(), "no analysed position where the book leaves");
+    assert!(
+        !left.is_empty(),
+        "no analysed position where the book leaves"
+    );
     for k in &left {
-        assert!(!keys.contains(k), "{k:x}: the book leaves here, the export plays on");
+        assert!(
+            !keys.contains(k),
+            "{k:x}: the book leaves here, the export plays on"
+        );
     }
     let csv = dir.path().join("verdicts.csv");
     let out = ok(&[

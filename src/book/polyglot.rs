@@ -197,10 +197,7 @@ fn value_weights(book: &Book) -> Result<KeyMap<(Key, u16), u16>> {
         // position's entries whenever it has any. So a move less likely
         // than leaving (the analysis's own move scores better) is left
         // out, and where leaving is the choice the engine plays.
-        let leave = options
-            .iter()
-            .find(|o| o.0.is_none())
-            .map_or(0.0, |o| o.1);
+        let leave = options.iter().find(|o| o.0.is_none()).map_or(0.0, |o| o.1);
         for (mv, p) in options {
             if let Some(mv) = mv.filter(|_| p >= leave) {
                 out.insert((node.key, mv.0), (p * 10_000.0).round().max(1.0) as u16);
