@@ -671,6 +671,10 @@ struct DuelArgs {
     /// PLIES plies (from the standard start) at NODES; give --book once, the opponent's.
     #[arg(long, value_name = "PLIES:NODES")]
     deep_start: Option<String>,
+    /// The ceiling of any choice within the first book's reach: where that book has a
+    /// move, the engine searches at NODES and plays its own move instead.
+    #[arg(long, value_name = "NODES", conflicts_with = "deep_start")]
+    deep_book: Option<u64>,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
@@ -1468,6 +1472,10 @@ impl DuelArgs {
             pgnout: self.pgnout,
             adjudication: self.adjudication.adjudication()?,
             deep_start,
+            deep_book: match self.deep_book {
+                Some(0) => anyhow::bail!("--deep-book must be at least 1"),
+                n => n,
+            },
         };
         let report = cfg.run(|round, g, st| {
             if st.played % 50 == 0 {

@@ -2,7 +2,8 @@
 //! one (cutechess's `book=`): the book's move while it has one, then the
 //! engine for the rest of the game. Also the node jitter that keeps a
 //! fixed-node engine from replaying one game from one start, and a deeper
-//! search for a game's first plies (the ceiling a book is measured against).
+//! search for a game's first plies, or in the book's own positions (the
+//! ceilings a book is measured against).
 
 use rand::{rngs::StdRng, Rng, SeedableRng};
 
@@ -18,6 +19,9 @@ pub struct BookFront {
     rng: StdRng,
     /// Whether the book still plays in this game.
     in_book: bool,
+    /// Where the book has a move, the engine at these nodes chooses it
+    /// instead: the best any choice within the book's reach can do.
+    deep_nodes: Option<u64>,
 }
 
 impl BookFront {
@@ -28,6 +32,15 @@ impl BookFront {
             mode,
             rng: StdRng::seed_from_u64(seed),
             in_book: true,
+            deep_nodes: None,
+        }
+    }
+
+    /// The engine at `nodes` chooses the move wherever the book has one.
+    pub fn with_deep_nodes(self, nodes: Option<u64>) -> BookFront {
+        BookFront {
+            deep_nodes: nodes,
+            ..self
         }
     }
 }
@@ -46,11 +59,24 @@ impl Player for BookFront {
         if self.in_book {
             match self.book.decide(req.position, self.mode, &mut self.rng) {
                 Ok(Decision::Play(mv)) => {
-                    return Ok(Reply::Move {
-                        mv,
-                        score_cp: None,
-                        depth: None,
-                    })
+                    let Some(nodes) = self.deep_nodes else {
+                        return Ok(Reply::Move {
+                            mv,
+                            score_cp: None,
+                            depth: None,
+                        });
+                    };
+                    // Played as a book move (no score in the PGN), so the
+                    // report counts it with the book's plies.
+                    let budget = Budget::Nodes(nodes);
+                    return match self.inner.think(&Request { budget, ..*req })? {
+                        Reply::Move { mv, .. } => Ok(Reply::Move {
+                            mv,
+                            score_cp: None,
+                            depth: None,
+                        }),
+                        resign => Ok(resign),
+                    };
                 }
                 // Once out, out: a transposition back into the book later
                 // is the engine's game, as in a GUI that stops at the
@@ -255,25 +281,20 @@ mod tests {
         );
     }
 
-    #[test]
-    fn the_book_plays_until_its_first_miss_then_the_engine_plays_on() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("b.bin");
-        // 1. e4 (weight 5) and 1. d4 (weight 1) from the start; 1... e5 after 1. e4.
+    /// A Polyglot book of 1. e4 (weight 5) and 1. d4 (weight 1) from the
+    /// start and 1... e5 after 1. e4, at `path`: the start, 1. e4, 1. d4,
+    /// the position after 1. e4, and 1... e5.
+    fn e4_book(path: &std::path::Path) -> (Chess, Move, Move, Chess, Move) {
         let start = Chess::default();
-        let e4 = shakmaty::uci::UciMove::from_ascii(b"e2e4")
-            .unwrap()
-            .to_move(&start)
-            .unwrap();
-        let d4 = shakmaty::uci::UciMove::from_ascii(b"d2d4")
-            .unwrap()
-            .to_move(&start)
-            .unwrap();
+        let uci = |pos: &Chess, m: &str| {
+            shakmaty::uci::UciMove::from_ascii(m.as_bytes())
+                .unwrap()
+                .to_move(pos)
+                .unwrap()
+        };
+        let (e4, d4) = (uci(&start, "e2e4"), uci(&start, "d2d4"));
         let after_e4 = start.clone().play(e4).unwrap();
-        let e5 = shakmaty::uci::UciMove::from_ascii(b"e7e5")
-            .unwrap()
-            .to_move(&after_e4)
-            .unwrap();
+        let e5 = uci(&after_e4, "e7e5");
         let entry = |pos: &Chess, m: Move, weight: u16| crate::book::polyglot::Entry {
             key: crate::book::keys::polyglot_key(pos),
             mv: crate::book::keys::MoveCode::from_move(&m).0,
@@ -285,7 +306,15 @@ mod tests {
             entry(&start, d4, 1),
             entry(&after_e4, e5, 1),
         ];
-        crate::book::polyglot::write_bin(&path, &mut entries).unwrap();
+        crate::book::polyglot::write_bin(path, &mut entries).unwrap();
+        (start, e4, d4, after_e4, e5)
+    }
+
+    #[test]
+    fn the_book_plays_until_its_first_miss_then_the_engine_plays_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("b.bin");
+        let (start, e4, d4, after_e4, e5) = e4_book(&path);
 
         let (inner, _) = first();
         let searched = std::sync::Arc::clone(&inner.searched);
@@ -307,5 +336,43 @@ mod tests {
         p.new_game().unwrap();
         assert_eq!(ask(&mut p, &after_e4, Budget::Nodes(1)), e5);
         assert_eq!(*searched.lock().unwrap(), 2);
+    }
+
+    #[test]
+    fn with_deep_nodes_the_engine_chooses_where_the_book_has_a_move() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("b.bin");
+        let (start, _, d4, _, _) = e4_book(&path);
+        let (inner, budgets) = first();
+        let book = OpeningBook::open(&path).unwrap();
+        let mut p =
+            BookFront::new(Box::new(inner), book, Mode::Best, 1).with_deep_nodes(Some(1_000_000));
+        p.new_game().unwrap();
+        let req = |pos| Request {
+            start_fen: None,
+            start: &start,
+            moves: &[],
+            position: pos,
+            budget: Budget::Nodes(20_000),
+        };
+        // The engine's own move (the first legal one), not the book's e4,
+        // and without a score: the PGN counts it as a book move.
+        match p.think(&req(&start)).unwrap() {
+            Reply::Move { mv, score_cp, .. } => {
+                assert_eq!(mv, start.legal_moves()[0]);
+                assert_eq!(score_cp, None);
+            }
+            Reply::Resign => panic!("resigned"),
+        }
+        // Out of the book: the engine at the game's budget, with its score.
+        let other = start.clone().play(d4).unwrap();
+        match p.think(&req(&other)).unwrap() {
+            Reply::Move { score_cp, .. } => assert_eq!(score_cp, Some(0)),
+            Reply::Resign => panic!("resigned"),
+        }
+        assert_eq!(
+            *budgets.lock().unwrap(),
+            vec![Budget::Nodes(1_000_000), Budget::Nodes(20_000)]
+        );
     }
 }

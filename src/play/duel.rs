@@ -109,6 +109,9 @@ pub struct DuelConfig {
     /// Instead of the first book: the engine itself searching the game's
     /// first `plies` at `nodes` (the ceiling a book is measured against).
     pub deep_start: Option<(usize, u64)>,
+    /// The first book decides where it plays, the engine at these nodes
+    /// what (the ceiling of any choice within the book's reach).
+    pub deep_book: Option<u64>,
 }
 
 /// The players' names: the books' file names, told apart if equal.
@@ -141,6 +144,9 @@ impl DuelConfig {
         if let Some((plies, nodes)) = self.deep_start {
             names[0] = format!("engine-{nodes}-nodes-to-ply-{plies}");
         }
+        if let Some(nodes) = self.deep_book {
+            names[0] = format!("engine-{nodes}-nodes-in-{}", names[0]);
+        }
         let engine = |k: usize| EngineSpec {
             name: names[k].clone(),
             ..self.engine.clone()
@@ -155,6 +161,7 @@ impl DuelConfig {
                 engine: engine(k),
                 book: self.books[k].clone(),
                 book_mode: self.mode,
+                deep_nodes: self.deep_book.filter(|_| k == 0),
             },
         };
         MatchConfig {

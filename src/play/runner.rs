@@ -42,6 +42,9 @@ pub enum PlayerSpec {
         engine: EngineSpec,
         book: PathBuf,
         book_mode: Mode,
+        /// The engine at these nodes chooses wherever the book has a move
+        /// (`duel --deep-book`).
+        deep_nodes: Option<u64>,
     },
     /// An external engine that searches the game's first `plies` at `nodes`
     /// (a better opening player than any book: `duel --deep-start`).
@@ -84,11 +87,14 @@ impl PlayerSpec {
                 engine,
                 book,
                 book_mode,
+                deep_nodes,
             } => {
                 let opened = OpeningBook::open(book)
                     .map_err(|e| Fault::Crash(format!("{}: book: {e:#}", engine.name)))?;
                 let inner = protocol::start(engine)?;
-                Ok(Box::new(BookFront::new(inner, opened, *book_mode, seed)))
+                Ok(Box::new(
+                    BookFront::new(inner, opened, *book_mode, seed).with_deep_nodes(*deep_nodes),
+                ))
             }
             PlayerSpec::DeepStart {
                 engine,

@@ -115,6 +115,7 @@ pub fn parse_player(s: &str) -> Result<PlayerSpec> {
             engine,
             book,
             book_mode: book_mode.unwrap_or(Mode::Weighted),
+            deep_nodes: None,
         },
         None => PlayerSpec::External(engine),
     })
