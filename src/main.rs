@@ -476,6 +476,9 @@ struct ExportArgs {
     /// Leave out the engine moves `grow` added (kept by --weights value, by their value).
     #[arg(long)]
     no_engine_moves: bool,
+    /// Keep only the moves of positions where this side is to move.
+    #[arg(long, value_enum, default_value = "both")]
+    side: cli::args::SideToMove,
 }
 
 /// Arguments of `learnbook suite`.
@@ -1222,6 +1225,7 @@ impl ExportArgs {
             min_games,
             max_ply,
             no_engine_moves,
+            side,
         } = self;
         let (out, format) = match (out, polyglot) {
             (Some(out), _) => {
@@ -1237,10 +1241,18 @@ impl ExportArgs {
             min_games,
             max_ply,
             engine_moves: !no_engine_moves,
+            side: side.into(),
         };
         let (n, what) = match format {
             BookFormat::Bin => (book::polyglot::export(&b, &out, &opts)?, "entries"),
-            BookFormat::Abk => (book::abk::export(&b, &out, &opts)?, "moves"),
+            BookFormat::Abk => {
+                let s = book::abk::export(&b, &out, &opts)?;
+                println!(
+                    "{} moves in a tree of {} entries, {} plies deep ({} selected moves not reached from the start position, {} repetitions left without replies)",
+                    s.moves, s.entries, s.depth, s.unreached, s.repetitions
+                );
+                (s.entries, "entries")
+            }
             BookFormat::Exp => (book::experience::export(&b, &out, &opts)?, "entries"),
             BookFormat::Pgn => (book::pgn_tree::export(&b, &out, &opts)?, "lines"),
         };
@@ -1327,8 +1339,11 @@ impl ImportArgs {
                 );
             }
             BookFormat::Abk => {
-                let n = book::abk::import(&mut b, &input)?;
-                println!("imported {n} moves from {}", input.display());
+                let s = book::abk::import(&mut b, &input)?;
+                println!(
+                    "imported {} moves of {} positions from {} entries of {} ({} deleted or empty skipped, {} not reached from the start position)",
+                    s.moves, s.positions, s.entries, input.display(), s.void, s.unreached
+                );
             }
             BookFormat::Exp => {
                 let n = book::experience::import(&mut b, &input)?;

@@ -586,6 +586,7 @@ fn polyglot_seed() -> &'static [u8] {
             min_games: 2,
             max_ply: None,
             engine_moves: true,
+            side: learnbook::book::suite::SideToMove::Both,
         };
         let mut entries = export_entries(&book, &opts).expect("export");
         let path = dir.join("seed.bin");

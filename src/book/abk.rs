@@ -1,18 +1,865 @@
 //! Arena's `.abk` opening book: export and import.
+//!
+//! # The file
+//!
+//! An ABK book is an array of 28-byte entries; the first 900 entry slots
+//! (25,200 bytes) are the header area: the signature `\x03ABK`, a comment
+//! and an author (Pascal strings at bytes 12 and 133), then ten
+//! little-endian `u32` settings at bytes 214..254 (book depth, number of
+//! moves, minimum games, minimum wins, White's and Black's win percentages,
+//! the three "probability" sliders Arena selects moves with, and the last
+//! half-move it plays from the book); the rest of the area is zeros. The
+//! moves of the start position are the sibling chain starting at entry 900.
+//! An entry is
+//!
+//! | bytes | field |
+//! |---|---|
+//! | 0, 1 | from and to square, 0 = a1 .. 63 = h8 (castling is the king's move, e1g1) |
+//! | 2 | promotion: 0 none, else 0x80 + 1 rook, 2 knight, 3 bishop, 4 queen |
+//! | 3 | priority, 0 (never play) .. 9 (best) |
+//! | 4..16 | games with the move, won and lost by the side that made it (`u32` each) |
+//! | 16..20 | flags (1 or 0x01000000: deleted) |
+//! | 20..24 | the index of the first reply (the sibling chain of the next position) |
+//! | 24..28 | the index of the next alternative in this position |
+//!
+//! and an index of `u32::MAX` (or 0) means none. This is the layout Arena
+//! writes and `jja`, the independent reader the tests use, reads; the
+//! promotion byte with its high bit set is the form `jja` reads (it ignores
+//! plain 1..4), and the reader here accepts both, and Arena's negative
+//! values too.
+//!
+//! # Export
+//!
+//! The moves written are exactly those a Polyglot export with the same
+//! options writes ([`select_moves`]), with the same weights, but only those
+//! of positions reached from the start position through selected moves: a
+//! tree from the start position is all an ABK book can hold.
+//!
+//! A tree cannot share a subtree the way the book's graph shares a
+//! transposed position, so every path to a position gets its own copy of
+//! the position's moves (as Arena's own books, built game by game, do).
+//! A move that leads back to a position already on its path (a repetition)
+//! is written without replies: its tree would never end. The tree can still
+//! grow much faster than the book when many move orders meet; past
+//! [`MAX_ENTRIES`] the export stops with an error that says to narrow the
+//! selection. Readers that merge a position's moves by position (as `jja`
+//! and this module do) read back exactly the selection.
+//!
+//! The priority holds the `--weights` weight relative to the position's
+//! heaviest move, `round(9 w / w_max)`, at least 1: Arena and `jja` read a
+//! priority of 0 as "bad move, do not play" (and `jja` then weighs the move
+//! by its statistics instead), and 9 is "best"; `jja` turns a priority into
+//! the Polyglot weight `2500 × priority`. The games, won and lost fields
+//! carry the move's game counts from the side that played it. The header
+//! asks Arena to choose by priority alone (priority slider 10, games and
+//! win-percentage sliders 0).
+//!
+//! # Import
+//!
+//! The whole file is read and checked first (signature, size, every index
+//! in range, no sibling chain that loops, every move legal in the position
+//! the tree gives it, won + lost <= games); only then is anything stored,
+//! in one transaction. A position's moves met on several paths (a
+//! transposition, or a shared subtree) are merged as `jja` merges them: the
+//! statistics of the copy with the most games, the highest priority.
 
-use std::path::Path;
+use std::{
+    collections::{hash_map::Entry as MapEntry, HashMap},
+    io::Write,
+    path::Path,
+};
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
+use shakmaty::{
+    fen::Fen, uci::UciMove, CastlingMode, Chess, Color, EnPassantMode, Move, Position, Role,
+    Square,
+};
 
+use super::db::import::{CountedMove, CountedPosition, ImportedMove};
 use super::db::Book;
-use super::polyglot::ExportOptions;
+use super::ingest::Counts;
+use super::keys::{polyglot_key, Key, KeyMap, KeySet, MoveCode};
+use super::polyglot::{select_moves, ExportOptions, SelectedMove, WeightMode};
+use crate::atomic_file;
 
-/// `export --format abk`: returns the number of moves written.
-pub fn export(_book: &Book, _path: &Path, _opts: &ExportOptions) -> Result<usize> {
-    bail!("ABK export is not built yet")
+/// The first four bytes of an ABK book.
+pub const SIGNATURE: [u8; 4] = *b"\x03ABK";
+/// `jja` also accepts this signature (a later Arena version's).
+const SIGNATURE_2: [u8; 4] = *b"\x03AB2";
+/// Bytes per entry.
+pub const ENTRY_LEN: usize = 28;
+/// The index of the start position's first move; the slots before it are
+/// the header.
+pub const ROOT: u32 = 900;
+/// Where the entries start.
+pub const ENTRIES_START: usize = ROOT as usize * ENTRY_LEN;
+/// The header fields that are used (the rest of the header area is zero).
+const HEADER_LEN: usize = 254;
+/// "No entry" in `next_move` and `next_sibling`.
+const NONE: u32 = u32::MAX;
+/// The highest priority, Arena's "best move".
+pub const MAX_PRIORITY: u8 = 9;
+/// The largest tree an export writes (560 MB): transpositions multiply a
+/// tree, and past this the selection wants narrowing, not a bigger file.
+pub const MAX_ENTRIES: usize = 20_000_000;
+/// `jja`'s Polyglot weight per unit of priority.
+pub const JJA_WEIGHT_PER_PRIORITY: u16 = 2500;
+
+/// One 28-byte entry, as stored.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct RawEntry {
+    pub from: u8,
+    pub to: u8,
+    pub promotion: u8,
+    pub priority: u8,
+    pub games: u32,
+    pub won: u32,
+    pub lost: u32,
+    pub flags: u32,
+    pub next_move: u32,
+    pub next_sibling: u32,
 }
 
-/// `import --format abk`: returns the number of moves read.
-pub fn import(_book: &mut Book, _path: &Path) -> Result<usize> {
-    bail!("ABK import is not built yet")
+impl RawEntry {
+    fn encode(&self) -> [u8; ENTRY_LEN] {
+        let mut b = [0u8; ENTRY_LEN];
+        b[0] = self.from;
+        b[1] = self.to;
+        b[2] = self.promotion;
+        b[3] = self.priority;
+        let words = [
+            self.games,
+            self.won,
+            self.lost,
+            self.flags,
+            self.next_move,
+            self.next_sibling,
+        ];
+        for (i, w) in words.iter().enumerate() {
+            b[4 + 4 * i..8 + 4 * i].copy_from_slice(&w.to_le_bytes());
+        }
+        b
+    }
+
+    fn decode(b: &[u8; ENTRY_LEN]) -> RawEntry {
+        let word = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        RawEntry {
+            from: b[0],
+            to: b[1],
+            promotion: b[2],
+            priority: b[3],
+            games: word(4),
+            won: word(8),
+            lost: word(12),
+            flags: word(16),
+            next_move: word(20),
+            next_sibling: word(24),
+        }
+    }
+
+    /// Deleted in Arena's editor, or an empty slot (squares 255): skipped.
+    fn is_void(&self) -> bool {
+        self.flags == 1 || self.flags == 0x0100_0000 || (self.from == 255 && self.to == 255)
+    }
+}
+
+/// The header's settings.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Header {
+    pub comment: String,
+    pub author: String,
+    pub book_depth: u32,
+    pub book_moves: u32,
+    pub min_games: u32,
+    pub min_wins: u32,
+    pub win_percent_white: u32,
+    pub win_percent_black: u32,
+    pub probability_priority: u32,
+    pub probability_games: u32,
+    pub probability_win_percent: u32,
+    pub use_book_half_move: u32,
+}
+
+impl Header {
+    fn encode(&self) -> [u8; HEADER_LEN] {
+        let mut h = [0u8; HEADER_LEN];
+        h[0..4].copy_from_slice(&SIGNATURE);
+        put_pascal(&mut h[12..133], &self.comment);
+        put_pascal(&mut h[133..214], &self.author);
+        let words = [
+            self.book_depth,
+            self.book_moves,
+            self.min_games,
+            self.min_wins,
+            self.win_percent_white,
+            self.win_percent_black,
+            self.probability_priority,
+            self.probability_games,
+            self.probability_win_percent,
+            self.use_book_half_move,
+        ];
+        for (i, w) in words.iter().enumerate() {
+            h[214 + 4 * i..218 + 4 * i].copy_from_slice(&w.to_le_bytes());
+        }
+        h
+    }
+
+    fn decode(h: &[u8; HEADER_LEN]) -> Header {
+        let word = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
+        Header {
+            comment: get_pascal(&h[12..133]),
+            author: get_pascal(&h[133..214]),
+            book_depth: word(214),
+            book_moves: word(218),
+            min_games: word(222),
+            min_wins: word(226),
+            win_percent_white: word(230),
+            win_percent_black: word(234),
+            probability_priority: word(238),
+            probability_games: word(242),
+            probability_win_percent: word(246),
+            use_book_half_move: word(250),
+        }
+    }
+}
+
+/// A length byte and the text, cut to the field (at a character boundary).
+fn put_pascal(field: &mut [u8], text: &str) {
+    let room = field.len() - 1;
+    let mut end = text.len().min(room);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    field[0] = end as u8;
+    field[1..=end].copy_from_slice(&text.as_bytes()[..end]);
+}
+
+fn get_pascal(field: &[u8]) -> String {
+    let len = usize::from(field[0]).min(field.len() - 1);
+    String::from_utf8_lossy(&field[1..=len]).into_owned()
+}
+
+/// The promotion byte of a piece (see the module doc).
+fn promotion_byte(role: Option<Role>) -> u8 {
+    match role {
+        None => 0,
+        Some(Role::Rook) => 0x81,
+        Some(Role::Knight) => 0x82,
+        Some(Role::Bishop) => 0x83,
+        Some(_) => 0x84,
+    }
+}
+
+/// The piece of a promotion byte: Arena's signed ±1..4, or `jja`'s 0x80
+/// + 1..4; `Err` for any other byte.
+fn promotion_role(byte: u8) -> Result<Option<Role>, u8> {
+    let n = match byte {
+        0 | 0x80 => return Ok(None),
+        1..=4 => byte,
+        0x81..=0x84 => byte - 0x80,
+        0xFC..=0xFF => byte.wrapping_neg(),
+        _ => return Err(byte),
+    };
+    Ok(Some(match n {
+        1 => Role::Rook,
+        2 => Role::Knight,
+        3 => Role::Bishop,
+        _ => Role::Queen,
+    }))
+}
+
+/// The move's squares as Arena writes them (castling: the king's two-square
+/// move).
+fn move_squares(m: &Move) -> (Square, Square, Option<Role>) {
+    match m.to_uci(CastlingMode::Standard) {
+        UciMove::Normal {
+            from,
+            to,
+            promotion,
+        } => (from, to, promotion),
+        // A standard-chess move is always a normal UCI move.
+        UciMove::Put { to, .. } => (to, to, None),
+        UciMove::Null => (Square::A1, Square::A1, None),
+    }
+}
+
+/// A move's weight as a priority (see the module doc).
+pub fn priority(weight: u16, heaviest: u16) -> u8 {
+    if heaviest == 0 {
+        return 1;
+    }
+    let (w, h) = (u32::from(weight), u32::from(heaviest));
+    let p = (2 * u32::from(MAX_PRIORITY) * w + h) / (2 * h);
+    p.clamp(1, u32::from(MAX_PRIORITY)) as u8
+}
+
+/// Won and lost games of the side to move in a position with `counts`.
+fn won_lost(turn: Color, c: Counts) -> (u32, u32) {
+    match turn {
+        Color::White => (c.white, c.black),
+        Color::Black => (c.black, c.white),
+    }
+}
+
+/// The selection by position, heaviest first (then by move, so that the
+/// file does not depend on the book's row order).
+fn by_position(selected: Vec<SelectedMove>) -> KeyMap<Key, Vec<SelectedMove>> {
+    let mut map: KeyMap<Key, Vec<SelectedMove>> = KeyMap::default();
+    for m in selected {
+        map.entry(m.parent).or_default().push(m);
+    }
+    for moves in map.values_mut() {
+        moves.sort_by(|a, b| b.weight.cmp(&a.weight).then(a.mv.cmp(&b.mv)));
+    }
+    map
+}
+
+/// The tree an export writes: entries from index [`ROOT`] on.
+#[derive(Debug, Default)]
+pub struct Tree {
+    pub entries: Vec<RawEntry>,
+    /// The longest line, in plies.
+    pub depth: u32,
+    /// The distinct (position, move) pairs written.
+    pub distinct: KeySet<(Key, MoveCode)>,
+    /// Moves written without replies because they repeat a position of
+    /// their line.
+    pub repetitions: usize,
+}
+
+/// A position of the tree whose replies are being written.
+struct Frame {
+    key: Key,
+    /// The entries of its moves and the positions they lead to.
+    children: Vec<(usize, Chess)>,
+    next: usize,
+}
+
+/// Appends the sibling chain of `pos`'s selected moves; returns its first
+/// index and the positions the moves lead to (`None`: no selected moves).
+fn append_block(
+    tree: &mut Tree,
+    selection: &KeyMap<Key, Vec<SelectedMove>>,
+    pos: &Chess,
+) -> Result<Option<(u32, Vec<(usize, Chess)>)>> {
+    let key = polyglot_key(pos);
+    let Some(moves) = selection.get(&key) else {
+        return Ok(None);
+    };
+    let legal: Vec<(&SelectedMove, Move)> = moves
+        .iter()
+        .filter_map(|s| s.mv.to_move(pos).map(|m| (s, m)))
+        .collect();
+    if legal.is_empty() {
+        return Ok(None);
+    }
+    if tree.entries.len() + legal.len() > MAX_ENTRIES {
+        bail!(
+            "the ABK tree from the start position would have more than {MAX_ENTRIES} moves \
+             (every move order to a position gets its own copy of its moves): \
+             narrow the selection with --max-ply or --min-games"
+        );
+    }
+    let heaviest = legal.iter().map(|(s, _)| s.weight).max().unwrap_or(0);
+    let first = tree.entries.len();
+    let mut children = Vec::with_capacity(legal.len());
+    for (i, (s, m)) in legal.iter().enumerate() {
+        let (from, to, promo) = move_squares(m);
+        let (won, lost) = won_lost(pos.turn(), s.counts);
+        let index = first + i;
+        tree.entries.push(RawEntry {
+            from: u8::from(from),
+            to: u8::from(to),
+            promotion: promotion_byte(promo),
+            priority: priority(s.weight, heaviest),
+            games: s.counts.total(),
+            won,
+            lost,
+            flags: 0,
+            next_move: NONE,
+            next_sibling: if i + 1 < legal.len() {
+                file_index(index + 1)
+            } else {
+                NONE
+            },
+        });
+        tree.distinct.insert((key, s.mv));
+        let mut next = pos.clone();
+        next.play_unchecked(m.clone());
+        children.push((index, next));
+    }
+    Ok(Some((file_index(first), children)))
+}
+
+/// The file index of the `i`-th entry after the header (fits: at most
+/// [`MAX_ENTRIES`]).
+fn file_index(i: usize) -> u32 {
+    ROOT + i as u32
+}
+
+/// Lays the selection out as a tree from the start position, depth first,
+/// each position's moves one contiguous sibling chain (see the module doc).
+pub fn build_tree(selected: Vec<SelectedMove>) -> Result<Tree> {
+    let selection = by_position(selected);
+    let mut tree = Tree::default();
+    let start = Chess::default();
+    let Some((_, children)) = append_block(&mut tree, &selection, &start)? else {
+        return Ok(tree);
+    };
+    let mut on_path: KeySet<Key> = KeySet::default();
+    on_path.insert(polyglot_key(&start));
+    let mut stack = vec![Frame {
+        key: polyglot_key(&start),
+        children,
+        next: 0,
+    }];
+    while let Some(frame) = stack.last_mut() {
+        let Some((index, pos)) = frame.children.get(frame.next).cloned() else {
+            on_path.remove(&frame.key);
+            stack.pop();
+            continue;
+        };
+        frame.next += 1;
+        tree.depth = tree.depth.max(stack.len() as u32);
+        let key = polyglot_key(&pos);
+        if on_path.contains(&key) {
+            if selection.contains_key(&key) {
+                tree.repetitions += 1;
+            }
+            continue;
+        }
+        if let Some((first, children)) = append_block(&mut tree, &selection, &pos)? {
+            tree.entries[index].next_move = first;
+            on_path.insert(key);
+            stack.push(Frame {
+                key,
+                children,
+                next: 0,
+            });
+        }
+    }
+    Ok(tree)
+}
+
+/// The header of an export.
+fn export_header(tree: &Tree, opts: &ExportOptions) -> Header {
+    let weights = match opts.weights {
+        WeightMode::Value => "value",
+        WeightMode::Games => "games",
+        WeightMode::Polyglot => "polyglot",
+        WeightMode::Imported => "imported",
+    };
+    // Win percentages over the start position's moves (the first block).
+    let (mut games, mut white, mut black) = (0u64, 0u64, 0u64);
+    for e in &tree.entries {
+        games += u64::from(e.games);
+        white += u64::from(e.won);
+        black += u64::from(e.lost);
+        if e.next_sibling == NONE {
+            break;
+        }
+    }
+    let percent = |n: u64| if games == 0 { 0 } else { (100 * n / games) as u32 };
+    Header {
+        comment: format!(
+            "learnbook export: weights {weights}, min games {}{}",
+            opts.min_games,
+            opts.max_ply
+                .map_or_else(String::new, |p| format!(", max ply {p}"))
+        ),
+        author: "learnbook".to_string(),
+        book_depth: tree.depth,
+        book_moves: tree.entries.len() as u32,
+        min_games: opts.min_games,
+        min_wins: 0,
+        win_percent_white: percent(white),
+        win_percent_black: percent(black),
+        probability_priority: 10,
+        probability_games: 0,
+        probability_win_percent: 0,
+        use_book_half_move: opts.max_ply.unwrap_or(tree.depth),
+    }
+}
+
+/// Writes a header and entries (atomically: all or nothing).
+pub fn write_abk(path: &Path, header: &Header, entries: &[RawEntry]) -> Result<()> {
+    atomic_file::write_with(path, |w| {
+        w.write_all(&header.encode())?;
+        w.write_all(&vec![0u8; ENTRIES_START - HEADER_LEN])?;
+        for e in entries {
+            w.write_all(&e.encode())?;
+        }
+        Ok(())
+    })
+}
+
+/// What `export --format abk` wrote.
+#[derive(Clone, Debug)]
+pub struct ExportSummary {
+    /// Entries written (moves, a position's moves once per path to it).
+    pub entries: usize,
+    /// Distinct (position, move) pairs among them.
+    pub moves: usize,
+    /// Selected moves of positions the tree does not reach.
+    pub unreached: usize,
+    /// Moves written without replies: they repeat a position of their line.
+    pub repetitions: usize,
+    /// The longest line, in plies.
+    pub depth: u32,
+}
+
+/// `export --format abk`: the selection as a tree (see the module doc).
+pub fn export(book: &Book, path: &Path, opts: &ExportOptions) -> Result<ExportSummary> {
+    let selected = select_moves(book, opts)?;
+    let total = selected.len();
+    let tree = build_tree(selected)?;
+    write_abk(path, &export_header(&tree, opts), &tree.entries)?;
+    Ok(ExportSummary {
+        entries: tree.entries.len(),
+        moves: tree.distinct.len(),
+        unreached: total - tree.distinct.len(),
+        repetitions: tree.repetitions,
+        depth: tree.depth,
+    })
+}
+
+/// A move read from an ABK book, merged over the paths that reach its
+/// position.
+#[derive(Clone, Debug)]
+pub struct ReadMove {
+    pub parent: Key,
+    pub mv: MoveCode,
+    /// Standard UCI (castling e1g1).
+    pub uci: String,
+    pub child: Key,
+    /// The fewest plies from the start position to `parent`.
+    pub depth: u32,
+    pub priority: u8,
+    /// White's wins, draws, Black's wins.
+    pub counts: Counts,
+}
+
+/// An ABK book read and checked.
+#[derive(Clone, Debug, Default)]
+pub struct AbkBook {
+    pub header: Header,
+    /// Distinct (position, move) pairs, in the order first met.
+    pub moves: Vec<ReadMove>,
+    /// Entries read (every path's copy).
+    pub entries: usize,
+    /// Deleted or empty entries skipped.
+    pub void: usize,
+    /// Entries after the header that no chain from the start reaches.
+    pub unreached: usize,
+}
+
+/// The byte offset of entry `index`, for messages.
+fn offset(index: u32) -> usize {
+    index as usize * ENTRY_LEN
+}
+
+/// A `next_move` or `next_sibling` value: `None` for "no entry", else an
+/// index checked to be an entry of the file.
+fn link(value: u32, count: u32, at: u32, field: &str) -> Result<Option<u32>> {
+    if value == NONE || value == 0 {
+        return Ok(None);
+    }
+    if value < ROOT || value >= count {
+        bail!(
+            "entry {at} (offset {}): {field} {value} is out of range: the entries are {ROOT}..{}",
+            offset(at),
+            count.saturating_sub(1)
+        );
+    }
+    Ok(Some(value))
+}
+
+/// Checks the size and signature; returns the header and the number of
+/// entry slots (header area included).
+fn check_layout(bytes: &[u8]) -> Result<(Header, u32)> {
+    if bytes.len() < HEADER_LEN {
+        bail!(
+            "not an ABK book: {} bytes, shorter than the {HEADER_LEN}-byte header (truncated?)",
+            bytes.len()
+        );
+    }
+    let sig = &bytes[0..4];
+    if sig != SIGNATURE && sig != SIGNATURE_2 {
+        bail!("not an ABK book: wrong signature {sig:02x?} at offset 0 (expected 03 41 42 4b, \"\\x03ABK\")");
+    }
+    if bytes.len() < ENTRIES_START {
+        bail!(
+            "truncated ABK book: {} bytes, the header area alone is {ENTRIES_START}",
+            bytes.len()
+        );
+    }
+    if (bytes.len() - ENTRIES_START) % ENTRY_LEN != 0 {
+        let whole = (bytes.len() - ENTRIES_START) / ENTRY_LEN;
+        bail!(
+            "truncated ABK book: {} bytes end inside entry {} (offset {}): entries are {ENTRY_LEN} bytes",
+            bytes.len(),
+            ROOT as usize + whole,
+            ENTRIES_START + whole * ENTRY_LEN
+        );
+    }
+    let count = u32::try_from(bytes.len() / ENTRY_LEN)
+        .ok()
+        .filter(|&c| c < NONE)
+        .context("ABK book too large: more entries than 32-bit indexes can address")?;
+    let mut h = [0u8; HEADER_LEN];
+    h.copy_from_slice(&bytes[..HEADER_LEN]);
+    Ok((Header::decode(&h), count))
+}
+
+fn entry_at(bytes: &[u8], index: u32) -> RawEntry {
+    let at = offset(index);
+    let mut b = [0u8; ENTRY_LEN];
+    b.copy_from_slice(&bytes[at..at + ENTRY_LEN]);
+    RawEntry::decode(&b)
+}
+
+/// The legal move an entry stands for in `pos`, or an error naming it.
+fn entry_move(e: &RawEntry, index: u32, pos: &Chess) -> Result<Move> {
+    let at = offset(index);
+    let square = |s: u8, what: &str| -> Result<Square> {
+        if s < 64 {
+            Ok(Square::new(u32::from(s)))
+        } else {
+            bail!("entry {index} (offset {at}): {what} square {s} is not a square (0..63)")
+        }
+    };
+    let (from, to) = (square(e.from, "from")?, square(e.to, "to")?);
+    let promotion = promotion_role(e.promotion).map_err(|b| {
+        anyhow::anyhow!("entry {index} (offset {at}): promotion byte {b:#04x} names no piece")
+    })?;
+    let uci = UciMove::Normal {
+        from,
+        to,
+        promotion,
+    };
+    uci.to_move(pos).map_err(|_| {
+        anyhow::anyhow!(
+            "entry {index} (offset {at}): the move {uci} is illegal in its position {}",
+            Fen::from_position(pos, EnPassantMode::Legal)
+        )
+    })
+}
+
+/// An entry's statistics as counts, from the side to move `turn`.
+fn entry_counts(e: &RawEntry, index: u32, turn: Color) -> Result<Counts> {
+    let decided = u64::from(e.won) + u64::from(e.lost);
+    if decided > u64::from(e.games) {
+        bail!(
+            "entry {index} (offset {}): absurd statistics: {} won + {} lost > {} games",
+            offset(index),
+            e.won,
+            e.lost,
+            e.games
+        );
+    }
+    let draws = e.games - e.won - e.lost;
+    Ok(match turn {
+        Color::White => Counts {
+            white: e.won,
+            draws,
+            black: e.lost,
+        },
+        Color::Black => Counts {
+            white: e.lost,
+            draws,
+            black: e.won,
+        },
+    })
+}
+
+/// Parses and checks a whole ABK book held in memory (see the module doc):
+/// every chain from the start position is walked once; a chain reached
+/// again from the same position (a shared subtree) is not walked again,
+/// from another position it is an error, as is an entry reached twice
+/// within chains (a loop).
+pub fn read(bytes: &[u8]) -> Result<AbkBook> {
+    let (header, count) = check_layout(bytes)?;
+    let mut book = AbkBook {
+        header,
+        ..Default::default()
+    };
+    let mut seen = vec![false; (count.saturating_sub(ROOT)) as usize];
+    let mut heads: HashMap<u32, Key> = HashMap::new();
+    let mut index_of: KeyMap<(Key, MoveCode), usize> = KeyMap::default();
+    let mut stack: Vec<(u32, Chess, u32)> = Vec::new();
+    if count > ROOT {
+        stack.push((ROOT, Chess::default(), 0));
+    }
+    while let Some((head, pos, depth)) = stack.pop() {
+        let key = polyglot_key(&pos);
+        match heads.entry(head) {
+            MapEntry::Occupied(o) if *o.get() == key => continue,
+            MapEntry::Occupied(_) => bail!(
+                "entry {head} (offset {}) is the first reply of two different positions \
+                 (a loop or a corrupt next-move index)",
+                offset(head)
+            ),
+            MapEntry::Vacant(v) => {
+                v.insert(key);
+            }
+        }
+        let mut at = Some(head);
+        while let Some(index) = at {
+            let slot = (index - ROOT) as usize;
+            if seen[slot] {
+                bail!(
+                    "entry {index} (offset {}) is reached twice: the sibling chains loop or cross",
+                    offset(index)
+                );
+            }
+            seen[slot] = true;
+            let e = entry_at(bytes, index);
+            at = link(e.next_sibling, count, index, "next sibling")?;
+            book.entries += 1;
+            if e.is_void() {
+                book.void += 1;
+                continue;
+            }
+            let m = entry_move(&e, index, &pos)?;
+            let counts = entry_counts(&e, index, pos.turn())?;
+            let mut next = pos.clone();
+            next.play_unchecked(m.clone());
+            let code = MoveCode::from_move(&m);
+            let child = polyglot_key(&next);
+            merge(&mut book.moves, &mut index_of, ReadMove {
+                parent: key,
+                mv: code,
+                uci: m.to_uci(CastlingMode::Standard).to_string(),
+                child,
+                depth,
+                priority: e.priority,
+                counts,
+            });
+            if let Some(reply) = link(e.next_move, count, index, "next move")? {
+                stack.push((reply, next, depth + 1));
+            }
+        }
+    }
+    book.unreached = seen.iter().filter(|s| !**s).count();
+    Ok(book)
+}
+
+/// Adds a move, or merges it into the copy already read (as `jja` does:
+/// the statistics with the most games, the highest priority, the fewest
+/// plies).
+fn merge(moves: &mut Vec<ReadMove>, index_of: &mut KeyMap<(Key, MoveCode), usize>, m: ReadMove) {
+    match index_of.entry((m.parent, m.mv)) {
+        MapEntry::Vacant(v) => {
+            v.insert(moves.len());
+            moves.push(m);
+        }
+        MapEntry::Occupied(o) => {
+            let old = &mut moves[*o.get()];
+            if m.counts.total() > old.counts.total() {
+                old.counts = m.counts;
+            }
+            old.priority = old.priority.max(m.priority);
+            old.depth = old.depth.min(m.depth);
+        }
+    }
+}
+
+/// Reads and checks an ABK file.
+pub fn read_file(path: &Path) -> Result<AbkBook> {
+    let bytes =
+        std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    read(&bytes).with_context(|| format!("{} is not a usable ABK book", path.display()))
+}
+
+/// What `import --format abk` did.
+#[derive(Clone, Debug, Default)]
+pub struct ImportSummary {
+    /// Entries read (a position's moves count once per path to it).
+    pub entries: usize,
+    /// Distinct moves stored.
+    pub moves: usize,
+    pub positions: usize,
+    /// Deleted or empty entries skipped.
+    pub void: usize,
+    /// Entries no chain from the start position reaches (ignored).
+    pub unreached: usize,
+}
+
+/// The imported weight of a priority: `jja`'s Polyglot weight, so that
+/// `export --weights imported` writes what `jja` converts the ABK book to.
+pub fn priority_weight(priority: u8) -> u16 {
+    u16::from(priority).saturating_mul(JJA_WEIGHT_PER_PRIORITY)
+}
+
+/// The positions of a read book with their depth and games: the larger of
+/// the games into the position and the games of its moves (the start
+/// position has only the latter; a position whose games partly ended there
+/// the former).
+fn counted_positions(moves: &[ReadMove]) -> Vec<CountedPosition> {
+    #[derive(Default)]
+    struct Acc {
+        depth: Option<u32>,
+        into: Counts,
+        out: Counts,
+    }
+    let add = |a: &mut Counts, c: Counts| {
+        a.white = a.white.saturating_add(c.white);
+        a.draws = a.draws.saturating_add(c.draws);
+        a.black = a.black.saturating_add(c.black);
+    };
+    let mut acc: KeyMap<Key, Acc> = KeyMap::default();
+    for m in moves {
+        let p = acc.entry(m.parent).or_default();
+        p.depth = Some(p.depth.map_or(m.depth, |d| d.min(m.depth)));
+        add(&mut p.out, m.counts);
+        let c = acc.entry(m.child).or_default();
+        c.depth = Some(c.depth.map_or(m.depth + 1, |d| d.min(m.depth + 1)));
+        add(&mut c.into, m.counts);
+    }
+    let mut out: Vec<CountedPosition> = acc
+        .into_iter()
+        .map(|(key, a)| CountedPosition {
+            key,
+            depth: a.depth.unwrap_or(0),
+            counts: if a.into.total() >= a.out.total() {
+                a.into
+            } else {
+                a.out
+            },
+        })
+        .collect();
+    out.sort_by_key(|p| p.key);
+    out
+}
+
+/// `import --format abk`: the whole file is read and checked before
+/// anything is stored; then its moves (with their statistics, and their
+/// priority as a weight, [`priority_weight`]) and positions are added in one
+/// transaction ([`Book::add_imported_counted`] says how they combine with
+/// moves the book already has).
+pub fn import(book: &mut Book, path: &Path) -> Result<ImportSummary> {
+    let abk = read_file(path)?;
+    let positions = counted_positions(&abk.moves);
+    let moves: Vec<CountedMove> = abk
+        .moves
+        .iter()
+        .map(|m| CountedMove {
+            imported: ImportedMove {
+                parent: m.parent,
+                mv: m.mv,
+                uci: m.uci.clone(),
+                child: Some(m.child),
+                weight: priority_weight(m.priority),
+            },
+            counts: m.counts,
+        })
+        .collect();
+    book.add_imported_counted(&positions, &moves)?;
+    Ok(ImportSummary {
+        entries: abk.entries,
+        moves: moves.len(),
+        positions: positions.len(),
+        void: abk.void,
+        unreached: abk.unreached,
+    })
 }
