@@ -1248,8 +1248,8 @@ impl ExportArgs {
             BookFormat::Abk => {
                 let s = book::abk::export(&b, &out, &opts)?;
                 println!(
-                    "{} moves in a tree of {} entries, {} plies deep ({} selected moves not reached from the start position, {} repetitions left without replies)",
-                    s.moves, s.entries, s.depth, s.unreached, s.repetitions
+                    "{} moves in a tree of {} entries, {} plies deep ({} entries copy transposed positions' moves, {} moves left without replies that are elsewhere, {} selected moves not reached from the start position)",
+                    s.moves, s.entries, s.depth, s.copies, s.leaves, s.unreached
                 );
                 (s.entries, "entries")
             }
@@ -1329,6 +1329,12 @@ impl ImportArgs {
             (None, Some(p)) => (p, BookFormat::Bin),
             (None, None) => bail!("give --in FILE (or --polyglot IN.bin)"),
         };
+        // An ABK book is read and checked whole before the book is opened
+        // (or created): a bad file changes nothing.
+        let abk = match format {
+            BookFormat::Abk => Some(book::abk::read_file(&input)?),
+            _ => None,
+        };
         let mut b = Book::open_or_create(&book.book, BookSettings::default())?;
         match format {
             BookFormat::Bin => {
@@ -1339,7 +1345,8 @@ impl ImportArgs {
                 );
             }
             BookFormat::Abk => {
-                let s = book::abk::import(&mut b, &input)?;
+                let abk = abk.context("the ABK book was read above")?;
+                let s = book::abk::store(&mut b, &abk)?;
                 println!(
                     "imported {} moves of {} positions from {} entries of {} ({} deleted or empty skipped, {} not reached from the start position)",
                     s.moves, s.positions, s.entries, input.display(), s.void, s.unreached

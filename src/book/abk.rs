@@ -33,17 +33,25 @@
 //! The moves written are exactly those a Polyglot export with the same
 //! options writes ([`select_moves`]), with the same weights, but only those
 //! of positions reached from the start position through selected moves: a
-//! tree from the start position is all an ABK book can hold.
+//! tree from the start position is all an ABK book can hold. `--side`
+//! White or Black keeps the other side's moves too, with priority 0
+//! (Arena's "bad move"): the tree needs them to reach the positions after
+//! them.
 //!
 //! A tree cannot share a subtree the way the book's graph shares a
-//! transposed position, so every path to a position gets its own copy of
-//! the position's moves (as Arena's own books, built game by game, do).
-//! A move that leads back to a position already on its path (a repetition)
-//! is written without replies: its tree would never end. The tree can still
-//! grow much faster than the book when many move orders meet; past
-//! [`MAX_ENTRIES`] the export stops with an error that says to narrow the
-//! selection. Readers that merge a position's moves by position (as `jja`
-//! and this module do) read back exactly the selection.
+//! transposed position: Arena finds a position's moves by following the
+//! moves of the game from the start. So the tree is laid out breadth first
+//! (shallowest lines first, heavier moves first within a position): the
+//! first line to reach a position gets its moves, and a later line that
+//! transposes into it gets a copy of them (and of what follows, as far as
+//! the breadth-first order goes), until the tree holds [`COPY_FACTOR`]
+//! times the selection's moves. Past that budget, and always where a move
+//! repeats a position of its own line, the move is written without replies:
+//! Arena leaves the book there, and a reader that merges a position's moves
+//! over the whole tree (as `jja` and this module do) still reads every
+//! selected move. Copying every line in full is no option: on the master
+//! games the tree would pass 20 million entries at `--min-games 3` while
+//! the selection has a few hundred thousand moves.
 //!
 //! The priority holds the `--weights` weight relative to the position's
 //! heaviest move, `round(9 w / w_max)`, at least 1: Arena and `jja` read a
@@ -64,7 +72,7 @@
 //! statistics of the copy with the most games, the highest priority.
 
 use std::{
-    collections::{hash_map::Entry as MapEntry, HashMap},
+    collections::{hash_map::Entry as MapEntry, HashMap, VecDeque},
     io::Write,
     path::Path,
 };
@@ -80,6 +88,7 @@ use super::db::Book;
 use super::ingest::Counts;
 use super::keys::{polyglot_key, Key, KeyMap, KeySet, MoveCode};
 use super::polyglot::{select_moves, ExportOptions, SelectedMove, WeightMode};
+use super::suite::SideToMove;
 use crate::atomic_file;
 
 /// The first four bytes of an ABK book.
@@ -99,9 +108,9 @@ const HEADER_LEN: usize = 254;
 const NONE: u32 = u32::MAX;
 /// The highest priority, Arena's "best move".
 pub const MAX_PRIORITY: u8 = 9;
-/// The largest tree an export writes (560 MB): transpositions multiply a
-/// tree, and past this the selection wants narrowing, not a bigger file.
-pub const MAX_ENTRIES: usize = 20_000_000;
+/// Copies of transposed positions' moves stop when the tree has this many
+/// times the selection's moves (see the module doc).
+pub const COPY_FACTOR: usize = 4;
 /// `jja`'s Polyglot weight per unit of priority.
 pub const JJA_WEIGHT_PER_PRIORITY: u16 = 2500;
 
@@ -322,46 +331,57 @@ pub struct Tree {
     pub depth: u32,
     /// The distinct (position, move) pairs written.
     pub distinct: KeySet<(Key, MoveCode)>,
-    /// Moves written without replies because they repeat a position of
-    /// their line.
-    pub repetitions: usize,
+    /// Entries that copy a position's moves already written on another
+    /// line (a transposition).
+    pub copies: usize,
+    /// Moves written without replies although their position has moves:
+    /// a repetition of their own line, or a transposition past the copy
+    /// budget (the replies are on another line).
+    pub leaves: usize,
 }
 
-/// A position of the tree whose replies are being written.
-struct Frame {
+/// A position in the tree, for the repetition guard: the key and the
+/// node it was reached from.
+struct Node {
     key: Key,
-    /// The entries of its moves and the positions they lead to.
-    children: Vec<(usize, Chess)>,
-    next: usize,
+    parent: Option<usize>,
 }
 
-/// Appends the sibling chain of `pos`'s selected moves; returns its first
-/// index and the positions the moves lead to (`None`: no selected moves).
+/// Whether `key` is on the line to `node` (node included).
+fn on_line(nodes: &[Node], mut node: Option<usize>, key: Key) -> bool {
+    while let Some(i) = node {
+        if nodes[i].key == key {
+            return true;
+        }
+        node = nodes[i].parent;
+    }
+    false
+}
+
+/// Appends the sibling chain of `pos`'s selected moves (the caller has
+/// checked it has some); returns its first index and, per move, its entry
+/// and the position it leads to.
 fn append_block(
     tree: &mut Tree,
-    selection: &KeyMap<Key, Vec<SelectedMove>>,
+    moves: &[SelectedMove],
+    side: SideToMove,
     pos: &Chess,
-) -> Result<Option<(u32, Vec<(usize, Chess)>)>> {
+) -> Result<(u32, Vec<(usize, Chess)>)> {
     let key = polyglot_key(pos);
-    let Some(moves) = selection.get(&key) else {
-        return Ok(None);
-    };
     let legal: Vec<(&SelectedMove, Move)> = moves
         .iter()
         .filter_map(|s| s.mv.to_move(pos).map(|m| (s, m)))
         .collect();
-    if legal.is_empty() {
-        return Ok(None);
-    }
-    if tree.entries.len() + legal.len() > MAX_ENTRIES {
-        bail!(
-            "the ABK tree from the start position would have more than {MAX_ENTRIES} moves \
-             (every move order to a position gets its own copy of its moves): \
-             narrow the selection with --max-ply or --min-games"
-        );
-    }
     let heaviest = legal.iter().map(|(s, _)| s.weight).max().unwrap_or(0);
+    let plays = match side {
+        SideToMove::Both => true,
+        SideToMove::White => pos.turn() == Color::White,
+        SideToMove::Black => pos.turn() == Color::Black,
+    };
     let first = tree.entries.len();
+    if first + legal.len() > (NONE - ROOT) as usize {
+        bail!("the ABK tree has more entries than 32-bit indexes address");
+    }
     let mut children = Vec::with_capacity(legal.len());
     for (i, (s, m)) in legal.iter().enumerate() {
         let (from, to, promo) = move_squares(m);
@@ -371,7 +391,11 @@ fn append_block(
             from: u8::from(from),
             to: u8::from(to),
             promotion: promotion_byte(promo),
-            priority: priority(s.weight, heaviest),
+            priority: if plays {
+                priority(s.weight, heaviest)
+            } else {
+                0
+            },
             games: s.counts.total(),
             won,
             lost,
@@ -388,55 +412,63 @@ fn append_block(
         next.play_unchecked(m.clone());
         children.push((index, next));
     }
-    Ok(Some((file_index(first), children)))
+    Ok((file_index(first), children))
 }
 
-/// The file index of the `i`-th entry after the header (fits: at most
-/// [`MAX_ENTRIES`]).
+/// The file index of the `i`-th entry after the header (in range: checked
+/// by [`append_block`]).
 fn file_index(i: usize) -> u32 {
     ROOT + i as u32
 }
 
-/// Lays the selection out as a tree from the start position, depth first,
-/// each position's moves one contiguous sibling chain (see the module doc).
-pub fn build_tree(selected: Vec<SelectedMove>) -> Result<Tree> {
+/// Lays the selection out as a tree from the start position, breadth
+/// first, each position's moves one contiguous sibling chain (see the
+/// module doc for transpositions and repetitions). With `side` White or
+/// Black, the other side's moves are written with priority 0.
+pub fn build_tree(selected: Vec<SelectedMove>, side: SideToMove) -> Result<Tree> {
+    let budget = COPY_FACTOR * selected.len();
     let selection = by_position(selected);
     let mut tree = Tree::default();
     let start = Chess::default();
-    let Some((_, children)) = append_block(&mut tree, &selection, &start)? else {
+    let start_key = polyglot_key(&start);
+    let Some(moves) = selection.get(&start_key) else {
         return Ok(tree);
     };
-    let mut on_path: KeySet<Key> = KeySet::default();
-    on_path.insert(polyglot_key(&start));
-    let mut stack = vec![Frame {
-        key: polyglot_key(&start),
-        children,
-        next: 0,
+    let mut written: KeySet<Key> = KeySet::default();
+    written.insert(start_key);
+    let mut nodes = vec![Node {
+        key: start_key,
+        parent: None,
     }];
-    while let Some(frame) = stack.last_mut() {
-        let Some((index, pos)) = frame.children.get(frame.next).cloned() else {
-            on_path.remove(&frame.key);
-            stack.pop();
+    let (_, children) = append_block(&mut tree, moves, side, &start)?;
+    // (the entry of the move that leads here, the node it was played from,
+    // the position, its ply)
+    let mut queue: VecDeque<(usize, usize, Chess, u32)> = children
+        .into_iter()
+        .map(|(e, pos)| (e, 0, pos, 1))
+        .collect();
+    while let Some((entry, from, pos, ply)) = queue.pop_front() {
+        tree.depth = tree.depth.max(ply);
+        let key = polyglot_key(&pos);
+        let Some(moves) = selection.get(&key) else {
             continue;
         };
-        frame.next += 1;
-        tree.depth = tree.depth.max(stack.len() as u32);
-        let key = polyglot_key(&pos);
-        if on_path.contains(&key) {
-            if selection.contains_key(&key) {
-                tree.repetitions += 1;
+        if written.contains(&key) {
+            if on_line(&nodes, Some(from), key) || tree.entries.len() >= budget {
+                tree.leaves += 1;
+                continue;
             }
-            continue;
+            tree.copies += moves.len();
         }
-        if let Some((first, children)) = append_block(&mut tree, &selection, &pos)? {
-            tree.entries[index].next_move = first;
-            on_path.insert(key);
-            stack.push(Frame {
-                key,
-                children,
-                next: 0,
-            });
-        }
+        written.insert(key);
+        let node = nodes.len();
+        nodes.push(Node {
+            key,
+            parent: Some(from),
+        });
+        let (first, children) = append_block(&mut tree, moves, side, &pos)?;
+        tree.entries[entry].next_move = first;
+        queue.extend(children.into_iter().map(|(e, p)| (e, node, p, ply + 1)));
     }
     Ok(tree)
 }
@@ -502,23 +534,32 @@ pub struct ExportSummary {
     pub moves: usize,
     /// Selected moves of positions the tree does not reach.
     pub unreached: usize,
-    /// Moves written without replies: they repeat a position of their line.
-    pub repetitions: usize,
+    /// Entries that copy the moves of a transposed position.
+    pub copies: usize,
+    /// Moves written without replies although their position has some (a
+    /// repetition, or a transposition past the copy budget).
+    pub leaves: usize,
     /// The longest line, in plies.
     pub depth: u32,
 }
 
 /// `export --format abk`: the selection as a tree (see the module doc).
 pub fn export(book: &Book, path: &Path, opts: &ExportOptions) -> Result<ExportSummary> {
-    let selected = select_moves(book, opts)?;
+    // The tree needs both sides' moves; `--side` sets priorities instead.
+    let both = ExportOptions {
+        side: SideToMove::Both,
+        ..opts.clone()
+    };
+    let selected = select_moves(book, &both)?;
     let total = selected.len();
-    let tree = build_tree(selected)?;
+    let tree = build_tree(selected, opts.side)?;
     write_abk(path, &export_header(&tree, opts), &tree.entries)?;
     Ok(ExportSummary {
         entries: tree.entries.len(),
         moves: tree.distinct.len(),
         unreached: total - tree.distinct.len(),
-        repetitions: tree.repetitions,
+        copies: tree.copies,
+        leaves: tree.leaves,
         depth: tree.depth,
     })
 }
@@ -838,7 +879,11 @@ fn counted_positions(moves: &[ReadMove]) -> Vec<CountedPosition> {
 /// transaction ([`Book::add_imported_counted`] says how they combine with
 /// moves the book already has).
 pub fn import(book: &mut Book, path: &Path) -> Result<ImportSummary> {
-    let abk = read_file(path)?;
+    store(book, &read_file(path)?)
+}
+
+/// Stores a book [`read_file`] read and checked (see [`import`]).
+pub fn store(book: &mut Book, abk: &AbkBook) -> Result<ImportSummary> {
     let positions = counted_positions(&abk.moves);
     let moves: Vec<CountedMove> = abk
         .moves
