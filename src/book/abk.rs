@@ -832,10 +832,11 @@ pub fn priority_weight(priority: u8) -> u16 {
     u16::from(priority).saturating_mul(JJA_WEIGHT_PER_PRIORITY)
 }
 
-/// The positions of a read book with their depth and games: the larger of
-/// the games into the position and the games of its moves (the start
-/// position has only the latter; a position whose games partly ended there
-/// the former).
+/// The positions of a read book with their depth and games: result by
+/// result, the larger of the games into the position and the games of its
+/// moves (the start position has only the latter; a position where games
+/// ended the former), so that a position counts at least the games of its
+/// moves either way.
 fn counted_positions(moves: &[ReadMove]) -> Vec<CountedPosition> {
     #[derive(Default)]
     struct Acc {
@@ -862,10 +863,10 @@ fn counted_positions(moves: &[ReadMove]) -> Vec<CountedPosition> {
         .map(|(key, a)| CountedPosition {
             key,
             depth: a.depth.unwrap_or(0),
-            counts: if a.into.total() >= a.out.total() {
-                a.into
-            } else {
-                a.out
+            counts: Counts {
+                white: a.into.white.max(a.out.white),
+                draws: a.into.draws.max(a.out.draws),
+                black: a.into.black.max(a.out.black),
             },
         })
         .collect();

@@ -83,9 +83,10 @@ pub struct CountedMove {
 }
 
 impl Book {
-    /// As [`Book::add_imported`], for books that count games: a position or
-    /// move gets the imported counts where it has fewer games than they
-    /// say (an imported book's statistics were most likely counted from
+    /// As [`Book::add_imported`], for books that count games: a move gets
+    /// the imported counts where it has fewer games than they say, a
+    /// position the larger of its own and the imported counts, result by
+    /// result (an imported book's statistics were most likely counted from
     /// games this book may have seen too: adding them would count those
     /// games twice; the larger count is the one that loses nothing). Weights
     /// add up as in [`Book::add_imported`]. One transaction.
@@ -104,9 +105,9 @@ impl Book {
                 "INSERT INTO positions(key, depth, white, draws, black) VALUES (?1, ?2, ?3, ?4, ?5)
                  ON CONFLICT(key) DO UPDATE SET
                    depth = CASE WHEN depth IS NULL OR excluded.depth < depth THEN excluded.depth ELSE depth END,
-                   white = CASE WHEN excluded.white + excluded.draws + excluded.black > white + draws + black THEN excluded.white ELSE white END,
-                   draws = CASE WHEN excluded.white + excluded.draws + excluded.black > white + draws + black THEN excluded.draws ELSE draws END,
-                   black = CASE WHEN excluded.white + excluded.draws + excluded.black > white + draws + black THEN excluded.black ELSE black END",
+                   white = max(white, excluded.white),
+                   draws = max(draws, excluded.draws),
+                   black = max(black, excluded.black)",
             )?;
             for p in positions {
                 let c = p.counts;
@@ -132,8 +133,24 @@ impl Book {
                 }
             }
         }
+        // The counts have no games behind them: `check` then cannot hold
+        // the tree's games to the games table.
+        tx.execute(
+            "INSERT OR REPLACE INTO meta(key, value) VALUES ('imported_counts', 'abk')",
+            [],
+        )?;
         reevaluate_all(&tx, &self.settings.params)?;
         tx.commit()?;
         Ok(())
+    }
+
+    /// Whether game counts were imported (from an ABK book) without their
+    /// games.
+    pub fn has_imported_counts(&self) -> Result<bool> {
+        Ok(self.conn.query_row(
+            "SELECT count(*) FROM meta WHERE key = 'imported_counts'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )? > 0)
     }
 }
