@@ -111,6 +111,10 @@ pub const MAX_PRIORITY: u8 = 9;
 /// Copies of transposed positions' moves stop when the tree has this many
 /// times the selection's moves (see the module doc).
 pub const COPY_FACTOR: usize = 4;
+/// The most games an imported book's moves may count in all: a position
+/// gets at most the games into it plus the games of its moves, and the
+/// book adds positions' counts up in 32 bits.
+const MAX_TOTAL_GAMES: u64 = (u32::MAX / 2) as u64;
 /// `jja`'s Polyglot weight per unit of priority.
 pub const JJA_WEIGHT_PER_PRIORITY: u16 = 2500;
 
@@ -782,6 +786,13 @@ pub fn read(bytes: &[u8]) -> Result<AbkBook> {
         }
     }
     book.unreached = seen.iter().filter(|s| !**s).count();
+    let games: u64 = book.moves.iter().map(|m| u64::from(m.counts.total())).sum();
+    if games > MAX_TOTAL_GAMES {
+        bail!(
+            "absurd statistics: the book's moves count {games} games in all, \
+             more than the {MAX_TOTAL_GAMES} a book's 32-bit counts can add up"
+        );
+    }
     Ok(book)
 }
 
