@@ -200,8 +200,14 @@ fn export_is_read_by_jja_at_every_position_of_the_sample() {
     for (name, opts) in [
         ("games", &["--weights", "games"][..]),
         ("value", &["--weights", "value"][..]),
-        ("polyglot-2", &["--weights", "polyglot", "--min-games", "2"][..]),
-        ("games-ply12", &["--weights", "games", "--max-ply", "12"][..]),
+        (
+            "polyglot-2",
+            &["--weights", "polyglot", "--min-games", "2"][..],
+        ),
+        (
+            "games-ply12",
+            &["--weights", "games", "--max-ply", "12"][..],
+        ),
     ] {
         check_against_jja(dir.path(), &book, name, opts);
     }
@@ -213,10 +219,7 @@ fn export_is_read_by_jja_at_every_position_of_the_sample() {
         .expect("jja info");
     let text = String::from_utf8_lossy(&info.stdout);
     let entries = (std::fs::metadata(&abk).expect("size").len() as usize - 25_200) / 28;
-    assert!(
-        text.contains(&format!("Book Moves: {entries}")),
-        "{text}"
-    );
+    assert!(text.contains(&format!("Book Moves: {entries}")), "{text}");
     assert!(text.contains("Author: \"learnbook\""), "{text}");
 }
 
@@ -253,7 +256,11 @@ fn export_is_read_by_jja_at_every_position_of_the_master_book() {
     let again = dir.path().join("again.sqlite");
     ok(&["import", "--book", s(&again), "--in", s(&abk)]);
     let again_abk = dir.path().join("again.abk");
-    export(&again, &again_abk, &["--weights", "games", "--min-games", "3"]);
+    export(
+        &again,
+        &again_abk,
+        &["--weights", "games", "--min-games", "3"],
+    );
     assert!(
         std::fs::read(&abk).expect("read") == std::fs::read(&again_abk).expect("read"),
         "the re-exported ABK book differs"
@@ -338,9 +345,17 @@ fn malformed_abk_files_are_refused_with_a_clear_error_and_change_nothing() {
     export(&book, &abk, &["--weights", "games", "--min-games", "2"]);
     let good = std::fs::read(&abk).expect("read");
     let mut cases: Vec<(&str, Vec<u8>, &str)> = Vec::new();
-    cases.push(("truncated in an entry", good[..good.len() - 5].to_vec(), "truncated"));
+    cases.push((
+        "truncated in an entry",
+        good[..good.len() - 5].to_vec(),
+        "truncated",
+    ));
     cases.push(("truncated in the header", good[..100].to_vec(), "truncated"));
-    cases.push(("truncated before the entries", good[..20_000].to_vec(), "truncated"));
+    cases.push((
+        "truncated before the entries",
+        good[..20_000].to_vec(),
+        "truncated",
+    ));
     let mut wrong_magic = good.clone();
     wrong_magic[1] = b'X';
     cases.push(("wrong magic", wrong_magic, "wrong signature"));
@@ -391,7 +406,10 @@ fn malformed_abk_files_are_refused_with_a_clear_error_and_change_nothing() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{what}: {err}");
         assert!(err.contains(says), "{what}: {err:?} does not say {says:?}");
-        assert!(err.contains("bad.abk"), "{what}: {err:?} does not name the file");
+        assert!(
+            err.contains("bad.abk"),
+            "{what}: {err:?} does not name the file"
+        );
         assert!(book_bytes(&book) == before, "{what}: the book changed");
         // Into a book that does not exist yet: none is created.
         let out = run(&["import", "--book", s(&fresh), "--in", s(&bad)]);
@@ -428,14 +446,23 @@ fn side_keeps_one_sides_moves() {
         got.sort_unstable();
         want.sort_unstable();
         assert!(want.len() > 10_000, "{side}: {}", want.len());
-        assert!(got == want, "{side}: {} entries, expected {}", got.len(), want.len());
+        assert!(
+            got == want,
+            "{side}: {} entries, expected {}",
+            got.len(),
+            want.len()
+        );
     }
     // ABK: the same tree, the other side's moves with priority 0.
     let both_abk = dir.path().join("both.abk");
     export(&book, &both_abk, &["--weights", "games"]);
     let all = read_file(&both_abk).expect("read");
     let white_abk = dir.path().join("white.abk");
-    export(&book, &white_abk, &["--weights", "games", "--side", "white"]);
+    export(
+        &book,
+        &white_abk,
+        &["--weights", "games", "--side", "white"],
+    );
     let white = read_file(&white_abk).expect("read");
     assert_eq!(white.moves.len(), all.moves.len());
     for (w, a) in white.moves.iter().zip(&all.moves) {

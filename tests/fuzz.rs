@@ -1714,7 +1714,9 @@ fn gen_abk(rng: &mut StdRng) -> Vec<u8> {
                         let f = 4 + 4 * rng.random_range(0..3);
                         e[f..f + 4].copy_from_slice(&rng.random::<u32>().to_le_bytes());
                     }
-                    5 => e[16..20].copy_from_slice(&[0u32, 1, 0x0100_0000, 7][rng.random_range(0..4)].to_le_bytes()),
+                    5 => e[16..20].copy_from_slice(
+                        &[0u32, 1, 0x0100_0000, 7][rng.random_range(0..4)].to_le_bytes(),
+                    ),
                     6 => e[20..24].copy_from_slice(&abk_word(rng, n).to_le_bytes()),
                     _ => e[24..28].copy_from_slice(&abk_word(rng, n).to_le_bytes()),
                 }
@@ -1780,11 +1782,7 @@ fn abk_books_survive_random_and_mutated_entries() {
     // Dropped (removed) when the test ends.
     let dir = scratch();
     let path = dir.path().to_path_buf();
-    fuzz(
-        "abk",
-        300,
-        Duration::from_secs(60),
-        gen_abk,
-        move |bytes| run_abk(&path, bytes),
-    );
+    fuzz("abk", 300, Duration::from_secs(60), gen_abk, move |bytes| {
+        run_abk(&path, bytes)
+    });
 }

@@ -79,8 +79,7 @@ use std::{
 
 use anyhow::{bail, Context, Result};
 use shakmaty::{
-    fen::Fen, uci::UciMove, CastlingMode, Chess, Color, EnPassantMode, Move, Position, Role,
-    Square,
+    fen::Fen, uci::UciMove, CastlingMode, Chess, Color, EnPassantMode, Move, Position, Role, Square,
 };
 
 use super::db::import::{CountedMove, CountedPosition, ImportedMove};
@@ -413,7 +412,7 @@ fn append_block(
         });
         tree.distinct.insert((key, s.mv));
         let mut next = pos.clone();
-        next.play_unchecked(m.clone());
+        next.play_unchecked(*m);
         children.push((index, next));
     }
     Ok((file_index(first), children))
@@ -495,7 +494,7 @@ fn export_header(tree: &Tree, opts: &ExportOptions) -> Header {
             break;
         }
     }
-    let percent = |n: u64| if games == 0 { 0 } else { (100 * n / games) as u32 };
+    let percent = |n: u64| (100 * n).checked_div(games).unwrap_or(0) as u32;
     Header {
         comment: format!(
             "learnbook export: weights {weights}, min games {}{}",
@@ -638,7 +637,7 @@ fn check_layout(bytes: &[u8]) -> Result<(Header, u32)> {
             bytes.len()
         );
     }
-    if (bytes.len() - ENTRIES_START) % ENTRY_LEN != 0 {
+    if !(bytes.len() - ENTRIES_START).is_multiple_of(ENTRY_LEN) {
         let whole = (bytes.len() - ENTRIES_START) / ENTRY_LEN;
         bail!(
             "truncated ABK book: {} bytes end inside entry {} (offset {}): entries are {ENTRY_LEN} bytes",
@@ -768,18 +767,22 @@ pub fn read(bytes: &[u8]) -> Result<AbkBook> {
             let m = entry_move(&e, index, &pos)?;
             let counts = entry_counts(&e, index, pos.turn())?;
             let mut next = pos.clone();
-            next.play_unchecked(m.clone());
+            next.play_unchecked(m);
             let code = MoveCode::from_move(&m);
             let child = polyglot_key(&next);
-            merge(&mut book.moves, &mut index_of, ReadMove {
-                parent: key,
-                mv: code,
-                uci: m.to_uci(CastlingMode::Standard).to_string(),
-                child,
-                depth,
-                priority: e.priority,
-                counts,
-            });
+            merge(
+                &mut book.moves,
+                &mut index_of,
+                ReadMove {
+                    parent: key,
+                    mv: code,
+                    uci: m.to_uci(CastlingMode::Standard).to_string(),
+                    child,
+                    depth,
+                    priority: e.priority,
+                    counts,
+                },
+            );
             if let Some(reply) = link(e.next_move, count, index, "next move")? {
                 stack.push((reply, next, depth + 1));
             }
@@ -818,8 +821,7 @@ fn merge(moves: &mut Vec<ReadMove>, index_of: &mut KeyMap<(Key, MoveCode), usize
 
 /// Reads and checks an ABK file.
 pub fn read_file(path: &Path) -> Result<AbkBook> {
-    let bytes =
-        std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     read(&bytes).with_context(|| format!("{} is not a usable ABK book", path.display()))
 }
 

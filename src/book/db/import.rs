@@ -96,9 +96,11 @@ impl Book {
         moves: &[CountedMove],
     ) -> Result<()> {
         let tx = self.conn.transaction()?;
-        let touched = positions.iter().map(|p| p.key).chain(moves.iter().flat_map(|m| {
-            std::iter::once(m.imported.parent).chain(m.imported.child)
-        }));
+        let touched = positions.iter().map(|p| p.key).chain(
+            moves
+                .iter()
+                .flat_map(|m| std::iter::once(m.imported.parent).chain(m.imported.child)),
+        );
         materialize_keys(&tx, &self.settings.params, touched)?;
         {
             let mut pos_stmt = tx.prepare(

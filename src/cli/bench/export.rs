@@ -53,12 +53,15 @@ pub struct ExportBenchArgs {
     pub dir: Option<PathBuf>,
 }
 
+/// Builds the peer's command from our export and the peer's output.
+type PeerCommand = Box<dyn Fn(&Path, &Path) -> Command>;
+
 /// The peer's side of one format: what it does, and the command that does
 /// it given our export `ours` and its output `out`.
 struct Peer {
     what: &'static str,
     extension: &'static str,
-    command: Box<dyn Fn(&Path, &Path) -> Command>,
+    command: PeerCommand,
 }
 
 /// The peer task of each format.
