@@ -16,8 +16,8 @@
 //! |---|---|
 //! | 0, 1 | from and to square, 0 = a1 .. 63 = h8 (castling is the king's move, e1g1) |
 //! | 2 | promotion: 0 none, else 0x80 + 1 rook, 2 knight, 3 bishop, 4 queen |
-//! | 3 | priority, 0 (never play) .. 9 (best) |
-//! | 4..16 | games with the move, won and lost by the side that made it (`u32` each) |
+//! | 3 | priority, 0 ("bad") .. 9 ("best"), as `jja` documents it |
+//! | 4..16 | games with the move, won and lost (`u32` each) |
 //! | 16..20 | flags (1 or 0x01000000: deleted) |
 //! | 20..24 | the index of the first reply (the sibling chain of the next position) |
 //! | 24..28 | the index of the next alternative in this position |
@@ -54,19 +54,22 @@
 //! the selection has a few hundred thousand moves.
 //!
 //! The priority holds the `--weights` weight relative to the position's
-//! heaviest move, `round(9 w / w_max)`, at least 1: Arena and `jja` read a
-//! priority of 0 as "bad move, do not play" (and `jja` then weighs the move
-//! by its statistics instead), and 9 is "best"; `jja` turns a priority into
-//! the Polyglot weight `2500 × priority`. The games, won and lost fields
-//! carry the move's game counts from the side that played it. The header
-//! asks Arena to choose by priority alone (priority slider 10, games and
-//! win-percentage sliders 0).
+//! heaviest move, `round(9 w / w_max)`, at least 1: 0 is "bad" (and `jja`
+//! then weighs the move by its statistics instead), 9 "best"; `jja` turns a
+//! priority into the Polyglot weight `2500 × priority`. The games, won and
+//! lost fields carry the move's game counts, won and lost by the side that
+//! made the move (`jja`'s comments say "for White"; it only uses won - lost
+//! as a fallback weight, where the side's own wins are what a weight
+//! means). The header's sliders are set to choose by priority alone
+//! (priority 10, games and win percentage 0); Arena itself does not run
+//! here, so that reading of its sliders is unchecked.
 //!
 //! # Import
 //!
 //! The whole file is read and checked first (signature, size, every index
 //! in range, no sibling chain that loops, every move legal in the position
-//! the tree gives it, won + lost <= games); only then is anything stored,
+//! the tree gives it, won + lost <= games, games that add up in 32 bits);
+//! only then is anything stored,
 //! in one transaction. A position's moves met on several paths (a
 //! transposition, or a shared subtree) are merged as `jja` merges them: the
 //! statistics of the copy with the most games, the highest priority.
