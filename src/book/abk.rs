@@ -111,7 +111,7 @@ const NONE: u32 = u32::MAX;
 /// The highest priority, Arena's "best move".
 pub const MAX_PRIORITY: u8 = 9;
 /// Copies of transposed positions' moves stop when the tree has this many
-/// times the selection's moves (see the module doc).
+/// times the moves of the selection it reaches (see the module doc).
 pub const COPY_FACTOR: usize = 4;
 /// The most games an imported book's moves may count in all: a position
 /// gets at most the games into it plus the games of its moves, and the
@@ -427,13 +427,39 @@ fn file_index(i: usize) -> u32 {
     ROOT + i as u32
 }
 
+/// The selected moves of the positions reached from the start position
+/// through selected moves.
+fn reachable_moves(selection: &KeyMap<Key, Vec<SelectedMove>>) -> usize {
+    let start = Chess::default();
+    let mut seen: KeySet<Key> = KeySet::default();
+    seen.insert(polyglot_key(&start));
+    let mut queue = VecDeque::from([start]);
+    let mut count = 0;
+    while let Some(pos) = queue.pop_front() {
+        let Some(moves) = selection.get(&polyglot_key(&pos)) else {
+            continue;
+        };
+        for m in moves.iter().filter_map(|s| s.mv.to_move(&pos)) {
+            count += 1;
+            let mut next = pos.clone();
+            next.play_unchecked(m);
+            if seen.insert(polyglot_key(&next)) {
+                queue.push_back(next);
+            }
+        }
+    }
+    count
+}
+
 /// Lays the selection out as a tree from the start position, breadth
 /// first, each position's moves one contiguous sibling chain (see the
 /// module doc for transpositions and repetitions). With `side` White or
 /// Black, the other side's moves are written with priority 0.
 pub fn build_tree(selected: Vec<SelectedMove>, side: SideToMove) -> Result<Tree> {
-    let budget = COPY_FACTOR * selected.len();
     let selection = by_position(selected);
+    // The budget counts the moves the tree can reach, so that the same
+    // reachable selection always gives the same file.
+    let budget = COPY_FACTOR * reachable_moves(&selection);
     let mut tree = Tree::default();
     let start = Chess::default();
     let start_key = polyglot_key(&start);
