@@ -951,3 +951,73 @@ pub fn store(book: &mut Book, abk: &AbkBook) -> Result<ImportSummary> {
         unreached: abk.unreached,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn priorities_scale_to_the_heaviest_move_and_never_reach_zero() {
+        assert_eq!(priority(100, 100), 9);
+        assert_eq!(priority(50, 100), 5); // 4.5 rounds up
+        assert_eq!(priority(1, 65535), 1);
+        assert_eq!(priority(65535, 65535), 9);
+        assert_eq!(priority(5, 0), 1);
+        assert_eq!(priority_weight(9), 22_500);
+    }
+
+    #[test]
+    fn promotion_bytes_read_back_in_every_form() {
+        for role in [
+            None,
+            Some(Role::Rook),
+            Some(Role::Knight),
+            Some(Role::Bishop),
+            Some(Role::Queen),
+        ] {
+            assert_eq!(promotion_role(promotion_byte(role)), Ok(role));
+        }
+        assert_eq!(promotion_role(4), Ok(Some(Role::Queen)));
+        assert_eq!(promotion_role(0xFC), Ok(Some(Role::Queen))); // -4
+        assert_eq!(promotion_role(0xFF), Ok(Some(Role::Rook))); // -1
+        assert_eq!(promotion_role(5), Err(5));
+        assert_eq!(promotion_role(0x85), Err(0x85));
+    }
+
+    #[test]
+    fn entries_and_headers_read_back() {
+        let e = RawEntry {
+            from: 12,
+            to: 28,
+            promotion: 0,
+            priority: 9,
+            games: 7,
+            won: 3,
+            lost: 1,
+            flags: 0,
+            next_move: 901,
+            next_sibling: NONE,
+        };
+        assert_eq!(RawEntry::decode(&e.encode()), e);
+        let h = Header {
+            comment: "é".repeat(100), // 200 bytes: cut at a character boundary
+            author: "learnbook".into(),
+            book_depth: 40,
+            book_moves: 3,
+            use_book_half_move: 40,
+            ..Header::default()
+        };
+        let back = Header::decode(&h.encode());
+        assert_eq!(back.comment, "é".repeat(60));
+        assert_eq!(back.author, "learnbook");
+        assert_eq!((back.book_depth, back.book_moves), (40, 3));
+    }
+
+    #[test]
+    fn an_empty_book_reads_as_no_moves() {
+        let mut bytes = Header::default().encode().to_vec();
+        bytes.resize(ENTRIES_START, 0);
+        let book = read(&bytes).expect("read");
+        assert!(book.moves.is_empty());
+    }
+}
