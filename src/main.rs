@@ -5,7 +5,7 @@ use std::{
     process::ExitCode,
 };
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use learnbook::book::{
     self,
@@ -449,9 +449,21 @@ struct ReevaluateArgs {
 struct ExportArgs {
     #[command(flatten)]
     book: BookArg,
-    /// The Polyglot book to write.
+    /// The book to write: OUT.bin (Polyglot), OUT.abk (Arena), OUT.exp (BrainLearn
+    /// experience) or OUT.pgn (the book's lines), the format from the extension.
+    #[arg(
+        long,
+        value_name = "FILE",
+        required_unless_present = "polyglot",
+        conflicts_with = "polyglot"
+    )]
+    out: Option<PathBuf>,
+    /// The format of --out: bin, abk, exp or pgn (default: from its extension).
+    #[arg(long, requires = "out")]
+    format: Option<book::formats::BookFormat>,
+    /// The Polyglot book to write (as --out OUT.bin).
     #[arg(long, value_name = "OUT.bin")]
-    polyglot: PathBuf,
+    polyglot: Option<PathBuf>,
     /// value, games, polyglot (as polyglot make-book) or imported.
     #[arg(long, default_value = "value")]
     weights: WeightMode,
@@ -464,6 +476,9 @@ struct ExportArgs {
     /// Leave out the engine moves `grow` added (kept by --weights value, by their value).
     #[arg(long)]
     no_engine_moves: bool,
+    /// Keep only the moves of positions where this side is to move.
+    #[arg(long, value_enum, default_value = "both")]
+    side: cli::args::SideToMove,
 }
 
 /// Arguments of `learnbook suite`.
@@ -525,9 +540,21 @@ struct SuiteArgs {
 struct ImportArgs {
     #[command(flatten)]
     book: BookArg,
-    /// The Polyglot book to read.
+    /// The book to read: IN.bin (Polyglot), IN.abk (Arena) or IN.exp (BrainLearn
+    /// experience), the format from the extension.
+    #[arg(
+        long = "in",
+        value_name = "FILE",
+        required_unless_present = "polyglot",
+        conflicts_with = "polyglot"
+    )]
+    input: Option<PathBuf>,
+    /// The format of --in: bin, abk or exp (default: from its extension).
+    #[arg(long, requires = "input")]
+    format: Option<book::formats::BookFormat>,
+    /// The Polyglot book to read (as --in IN.bin).
     #[arg(long, value_name = "IN.bin")]
-    polyglot: PathBuf,
+    polyglot: Option<PathBuf>,
 }
 
 /// Arguments of `learnbook choose`.
@@ -1192,26 +1219,48 @@ impl ReevaluateArgs {
 
 impl ExportArgs {
     fn run(self) -> Result<ExitCode> {
+        use book::formats::BookFormat;
         let ExportArgs {
             book,
+            out,
+            format,
             polyglot,
             weights,
             min_games,
             max_ply,
             no_engine_moves,
+            side,
         } = self;
+        let (out, format) = match (out, polyglot) {
+            (Some(out), _) => {
+                let format = BookFormat::resolve(format, &out)?;
+                (out, format)
+            }
+            (None, Some(p)) => (p, BookFormat::Bin),
+            (None, None) => bail!("give --out FILE (or --polyglot OUT.bin)"),
+        };
         let b = Book::open(&book.book)?;
-        let n = book::polyglot::export(
-            &b,
-            &polyglot,
-            &ExportOptions {
-                weights,
-                min_games,
-                max_ply,
-                engine_moves: !no_engine_moves,
-            },
-        )?;
-        println!("wrote {n} entries to {}", polyglot.display());
+        let opts = ExportOptions {
+            weights,
+            min_games,
+            max_ply,
+            engine_moves: !no_engine_moves,
+            side: side.into(),
+        };
+        let (n, what) = match format {
+            BookFormat::Bin => (book::polyglot::export(&b, &out, &opts)?, "entries"),
+            BookFormat::Abk => {
+                let s = book::abk::export(&b, &out, &opts)?;
+                println!(
+                    "{} moves in a tree of {} entries, {} plies deep ({} entries copy transposed positions' moves, {} moves left without replies that are elsewhere, {} selected moves not reached from the start position)",
+                    s.moves, s.entries, s.depth, s.copies, s.leaves, s.unreached
+                );
+                (s.entries, "entries")
+            }
+            BookFormat::Exp => (book::experience::export(&b, &out, &opts)?, "entries"),
+            BookFormat::Pgn => (book::pgn_tree::export(&b, &out, &opts)?, "lines"),
+        };
+        println!("wrote {n} {what} to {}", out.display());
         Ok(ExitCode::SUCCESS)
     }
 }
@@ -1269,13 +1318,50 @@ impl SuiteArgs {
 
 impl ImportArgs {
     fn run(self) -> Result<ExitCode> {
-        let ImportArgs { book, polyglot } = self;
+        use book::formats::BookFormat;
+        let ImportArgs {
+            book,
+            input,
+            format,
+            polyglot,
+        } = self;
+        let (input, format) = match (input, polyglot) {
+            (Some(i), _) => {
+                let format = BookFormat::resolve(format, &i)?;
+                (i, format)
+            }
+            (None, Some(p)) => (p, BookFormat::Bin),
+            (None, None) => bail!("give --in FILE (or --polyglot IN.bin)"),
+        };
+        // An ABK book is read and checked whole before the book is opened
+        // (or created): a bad file changes nothing.
+        let abk = match format {
+            BookFormat::Abk => Some(book::abk::read_file(&input)?),
+            _ => None,
+        };
         let mut b = Book::open_or_create(&book.book, BookSettings::default())?;
-        let s = book::polyglot::import(&mut b, &polyglot)?;
-        println!(
-            "imported {} entries ({} reached from the start position, {} illegal there)",
-            s.entries, s.reached, s.illegal
-        );
+        match format {
+            BookFormat::Bin => {
+                let s = book::polyglot::import(&mut b, &input)?;
+                println!(
+                    "imported {} entries ({} reached from the start position, {} illegal there)",
+                    s.entries, s.reached, s.illegal
+                );
+            }
+            BookFormat::Abk => {
+                let abk = abk.context("the ABK book was read above")?;
+                let s = book::abk::store(&mut b, &abk)?;
+                println!(
+                    "imported {} moves of {} positions from {} entries of {} ({} deleted or empty skipped, {} not reached from the start position)",
+                    s.moves, s.positions, s.entries, input.display(), s.void, s.unreached
+                );
+            }
+            BookFormat::Exp => {
+                let n = book::experience::import(&mut b, &input)?;
+                println!("imported {n} entries from {}", input.display());
+            }
+            BookFormat::Pgn => bail!("import reads bin, abk or exp; PGN games are read by `build`"),
+        }
         Ok(ExitCode::SUCCESS)
     }
 }

@@ -586,6 +586,7 @@ fn polyglot_seed() -> &'static [u8] {
             min_games: 2,
             max_ply: None,
             engine_moves: true,
+            side: learnbook::book::suite::SideToMove::Both,
         };
         let mut entries = export_entries(&book, &opts).expect("export");
         let path = dir.join("seed.bin");
@@ -1629,4 +1630,159 @@ fn serve_query_errors_are_one_line_and_name_the_problem() {
 fn the_answers_fen_keeps_a_pseudo_legal_en_passant_square() {
     let q = b"fen=r1bq1br1/pp2p1pp/n1p1kp1n/2P5/NP2p3/B2P3N/P3QPPP/R3KB1R+w+KQ+-+0+14&play=f2f4";
     assert_eq!(run_serve_query(q.to_vec()), Ok(Vec::new()));
+}
+
+// -------------------------------------------------------------------- ABK
+
+/// A real ABK book: the sample's games to ply 10, moves played twice, as
+/// `export --format abk` writes it.
+fn abk_seed() -> &'static [u8] {
+    static ABK: OnceLock<Vec<u8>> = OnceLock::new();
+    ABK.get_or_init(|| {
+        let scratch = scratch();
+        let dir = scratch.path();
+        let settings = BookSettings {
+            max_ply: 10,
+            ..BookSettings::default()
+        };
+        let mut book = Book::open_or_create(&dir.join("seed.sqlite"), settings).expect("book");
+        let filter = Filter {
+            max_ply: 10,
+            min_elo: None,
+            allow_duplicates: false,
+            no_tails: false,
+        };
+        build(&mut book, vec![common::sample()], &filter).expect("build");
+        let opts = ExportOptions {
+            weights: WeightMode::Games,
+            min_games: 2,
+            max_ply: None,
+            engine_moves: true,
+            side: learnbook::book::suite::SideToMove::Both,
+        };
+        let path = dir.join("seed.abk");
+        learnbook::book::abk::export(&book, &path, &opts).expect("export");
+        std::fs::read(&path).expect("read")
+    })
+}
+
+/// Values that hit an ABK field's edges: none, zero, the root, just past
+/// the end, the largest.
+fn abk_word(rng: &mut StdRng, entries: u32) -> u32 {
+    let root = learnbook::book::abk::ROOT;
+    match rng.random_range(0..8) {
+        0 => u32::MAX,
+        1 => 0,
+        2 => root,
+        3 => root + entries,
+        4 => root + entries.saturating_sub(1),
+        5 => rng.random_range(root..root + entries.max(1)),
+        6 => rng.random_range(0..root),
+        _ => rng.random(),
+    }
+}
+
+fn gen_abk(rng: &mut StdRng) -> Vec<u8> {
+    use learnbook::book::abk::{ENTRIES_START, ENTRY_LEN};
+    let seed = abk_seed();
+    match rng.random_range(0..8) {
+        0 => random_bytes(rng, 1024),
+        1 => {
+            // The header area kept, random entries after it.
+            let mut v = seed[..ENTRIES_START].to_vec();
+            v.extend(random_bytes(rng, 4096));
+            v
+        }
+        2 => mutate(rng, seed, &[], &[b"\x03ABK", b"\xff\xff\xff\xff"]),
+        _ => {
+            // Whole entries kept, a field of a few replaced, the file cut at
+            // an entry: the file still reads up to the tree's checks.
+            let mut v = seed.to_vec();
+            let n = ((v.len() - ENTRIES_START) / ENTRY_LEN) as u32;
+            for _ in 0..rng.random_range(1..=4) {
+                let i = ENTRIES_START + ENTRY_LEN * rng.random_range(0..n.max(1)) as usize;
+                if i + ENTRY_LEN > v.len() {
+                    continue;
+                }
+                let e = &mut v[i..i + ENTRY_LEN];
+                match rng.random_range(0..8) {
+                    0 => e[0] = rng.random_range(0..70),
+                    1 => e[1] = rng.random_range(0..70),
+                    2 => e[2] = [0u8, 1, 4, 0x81, 0x84, 0x85, 0xfc, 0xff][rng.random_range(0..8)],
+                    3 => e[3] = rng.random(),
+                    4 => {
+                        let f = 4 + 4 * rng.random_range(0..3);
+                        e[f..f + 4].copy_from_slice(&rng.random::<u32>().to_le_bytes());
+                    }
+                    5 => e[16..20].copy_from_slice(
+                        &[0u32, 1, 0x0100_0000, 7][rng.random_range(0..4)].to_le_bytes(),
+                    ),
+                    6 => e[20..24].copy_from_slice(&abk_word(rng, n).to_le_bytes()),
+                    _ => e[24..28].copy_from_slice(&abk_word(rng, n).to_le_bytes()),
+                }
+            }
+            if rng.random_range(0..4) == 0 {
+                let keep = rng.random_range(0..=n) as usize;
+                v.truncate(ENTRIES_START + keep * ENTRY_LEN);
+            }
+            v
+        }
+    }
+}
+
+fn run_abk(dir: &Path, bytes: Vec<u8>) -> CaseResult {
+    use learnbook::book::abk;
+    let file = dir.join("case.abk");
+    std::fs::write(&file, &bytes).map_err(|e| e.to_string())?;
+    let path = dir.join("case.sqlite");
+    for suffix in ["", "-wal", "-shm"] {
+        let mut p = path.clone().into_os_string();
+        p.push(suffix);
+        let _ = std::fs::remove_file(PathBuf::from(p));
+    }
+    let mut book =
+        Book::open_or_create(&path, BookSettings::default()).map_err(|e| format!("{e:#}"))?;
+    match abk::import(&mut book, &file) {
+        // Refused: nothing stored.
+        Err(e) => {
+            let mut moves = 0;
+            book.for_each_move(|_| moves += 1)
+                .map_err(|e| format!("{e:#}"))?;
+            if moves != 0 {
+                return Err(format!("a refused file left {moves} moves in the book"));
+            }
+            Ok(vec![format!("{e:#}")])
+        }
+        // Accepted: a consistent book whose every move is legal where it
+        // stands, with statistics that add up.
+        Ok(summary) => {
+            let report = check(&book).map_err(|e| format!("check failed: {e:#}"))?;
+            if !report.ok() {
+                return Err(format!(
+                    "import made an inconsistent book: {:?}",
+                    report.problems
+                ));
+            }
+            let mut moves = 0;
+            book.for_each_move(|_| moves += 1)
+                .map_err(|e| format!("{e:#}"))?;
+            if moves != summary.moves {
+                return Err(format!(
+                    "import says {} moves, the book has {moves}",
+                    summary.moves
+                ));
+            }
+            Ok(Vec::new())
+        }
+    }
+}
+
+#[test]
+fn abk_books_survive_random_and_mutated_entries() {
+    // Dropped (removed) when the test ends.
+    let dir = scratch();
+    let path = dir.path().to_path_buf();
+    fuzz("abk", 300, Duration::from_secs(60), gen_abk, move |bytes| {
+        run_abk(&path, bytes)
+    });
 }

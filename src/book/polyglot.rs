@@ -17,8 +17,10 @@ use shakmaty::{CastlingMode, Chess, Position};
 
 use super::db::import::ImportedMove;
 use super::db::Book;
+use super::ingest::Counts;
 use super::keys::{polyglot_key, Key, KeyMap, MoveCode};
 use super::minimax::{self, option_weights};
+use super::suite::SideToMove;
 use crate::atomic_file;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -68,6 +70,24 @@ pub struct ExportOptions {
     pub max_ply: Option<u32>,
     /// Keep `grow`'s engine moves (no games; weighed by value only).
     pub engine_moves: bool,
+    /// Keep only the moves of positions where this side is to move
+    /// (`--side`). The side is the parity of the position's depth, so with
+    /// `White` or `Black` a move whose position has no known depth (one
+    /// imported off the tree from the start position) is left out.
+    pub side: SideToMove,
+}
+
+impl ExportOptions {
+    /// Whether `--side` keeps the moves of a position at `depth` plies from
+    /// the start (even: White to move).
+    pub fn keeps_side(&self, depth: Option<u32>) -> bool {
+        match (self.side, depth) {
+            (SideToMove::Both, _) => true,
+            (SideToMove::White, Some(d)) => d % 2 == 0,
+            (SideToMove::Black, Some(d)) => d % 2 == 1,
+            (_, None) => false,
+        }
+    }
 }
 
 pub fn read_bin(path: &Path) -> Result<Vec<Entry>> {
@@ -207,8 +227,25 @@ fn value_weights(book: &Book) -> Result<KeyMap<(Key, u16), u16>> {
     Ok(out)
 }
 
-/// The entries an export would write.
-pub fn export_entries(book: &Book, opts: &ExportOptions) -> Result<Vec<Entry>> {
+/// A move an export writes: the selection every format shares (`--weights`,
+/// `--min-games`, `--max-ply`, `--side`, engine moves), with what the
+/// formats other than Polyglot also need.
+#[derive(Copy, Clone, Debug)]
+pub struct SelectedMove {
+    /// The position the move is played from.
+    pub parent: Key,
+    pub mv: MoveCode,
+    /// The weight `--weights` gives it (never 0: weightless moves are not
+    /// selected).
+    pub weight: u16,
+    /// The games with the move (White's wins, draws, Black's wins).
+    pub counts: Counts,
+    /// Plies from the start position to `parent`, where known.
+    pub parent_depth: Option<u32>,
+}
+
+/// The moves an export writes, with their weights, in no particular order.
+pub fn select_moves(book: &Book, opts: &ExportOptions) -> Result<Vec<SelectedMove>> {
     let value_weights = match opts.weights {
         WeightMode::Value => value_weights(book)?,
         _ => KeyMap::default(),
@@ -223,6 +260,9 @@ pub fn export_entries(book: &Book, opts: &ExportOptions) -> Result<Vec<Entry>> {
             if dp >= max {
                 return;
             }
+        }
+        if !opts.keeps_side(depth) {
+            return;
         }
         let weight: u32 = match opts.weights {
             WeightMode::Imported => m.weight.unwrap_or(0),
@@ -243,15 +283,29 @@ pub fn export_entries(book: &Book, opts: &ExportOptions) -> Result<Vec<Entry>> {
             _ => games >= opts.min_games,
         };
         if enough && weight > 0 {
-            out.push(Entry {
-                key,
-                mv,
-                weight: weight as u16,
-                learn: 0,
+            out.push(SelectedMove {
+                parent: key,
+                mv: m.mv,
+                weight: weight.min(65535) as u16,
+                counts: m.counts,
+                parent_depth: depth,
             });
         }
     })?;
     Ok(out)
+}
+
+/// The entries an export would write.
+pub fn export_entries(book: &Book, opts: &ExportOptions) -> Result<Vec<Entry>> {
+    Ok(select_moves(book, opts)?
+        .into_iter()
+        .map(|m| Entry {
+            key: m.parent,
+            mv: m.mv.0,
+            weight: m.weight,
+            learn: 0,
+        })
+        .collect())
 }
 
 /// `export --polyglot`: returns the number of entries written.

@@ -1,4 +1,4 @@
-//! Moves of a Polyglot book added to a book (`import --polyglot`).
+//! Moves of a Polyglot or Arena book added to a book (`import`).
 
 use anyhow::Result;
 use rusqlite::params;
@@ -6,6 +6,7 @@ use rusqlite::params;
 use super::book::Book;
 use super::graph::{link_parent, reevaluate_all};
 use super::tails::materialize_keys;
+use crate::book::ingest::Counts;
 use crate::book::keys::{Key, MoveCode};
 
 /// One Polyglot entry as a book move.
@@ -61,5 +62,97 @@ impl Book {
         reevaluate_all(&tx, &self.settings.params)?;
         tx.commit()?;
         Ok(())
+    }
+}
+
+/// A position of an imported book that carries game counts (Arena's `.abk`).
+#[derive(Clone, Copy, Debug)]
+pub struct CountedPosition {
+    pub key: Key,
+    /// Plies from the start position (the book reached it from there).
+    pub depth: u32,
+    /// The games through it, as far as the imported book says.
+    pub counts: Counts,
+}
+
+/// An imported move with the games the imported book counted for it.
+#[derive(Clone, Debug)]
+pub struct CountedMove {
+    pub imported: ImportedMove,
+    pub counts: Counts,
+}
+
+impl Book {
+    /// As [`Book::add_imported`], for books that count games: a move gets
+    /// the imported counts where it has fewer games than they say, a
+    /// position the larger of its own and the imported counts, result by
+    /// result (an imported book's statistics were most likely counted from
+    /// games this book may have seen too: adding them would count those
+    /// games twice; the larger count is the one that loses nothing). Weights
+    /// add up as in [`Book::add_imported`]. One transaction.
+    pub fn add_imported_counted(
+        &mut self,
+        positions: &[CountedPosition],
+        moves: &[CountedMove],
+    ) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        let touched = positions.iter().map(|p| p.key).chain(
+            moves
+                .iter()
+                .flat_map(|m| std::iter::once(m.imported.parent).chain(m.imported.child)),
+        );
+        materialize_keys(&tx, &self.settings.params, touched)?;
+        {
+            let mut pos_stmt = tx.prepare(
+                "INSERT INTO positions(key, depth, white, draws, black) VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT(key) DO UPDATE SET
+                   depth = CASE WHEN depth IS NULL OR excluded.depth < depth THEN excluded.depth ELSE depth END,
+                   white = max(white, excluded.white),
+                   draws = max(draws, excluded.draws),
+                   black = max(black, excluded.black)",
+            )?;
+            for p in positions {
+                let c = p.counts;
+                pos_stmt.execute(params![p.key, p.depth, c.white, c.draws, c.black])?;
+            }
+            let mut mv_stmt = tx.prepare(
+                "INSERT INTO moves(parent, move, uci, child, weight, white, draws, black)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                 ON CONFLICT(parent, move) DO UPDATE SET
+                   weight = coalesce(weight, 0) + excluded.weight,
+                   child = coalesce(child, excluded.child),
+                   white = CASE WHEN excluded.white + excluded.draws + excluded.black > white + draws + black THEN excluded.white ELSE white END,
+                   draws = CASE WHEN excluded.white + excluded.draws + excluded.black > white + draws + black THEN excluded.draws ELSE draws END,
+                   black = CASE WHEN excluded.white + excluded.draws + excluded.black > white + draws + black THEN excluded.black ELSE black END",
+            )?;
+            for m in moves {
+                let (i, c) = (&m.imported, m.counts);
+                mv_stmt.execute(params![
+                    i.parent, i.mv.0, i.uci, i.child, i.weight, c.white, c.draws, c.black
+                ])?;
+                if let Some(child) = i.child {
+                    link_parent(&tx, i.parent, child)?;
+                }
+            }
+        }
+        // The counts have no games behind them: `check` then cannot hold
+        // the tree's games to the games table.
+        tx.execute(
+            "INSERT OR REPLACE INTO meta(key, value) VALUES ('imported_counts', 'abk')",
+            [],
+        )?;
+        reevaluate_all(&tx, &self.settings.params)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Whether game counts were imported (from an ABK book) without their
+    /// games.
+    pub fn has_imported_counts(&self) -> Result<bool> {
+        Ok(self.conn.query_row(
+            "SELECT count(*) FROM meta WHERE key = 'imported_counts'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )? > 0)
     }
 }

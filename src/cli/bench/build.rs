@@ -13,12 +13,12 @@ use learnbook::book::ingest::{open_input, Filter};
 use super::{median, tempfile_dir};
 
 /// Wall time and peak resident memory of a child process.
-struct Measured {
-    seconds: f64,
-    max_rss_mb: f64,
+pub(super) struct Measured {
+    pub(super) seconds: f64,
+    pub(super) max_rss_mb: f64,
 }
 
-fn measure(cmd: &mut Command) -> Result<Measured> {
+pub(super) fn measure(cmd: &mut Command) -> Result<Measured> {
     let start = Instant::now();
     let child = cmd
         .stdout(Stdio::null())

@@ -11,6 +11,7 @@ use clap::{Args, Subcommand};
 
 mod book;
 mod build;
+mod export;
 mod games;
 mod multipv;
 mod search;
@@ -116,6 +117,9 @@ pub enum BenchCommand {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
+    /// `export` to a GUI's format (--format abk) against jja writing the same format, best of
+    /// --runs, as a ratio, with the files' sizes.
+    Export(export::ExportBenchArgs),
     /// Realistic games at any scale for `build`/`merge` benchmarks: the first plies follow a
     /// book (moves drawn by their games) while it knows the position, then random legal moves
     /// up to --max-ply; results in the proportions of the book's start. Seeded: the same
@@ -467,6 +471,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             polyglot,
             dir,
         } => bench_build(&pgn, max_ply, min_game, runs, &polyglot, dir),
+        BenchCommand::Export(args) => export::bench_export(args),
         BenchCommand::Learn {
             book,
             games,
