@@ -470,12 +470,15 @@ struct ExportArgs {
     /// Keep moves played in at least N games.
     #[arg(long, default_value_t = 1)]
     min_games: u32,
-    /// Keep moves of positions before this ply.
+    /// Keep moves of positions before this ply (PGN: 12 unless given).
     #[arg(long)]
     max_ply: Option<u32>,
     /// Leave out the engine moves `grow` added (kept by --weights value, by their value).
     #[arg(long)]
     no_engine_moves: bool,
+    /// PGN: one game a line instead of one game with variations.
+    #[arg(long)]
+    pgn_lines: bool,
 }
 
 /// Arguments of `learnbook suite`.
@@ -1222,6 +1225,7 @@ impl ExportArgs {
             min_games,
             max_ply,
             no_engine_moves,
+            pgn_lines,
         } = self;
         let (out, format) = match (out, polyglot) {
             (Some(out), _) => {
@@ -1230,6 +1234,14 @@ impl ExportArgs {
             }
             (None, Some(p)) => (p, BookFormat::Bin),
             (None, None) => bail!("give --out FILE (or --polyglot OUT.bin)"),
+        };
+        if pgn_lines && format != BookFormat::Pgn {
+            bail!("--pgn-lines is for PGN: give --format pgn or an OUT.pgn");
+        }
+        let layout = if pgn_lines {
+            book::pgn_tree::Layout::Lines
+        } else {
+            book::pgn_tree::Layout::Tree
         };
         let b = Book::open(&book.book)?;
         let opts = ExportOptions {
@@ -1242,7 +1254,7 @@ impl ExportArgs {
             BookFormat::Bin => (book::polyglot::export(&b, &out, &opts)?, "entries"),
             BookFormat::Abk => (book::abk::export(&b, &out, &opts)?, "moves"),
             BookFormat::Exp => (book::experience::export(&b, &out, &opts)?, "entries"),
-            BookFormat::Pgn => (book::pgn_tree::export(&b, &out, &opts)?, "lines"),
+            BookFormat::Pgn => (book::pgn_tree::export(&b, &out, &opts, layout)?, "lines"),
         };
         println!("wrote {n} {what} to {}", out.display());
         Ok(ExitCode::SUCCESS)
