@@ -77,9 +77,7 @@ pub enum Layout {
 
 /// A position reached within the ply limit.
 struct Node {
-    /// The smallest ply at which the selected moves reach it.
-    ply: u32,
-    /// The move that first reaches it at that ply (`None`: the start).
+    /// The move that first reaches it at its smallest ply (`None`: the start).
     via: Option<(Key, MoveCode)>,
     /// Its selected legal moves with their weights, heaviest first; empty
     /// at the ply limit.
@@ -120,7 +118,6 @@ impl Plan {
         nodes.insert(
             root,
             Node {
-                ply: 0,
                 via: None,
                 moves: Vec::new(),
             },
@@ -141,7 +138,6 @@ impl Plan {
                     edges += 1;
                     if let hash_map::Entry::Vacant(v) = nodes.entry(polyglot_key(&child)) {
                         v.insert(Node {
-                            ply: ply + 1,
                             via: Some((key, mv)),
                             moves: Vec::new(),
                         });

@@ -58,7 +58,7 @@ with chess.polyglot.open_reader(bin_path) as reader:
 print(f"expected lines: {e_count - continued}")
 print(f"bin edges: {len(edges)}")
 
-COUNTS = re.compile(r"^(\d+) games?, \+(\d+) =(\d+) -(\d+)")
+COUNTS = re.compile(r"^(\d+)\s+games?,\s+\+(\d+)\s+=(\d+)\s+-(\d+)")
 stats = {"errors": 0, "games": 0, "lines": 0, "deepest": 0, "order": 0, "repeated": 0}
 written = set()
 comments = []
@@ -105,6 +105,7 @@ with open(pgn_path, encoding="utf-8") as f:
 
 for k, v in stats.items():
     print(f"{k}: {v}")
-print(f"missing edges: {len(edges - written)}, extra edges: {len(written - edges)}")
+print(f"missing edges: {len(edges - written)}")
+print(f"extra edges: {len(written - edges)}")
 for c in comments:
     print("C " + " ".join(str(x) for x in c))
