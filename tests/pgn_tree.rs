@@ -47,10 +47,6 @@ impl Check {
             .and_then(|v| v.parse().ok())
             .unwrap_or_else(|| panic!("no {key:?} in {:?}", self.figures))
     }
-
-    fn text(&self, key: &str) -> &str {
-        self.figures.get(key).map_or("", String::as_str)
-    }
 }
 
 fn python_check(pgn: &Path, bin: &Path, max_ply: u32, layout: &str) -> Check {
@@ -132,18 +128,12 @@ fn assert_pgn_extract_reads(pgn: &Path, dir: &Path, games: usize) {
         "pgn-extract failed: {diagnostics}{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    let read: usize = diagnostics
-        .lines()
-        .find_map(|l| l.strip_suffix(" games matched out of").or(l.split(" games matched").next()))
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or(usize::MAX);
     let extracted = std::fs::read_to_string(&out_pgn).expect("extracted");
     let written = extracted.matches("[Event ").count();
     assert_eq!(written, games, "pgn-extract wrote {written}: {diagnostics}");
-    assert!(read == games || read == usize::MAX, "{diagnostics}");
-    for bad in ["Failed", "rror", "llegal", "nknown", "issing"] {
-        assert!(!diagnostics.contains(bad), "pgn-extract: {diagnostics}");
-    }
+    // It is silent about a file it reads whole ("Failed to make move...",
+    // "Missing end of a nested comment." otherwise).
+    assert!(diagnostics.trim().is_empty(), "pgn-extract: {diagnostics}");
 }
 
 #[test]
@@ -172,7 +162,10 @@ fn the_tree_is_read_by_python_chess_with_the_books_lines_and_counts() {
     assert!(text.starts_with("[Event \"learnbook\"]\n[Site \"book.sqlite\"]\n"));
     // Words, whatever the line breaks.
     let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    assert!(text.contains("transposes to 1. "), "no transposition marked");
+    assert!(
+        text.contains("transposes to 1. "),
+        "no transposition marked"
+    );
     assert!(text.contains(", value "), "no value");
     assert!(text.contains(" $2 ") || text.contains(" $4 ") || text.contains(" $6 "));
     assert!(text.contains(&format!("max-ply 12; {lines} lines.")));
@@ -240,7 +233,7 @@ fn pgn_lines_is_for_pgn_only() {
         vec!["--polyglot", "x.bin", "--pgn-lines"],
     ] {
         let mut all = vec!["export", "--book", s(&book)];
-        all.extend(args.iter().map(|a| *a));
+        all.extend(args.iter().copied());
         let o = run(&all);
         assert_eq!(o.status.code(), Some(2), "{args:?}");
         let err = String::from_utf8_lossy(&o.stderr);
@@ -257,24 +250,27 @@ fn the_master_book_at_ply_8() {
     }
     let dir = TempDir::new().expect("tmp");
     let book = build(dir.path(), &shared().join("games/master-games.pgn.gz"));
-    let pgn = dir.path().join("master.pgn");
-    let bin = dir.path().join("master.bin");
-    let t = Instant::now();
-    let lines = export(&book, &pgn, &["--max-ply", "8"]);
-    let took = t.elapsed();
-    export(&book, &bin, &["--max-ply", "8"]);
-    let size = std::fs::metadata(&pgn).expect("pgn").len();
-    eprintln!(
-        "master book, --max-ply 8: {lines} lines, {size} bytes, {:.1} s",
-        took.as_secs_f64()
-    );
-    let c = python_check(&pgn, &bin, 8, "tree");
-    assert_eq!(c.get("games"), 1);
-    assert_eq!(c.get("repeated"), 0, "{:?}", c.figures);
-    assert_read_alike(&c, lines, 8);
-    assert!(lines > 10_000, "{lines}");
-    assert_eq!(c.comments.len(), c.get("bin edges"));
-    assert_counts_are_the_books(&book, &c);
-    assert!(c.text("errors") == "0");
-    assert_pgn_extract_reads(&pgn, dir.path(), 1);
+    // The book's choices, and every move played (a larger tree).
+    for (weights, at_least) in [("value", 1_000), ("games", 10_000)] {
+        let pgn = dir.path().join(format!("{weights}.pgn"));
+        let bin = dir.path().join(format!("{weights}.bin"));
+        let opts = ["--max-ply", "8", "--weights", weights];
+        let t = Instant::now();
+        let lines = export(&book, &pgn, &opts);
+        let took = t.elapsed();
+        export(&book, &bin, &opts);
+        let size = std::fs::metadata(&pgn).expect("pgn").len();
+        eprintln!(
+            "master book, --max-ply 8 --weights {weights}: {lines} lines, {size} bytes, {:.1} s",
+            took.as_secs_f64()
+        );
+        let c = python_check(&pgn, &bin, 8, "tree");
+        assert_eq!(c.get("games"), 1);
+        assert_eq!(c.get("repeated"), 0, "{:?}", c.figures);
+        assert_read_alike(&c, lines, 8);
+        assert!(lines > at_least, "{weights}: {lines}");
+        assert_eq!(c.comments.len(), c.get("bin edges"));
+        assert_counts_are_the_books(&book, &c);
+        assert_pgn_extract_reads(&pgn, dir.path(), 1);
+    }
 }

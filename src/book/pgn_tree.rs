@@ -124,7 +124,7 @@ impl Plan {
         );
         let (mut edges, mut continued) = (0usize, 0usize);
         let mut level = vec![start];
-        for ply in 0..max_ply {
+        for _ in 0..max_ply {
             let mut next = Vec::new();
             for pos in level {
                 let key = polyglot_key(&pos);
@@ -197,7 +197,7 @@ impl Plan {
         let mut words = Vec::new();
         for (ply, mv) in path.into_iter().rev().enumerate() {
             let m = mv.to_move(&pos)?;
-            if ply % 2 == 0 {
+            if ply.is_multiple_of(2) {
                 words.push(format!("{}.", ply / 2 + 1));
             }
             words.push(SanPlus::from_move_and_play_unchecked(&mut pos, m).to_string());
@@ -337,7 +337,7 @@ impl<W: Write> Writer<'_, W> {
     /// A move with its number where one is due, its NAG and comment.
     fn step(&mut self, step: &Step, ply: u32, open: &str) -> Result<()> {
         let n = ply / 2 + 1;
-        let first = if ply % 2 == 0 {
+        let first = if ply.is_multiple_of(2) {
             format!("{open}{n}.")
         } else if self.number {
             format!("{open}{n}...")
@@ -369,7 +369,7 @@ impl<W: Write> Writer<'_, W> {
     fn lines(&mut self, pos: &Chess, key: Key, ply: u32, path: &mut Vec<String>) -> Result<()> {
         for step in self.steps(pos, key)? {
             let len = path.len();
-            if ply % 2 == 0 {
+            if ply.is_multiple_of(2) {
                 path.push(format!("{}.", ply / 2 + 1));
             }
             path.push(step.san.clone());
@@ -454,6 +454,8 @@ fn comment(info: Option<&ExploredMove>, weight: u16) -> String {
         c.black
     );
     if let Some(v) = e.value {
+        // (+ 0.0: no "-0.00" for a value that rounds to 0.)
+        let v = (v * 100.0).round() / 100.0 + 0.0;
         s.push_str(&format!(", value {v:+.2}"));
     }
     if let Some(a) = &e.analysis {
