@@ -38,6 +38,8 @@ struct Check {
     figures: HashMap<String, String>,
     /// `(parent, child, games, white, draws, black)` of each comment with counts.
     comments: Vec<[u64; 6]>,
+    /// `(child, engine, depth, score)` of each comment with an analysis.
+    analyses: Vec<(u64, String, u32, String)>,
 }
 
 impl Check {
@@ -63,7 +65,21 @@ fn python_check(pgn: &Path, bin: &Path, max_ply: u32, layout: &str) -> Check {
     );
     let mut figures = HashMap::new();
     let mut comments = Vec::new();
+    let mut analyses = Vec::new();
     for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("A ") {
+            let v: Vec<&str> = rest.split(' ').collect();
+            let [_, child, engine, depth, score] = v[..] else {
+                panic!("{line}")
+            };
+            analyses.push((
+                child.parse().expect("key"),
+                engine.to_string(),
+                depth.parse().expect("depth"),
+                score.to_string(),
+            ));
+            continue;
+        }
         if let Some(rest) = line.strip_prefix("C ") {
             let v: Vec<u64> = rest
                 .split(' ')
@@ -74,7 +90,11 @@ fn python_check(pgn: &Path, bin: &Path, max_ply: u32, layout: &str) -> Check {
             figures.insert(k.to_string(), v.to_string());
         }
     }
-    Check { figures, comments }
+    Check {
+        figures,
+        comments,
+        analyses,
+    }
 }
 
 /// The checks both layouts pass: no error, every line within the ply
@@ -111,6 +131,24 @@ fn assert_counts_are_the_books(book: &Path, c: &Check) {
     }
 }
 
+/// The comments' analyses are the book's analyses of the positions after
+/// the moves, for the side that moved.
+fn assert_analyses_are_the_books(book: &Path, c: &Check) {
+    let b = learnbook::book::Book::open(book).expect("open");
+    for (child, engine, depth, score) in &c.analyses {
+        let a = b.analysis(Key(*child)).expect("read").expect("analysed");
+        assert_eq!(
+            (engine.as_str(), *depth, score.as_str()),
+            (
+                a.engine.as_str(),
+                a.depth,
+                learnbook::book::report::format_cp(-a.score).as_str()
+            ),
+            "{child:x}"
+        );
+    }
+}
+
 /// pgn-extract reads `pgn` without a diagnostic and writes `games` games.
 fn assert_pgn_extract_reads(pgn: &Path, dir: &Path, games: usize) {
     let out_pgn = dir.join("extracted.pgn");
@@ -143,6 +181,16 @@ fn the_tree_is_read_by_python_chess_with_the_books_lines_and_counts() {
     }
     let dir = TempDir::new().expect("tmp");
     let book = build(dir.path(), &sample());
+    // Searched positions: their scores go into the comments.
+    ok(&[
+        "analyze",
+        "--book",
+        s(&book),
+        "--nodes",
+        "2000",
+        "--min-games",
+        "40",
+    ]);
     let pgn = dir.path().join("book.pgn");
     let bin = dir.path().join("book.bin");
     // PGN's default ply limit is 12; the .bin is given it.
@@ -157,6 +205,8 @@ fn the_tree_is_read_by_python_chess_with_the_books_lines_and_counts() {
     // Every move carries its counts, and they are the book's.
     assert_eq!(c.comments.len(), c.get("bin edges"), "{:?}", c.figures);
     assert_counts_are_the_books(&book, &c);
+    assert!(c.analyses.len() > 50, "{} analyses", c.analyses.len());
+    assert_analyses_are_the_books(&book, &c);
     let text = std::fs::read_to_string(&pgn).expect("pgn");
     assert!(text.lines().all(|l| l.len() <= 80));
     assert!(text.starts_with("[Event \"learnbook\"]\n[Site \"book.sqlite\"]\n"));

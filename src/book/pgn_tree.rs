@@ -301,7 +301,7 @@ impl<W: Write> Writer<'_, W> {
         let start = Chess::default();
         self.tree(&start, self.plan.root, 0)?;
         self.out.word("*")?;
-        self.out.raw("\n\n")?;
+        self.out.raw("\n")?;
         Ok(())
     }
 
@@ -388,7 +388,7 @@ impl<W: Write> Writer<'_, W> {
                     self.out.comment(&step.comment)?;
                 }
                 self.out.word("*")?;
-                self.out.raw("\n\n")?;
+                self.out.raw("\n")?;
             }
             path.truncate(len);
         }

@@ -16,7 +16,8 @@ lines (tree: the leaves of the variation tree; lines: the games); the edges
 written; the order of each position's moves against the .bin's.
 
 Prints `key: value` lines, then one line per move comment that carries
-counts: `C parent child games white draws black` (Zobrist keys, unsigned).
+counts: `C parent child games white draws black` (Zobrist keys, unsigned),
+and one per comment with an analysis: `A parent child engine depth score`.
 """
 import re
 import sys
@@ -58,10 +59,13 @@ with chess.polyglot.open_reader(bin_path) as reader:
 print(f"expected lines: {e_count - continued}")
 print(f"bin edges: {len(edges)}")
 
+# The analysis of an engine whose name has no space (the tests' own).
+ANALYSIS = re.compile(r",\s+(\S+)\s+d(\d+)\s+([+-](?:\d+\.\d+|M\d+))(?:;|$)")
 COUNTS = re.compile(r"^(\d+)\s+games?,\s+\+(\d+)\s+=(\d+)\s+-(\d+)")
 stats = {"errors": 0, "games": 0, "lines": 0, "deepest": 0, "order": 0, "repeated": 0}
 written = set()
 comments = []
+analyses = []
 
 
 def visit(node, board, ply, in_tree):
@@ -84,6 +88,9 @@ def visit(node, board, ply, in_tree):
         m = COUNTS.match(v.comment)
         if m:
             comments.append((key, zobrist_hash(board)) + tuple(int(x) for x in m.groups()))
+        a = ANALYSIS.search(" ".join(v.comment.split()))
+        if a:
+            analyses.append((key, zobrist_hash(board)) + a.groups())
         visit(v, board, ply + 1, in_tree)
         board.pop()
 
@@ -109,3 +116,5 @@ print(f"missing edges: {len(edges - written)}")
 print(f"extra edges: {len(written - edges)}")
 for c in comments:
     print("C " + " ".join(str(x) for x in c))
+for a in analyses:
+    print("A " + " ".join(str(x) for x in a))
