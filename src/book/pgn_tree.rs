@@ -102,6 +102,8 @@ impl Plan {
             max_ply: Some(max_ply),
             ..opts.clone()
         };
+        // The one place the selection is made: whatever `export_entries`
+        // honours (the side to export, when it has one) the tree follows.
         let mut selected: KeyMap<Key, Vec<(MoveCode, u16)>> = KeyMap::default();
         for e in export_entries(book, &opts)? {
             selected
