@@ -470,7 +470,7 @@ struct ExportArgs {
     /// Keep moves played in at least N games.
     #[arg(long, default_value_t = 1)]
     min_games: u32,
-    /// Keep moves of positions before this ply.
+    /// Keep moves of positions before this ply (PGN: 12 unless given).
     #[arg(long)]
     max_ply: Option<u32>,
     /// Leave out engine moves: those `grow` added, and with --weights value the analysis's
@@ -480,6 +480,9 @@ struct ExportArgs {
     /// Keep only the moves of positions where this side is to move.
     #[arg(long, value_enum, default_value = "both")]
     side: cli::args::SideToMove,
+    /// PGN: one game a line instead of one game with variations.
+    #[arg(long)]
+    pgn_lines: bool,
 }
 
 /// Arguments of `learnbook suite`.
@@ -1231,6 +1234,7 @@ impl ExportArgs {
             max_ply,
             no_engine_moves,
             side,
+            pgn_lines,
         } = self;
         let (out, format) = match (out, polyglot) {
             (Some(out), _) => {
@@ -1239,6 +1243,14 @@ impl ExportArgs {
             }
             (None, Some(p)) => (p, BookFormat::Bin),
             (None, None) => bail!("give --out FILE (or --polyglot OUT.bin)"),
+        };
+        if pgn_lines && format != BookFormat::Pgn {
+            bail!("--pgn-lines is for PGN: give --format pgn or an OUT.pgn");
+        }
+        let layout = if pgn_lines {
+            book::pgn_tree::Layout::Lines
+        } else {
+            book::pgn_tree::Layout::Tree
         };
         let b = Book::open(&book.book)?;
         let opts = ExportOptions {
@@ -1259,7 +1271,7 @@ impl ExportArgs {
                 (s.entries, "entries")
             }
             BookFormat::Exp => (book::experience::export(&b, &out, &opts)?, "entries"),
-            BookFormat::Pgn => (book::pgn_tree::export(&b, &out, &opts)?, "lines"),
+            BookFormat::Pgn => (book::pgn_tree::export(&b, &out, &opts, layout)?, "lines"),
         };
         println!("wrote {n} {what} to {}", out.display());
         Ok(ExitCode::SUCCESS)

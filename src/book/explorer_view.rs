@@ -154,11 +154,19 @@ impl Explored {
 impl Book {
     /// The explorer's view of `pos`, read in one snapshot.
     pub fn explore(&self, pos: &Chess) -> Result<Explored> {
-        self.read_snapshot(|book| explore_in(book, pos))
+        self.read_snapshot(|book| explore_in(book, pos, true))
+    }
+
+    /// [`Book::explore`] without the games (no top games, no move's single
+    /// game): the moves with their counts, values and analysis, what the
+    /// PGN export writes for every position of a tree, without reading the
+    /// games' headers there.
+    pub fn explore_moves(&self, pos: &Chess) -> Result<Explored> {
+        self.read_snapshot(|book| explore_in(book, pos, false))
     }
 }
 
-fn explore_in(book: &Book, pos: &Chess) -> Result<Explored> {
+fn explore_in(book: &Book, pos: &Chess, with_games: bool) -> Result<Explored> {
     let key = polyglot_key(pos);
     let node = book.position(key)?;
     let Some(node) = node else {
@@ -171,7 +179,11 @@ fn explore_in(book: &Book, pos: &Chess) -> Result<Explored> {
     let weights = option_weights(&node, &choices, &params);
     let weight_of = |mv: Option<MoveCode>| weights.iter().find(|w| w.0 == mv).map_or(0.0, |w| w.1);
     let details = book.explorer_moves(key)?;
-    let top = book.top_entries(key)?;
+    let top = if with_games {
+        book.top_entries(key)?
+    } else {
+        Vec::new()
+    };
     let mut hashes: Vec<u64> = top.iter().map(|t| t.game).collect();
     hashes.sort_unstable();
     hashes.dedup();

@@ -1,13 +1,519 @@
-//! The book's lines as PGN: one game with variations, or one game a line.
+//! The book's lines as PGN: one game with variations (the tree), or one
+//! game a line (`--pgn-lines`), read by GUIs, databases, python-chess, Scid
+//! and pgn-extract (docs/FORMATS.md, `## PGN`).
+//!
+//! **Which moves.** Exactly the moves the Polyglot export selects with the
+//! same options ([`export_entries`]: weights, `--min-games`, engine moves,
+//! and whatever selection it grows), in the order a GUI ranks them: weight
+//! first (highest first), then move code, as [`super::polyglot::write_bin`]
+//! sorts a position's entries. The first is the main line, the others its
+//! variations.
+//!
+//! **The DAG as a tree.** Transpositions make the book a DAG, and unfolding
+//! it into every path multiplies each position by the number of ways to
+//! reach it: in a master book the paths to ply 12 outnumber its positions
+//! many times. So each position is written once: a breadth-first pass over
+//! the selected moves ([`Plan`]) gives every position reached within the ply
+//! limit its smallest ply and the first move that reaches it there (its
+//! `via` move); the position's moves are written after that move only.
+//! Every other move into it ends its line with `{...; transposes to 1. d4
+//! Nf6 2. c4}` (the via path). The file then holds each selected move of a
+//! position reached before the ply limit exactly once: its size grows with
+//! the selection, not with the number of paths, and it is the same set of
+//! moves whatever the order of writing.
+//!
+//! **Lines.** A line is a path from the start whose last move leads to a
+//! position that ends it: no selected move there, the ply limit, or a
+//! position written elsewhere (a transposition, or a repetition back to an
+//! earlier ply). Their number is `E - P`: `E` the selected moves of the
+//! positions reached before the limit, `P` those positions other than the
+//! start that have a selected move (each continues exactly one move into
+//! it). [`Plan::lines`] computes it before writing; the writer counts the
+//! lines it ends and fails if the two differ.
+//!
+//! **Depth.** `--max-ply` (default [`DEFAULT_MAX_PLY`] for PGN): moves are
+//! written from positions at most `max_ply - 1` plies deep, so a line has
+//! at most `max_ply` moves.
+//!
+//! **Memory.** The selection (as the Polyglot export holds it) and, for
+//! every position within the limit, its ply, via move and moves; the text
+//! is streamed to the file, the recursion is at most `max_ply` deep, and
+//! each position's moves, counts and analysis are read from the book when
+//! it is written ([`Book::explore_moves`], the explorer's model).
 
-use std::path::Path;
+use std::{collections::hash_map, io::Write, path::Path};
 
 use anyhow::{bail, Result};
+use shakmaty::{san::SanPlus, Chess, Position};
 
 use super::db::Book;
-use super::polyglot::ExportOptions;
+use super::explorer_view::ExploredMove;
+use super::keys::{polyglot_key, Key, KeyMap, MoveCode};
+use super::pgn_out::MovetextWriter;
+use super::polyglot::{export_entries, ExportOptions};
+use super::report::format_cp;
+use crate::atomic_file;
 
-/// `export --format pgn`: returns the number of lines written.
-pub fn export(_book: &Book, _path: &Path, _opts: &ExportOptions) -> Result<usize> {
-    bail!("PGN export is not built yet")
+/// `--max-ply` of a PGN export when none is given: 12 plies (six moves)
+/// keep the master book's file to tens of megabytes (docs/FORMATS.md).
+pub const DEFAULT_MAX_PLY: u32 = 12;
+
+/// NAG thresholds: how much worse a variation's value is than the main
+/// line's (the book's scale, -1..1, for the side that moves; 0.18 is about
+/// 100 centipawns): `$6` (?!) from 0.07, `$2` (?) from 0.15, `$4` (??)
+/// from 0.30. The main move gets `$1` (!) when every other move is at
+/// least [`MISTAKE`] worse.
+pub const DUBIOUS: f64 = 0.07;
+pub const MISTAKE: f64 = 0.15;
+pub const BLUNDER: f64 = 0.30;
+
+/// One game with variations, or one game a line.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum Layout {
+    #[default]
+    Tree,
+    Lines,
+}
+
+/// A position reached within the ply limit.
+struct Node {
+    /// The move that first reaches it at its smallest ply (`None`: the start).
+    via: Option<(Key, MoveCode)>,
+    /// Its selected legal moves with their weights, heaviest first; empty
+    /// at the ply limit.
+    moves: Vec<(MoveCode, u16)>,
+}
+
+/// The tree to write: every position the selected moves reach within the
+/// ply limit, where it is written, and the number of lines.
+pub struct Plan {
+    max_ply: u32,
+    root: Key,
+    nodes: KeyMap<Key, Node>,
+    lines: usize,
+}
+
+impl Plan {
+    /// The breadth-first pass over the moves [`export_entries`] selects
+    /// for `opts` (its `max_ply`, or [`DEFAULT_MAX_PLY`]).
+    pub fn new(book: &Book, opts: &ExportOptions) -> Result<Plan> {
+        let max_ply = opts.max_ply.unwrap_or(DEFAULT_MAX_PLY);
+        let opts = ExportOptions {
+            max_ply: Some(max_ply),
+            ..opts.clone()
+        };
+        // The one place the selection is made: whatever `export_entries`
+        // honours (the side to export, when it has one) the tree follows.
+        let mut selected: KeyMap<Key, Vec<(MoveCode, u16)>> = KeyMap::default();
+        for e in export_entries(book, &opts)? {
+            selected
+                .entry(e.key)
+                .or_default()
+                .push((MoveCode(e.mv), e.weight));
+        }
+        for moves in selected.values_mut() {
+            moves.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        }
+        let start = Chess::default();
+        let root = polyglot_key(&start);
+        let mut nodes: KeyMap<Key, Node> = KeyMap::default();
+        nodes.insert(
+            root,
+            Node {
+                via: None,
+                moves: Vec::new(),
+            },
+        );
+        let (mut edges, mut continued) = (0usize, 0usize);
+        let mut level = vec![start];
+        for _ in 0..max_ply {
+            let mut next = Vec::new();
+            for pos in level {
+                let key = polyglot_key(&pos);
+                // Each position is on one level only: its moves are needed once.
+                let mut moves = selected.remove(&key).unwrap_or_default();
+                moves.retain(|m| m.0.to_move(&pos).is_some());
+                for &(mv, _) in &moves {
+                    let Some(m) = mv.to_move(&pos) else { continue };
+                    let mut child = pos.clone();
+                    child.play_unchecked(m);
+                    edges += 1;
+                    if let hash_map::Entry::Vacant(v) = nodes.entry(polyglot_key(&child)) {
+                        v.insert(Node {
+                            via: Some((key, mv)),
+                            moves: Vec::new(),
+                        });
+                        next.push(child);
+                    }
+                }
+                if key != root && !moves.is_empty() {
+                    continued += 1;
+                }
+                if let Some(n) = nodes.get_mut(&key) {
+                    n.moves = moves;
+                }
+            }
+            level = next;
+        }
+        Ok(Plan {
+            max_ply,
+            root,
+            nodes,
+            lines: edges.saturating_sub(continued),
+        })
+    }
+
+    /// The number of lines (see the module's documentation).
+    pub fn lines(&self) -> usize {
+        self.lines
+    }
+
+    pub fn max_ply(&self) -> u32 {
+        self.max_ply
+    }
+
+    /// Whether the move `mv` of `parent` is where `child`'s moves are written.
+    fn continues(&self, parent: Key, mv: MoveCode, child: Key) -> bool {
+        self.nodes
+            .get(&child)
+            .is_some_and(|n| n.via == Some((parent, mv)) && !n.moves.is_empty())
+    }
+
+    /// The moves to `key` after which its moves are written, as SAN with
+    /// move numbers (`1. d4 Nf6 2. c4`), if they are written at all.
+    fn written_at(&self, key: Key) -> Option<String> {
+        let node = self.nodes.get(&key)?;
+        if node.moves.is_empty() {
+            return None;
+        }
+        let mut path = Vec::new();
+        let mut at = node;
+        while let Some((parent, mv)) = at.via {
+            path.push(mv);
+            at = self.nodes.get(&parent)?;
+            if path.len() > self.max_ply as usize {
+                return None;
+            }
+        }
+        let mut pos = Chess::default();
+        let mut words = Vec::new();
+        for (ply, mv) in path.into_iter().rev().enumerate() {
+            let m = mv.to_move(&pos)?;
+            if ply.is_multiple_of(2) {
+                words.push(format!("{}.", ply / 2 + 1));
+            }
+            words.push(SanPlus::from_move_and_play_unchecked(&mut pos, m).to_string());
+        }
+        Some(words.join(" "))
+    }
+}
+
+/// `export --format pgn`: writes the book's lines to `path` (atomically) and
+/// returns their number.
+pub fn export(book: &Book, path: &Path, opts: &ExportOptions, layout: Layout) -> Result<usize> {
+    let plan = Plan::new(book, opts)?;
+    let site = book
+        .path
+        .file_name()
+        .map_or_else(|| "?".to_string(), |n| n.to_string_lossy().into_owned());
+    let weights = format!("{:?}", opts.weights).to_lowercase();
+    let about = format!(
+        "learnbook {site}: weights {}, min-games {}, max-ply {}{}; {} lines. After each move: its games (+White wins =draws -Black wins), the book's value for the side that moved (-1..1), the analysis after it (engine, depth, score in pawns for the side that moved)",
+        weights,
+        opts.min_games,
+        plan.max_ply,
+        if opts.engine_moves {
+            ""
+        } else {
+            ", no engine moves"
+        },
+        plan.lines
+    );
+    let mut error = None;
+    atomic_file::write_with(path, |w| {
+        let mut writer = Writer {
+            book,
+            plan: &plan,
+            out: MovetextWriter::new(w),
+            number: true,
+            ended: 0,
+            site: site.clone(),
+        };
+        let done = match layout {
+            Layout::Tree => writer.tree_game(&about),
+            Layout::Lines => writer.lines_games(),
+        };
+        done.and_then(|()| {
+            if writer.ended != plan.lines {
+                bail!(
+                    "wrote {} lines where the plan has {}",
+                    writer.ended,
+                    plan.lines
+                );
+            }
+            Ok(())
+        })
+        .map_err(|e| {
+            let io = std::io::Error::other(format!("{e:#}"));
+            error = Some(e);
+            io
+        })
+    })
+    .map_err(|e| error.take().unwrap_or(e))?;
+    Ok(plan.lines)
+}
+
+/// A selected move as written.
+struct Step {
+    mv: MoveCode,
+    san: String,
+    nag: Option<u8>,
+    comment: String,
+    child: Chess,
+    child_key: Key,
+}
+
+struct Writer<'a, W: Write> {
+    book: &'a Book,
+    plan: &'a Plan,
+    out: MovetextWriter<W>,
+    /// The next Black move needs its number (`3...`): after a comment or a
+    /// parenthesis.
+    number: bool,
+    /// Lines ended so far.
+    ended: usize,
+    site: String,
+}
+
+impl<W: Write> Writer<'_, W> {
+    /// The seven tag roster.
+    fn tags(&mut self, round: &str) -> Result<()> {
+        let esc = |s: &str| s.replace('\\', "\\\\").replace('"', "\\\"");
+        self.out.raw(&format!(
+            "[Event \"learnbook\"]\n[Site \"{}\"]\n[Date \"????.??.??\"]\n[Round \"{round}\"]\n[White \"?\"]\n[Black \"?\"]\n[Result \"*\"]\n\n",
+            esc(&self.site)
+        ))?;
+        Ok(())
+    }
+
+    fn tree_game(&mut self, about: &str) -> Result<()> {
+        self.tags("-")?;
+        self.out.comment(about)?;
+        self.number = true;
+        let start = Chess::default();
+        self.tree(&start, self.plan.root, 0)?;
+        self.out.word("*")?;
+        self.out.raw("\n")?;
+        Ok(())
+    }
+
+    /// The moves of `pos` (at `ply`): the main move, its alternatives as
+    /// variations, then the main line's continuation.
+    fn tree(&mut self, pos: &Chess, key: Key, ply: u32) -> Result<()> {
+        let steps = self.steps(pos, key)?;
+        let Some((main, alternatives)) = steps.split_first() else {
+            return Ok(());
+        };
+        self.step(main, ply, "")?;
+        for alt in alternatives {
+            self.number = true;
+            self.step(alt, ply, "(")?;
+            self.follow(key, alt, ply)?;
+            self.out.close(")")?;
+            self.number = true;
+        }
+        self.follow(key, main, ply)
+    }
+
+    /// After `step`: its position's moves if they are written here, else
+    /// the end of a line.
+    fn follow(&mut self, key: Key, step: &Step, ply: u32) -> Result<()> {
+        if self.plan.continues(key, step.mv, step.child_key) {
+            self.tree(&step.child, step.child_key, ply + 1)
+        } else {
+            self.ended += 1;
+            Ok(())
+        }
+    }
+
+    /// A move with its number where one is due, its NAG and comment.
+    fn step(&mut self, step: &Step, ply: u32, open: &str) -> Result<()> {
+        let n = ply / 2 + 1;
+        let first = if ply.is_multiple_of(2) {
+            format!("{open}{n}.")
+        } else if self.number {
+            format!("{open}{n}...")
+        } else {
+            String::new()
+        };
+        if first.is_empty() {
+            self.out.word(&step.san)?;
+        } else {
+            self.out.word(&first)?;
+            self.out.word(&step.san)?;
+        }
+        if let Some(nag) = step.nag {
+            self.out.word(&format!("${nag}"))?;
+        }
+        self.number = !step.comment.is_empty();
+        if self.number {
+            self.out.comment(&step.comment)?;
+        }
+        Ok(())
+    }
+
+    /// One game a line, in the tree's order (main line first).
+    fn lines_games(&mut self) -> Result<()> {
+        let start = Chess::default();
+        self.lines(&start, self.plan.root, 0, &mut Vec::new())
+    }
+
+    fn lines(&mut self, pos: &Chess, key: Key, ply: u32, path: &mut Vec<String>) -> Result<()> {
+        for step in self.steps(pos, key)? {
+            let len = path.len();
+            if ply.is_multiple_of(2) {
+                path.push(format!("{}.", ply / 2 + 1));
+            }
+            path.push(step.san.clone());
+            if let Some(nag) = step.nag {
+                path.push(format!("${nag}"));
+            }
+            if self.plan.continues(key, step.mv, step.child_key) {
+                self.lines(&step.child, step.child_key, ply + 1, path)?;
+            } else {
+                self.ended += 1;
+                self.tags(&self.ended.to_string())?;
+                for w in path.iter() {
+                    self.out.word(w)?;
+                }
+                if !step.comment.is_empty() {
+                    self.out.comment(&step.comment)?;
+                }
+                self.out.word("*")?;
+                self.out.raw("\n")?;
+            }
+            path.truncate(len);
+        }
+        Ok(())
+    }
+
+    /// The selected moves of `pos` as written: SAN, NAG, and the comment
+    /// from the explorer's view of the position.
+    fn steps(&self, pos: &Chess, key: Key) -> Result<Vec<Step>> {
+        let Some(node) = self.plan.nodes.get(&key) else {
+            return Ok(Vec::new());
+        };
+        if node.moves.is_empty() {
+            return Ok(Vec::new());
+        }
+        let explored = self.book.explore_moves(pos)?;
+        let mut steps = Vec::with_capacity(node.moves.len());
+        let mut values = Vec::with_capacity(node.moves.len());
+        for &(mv, weight) in &node.moves {
+            let Some(m) = mv.to_move(pos) else { continue };
+            let mut child = pos.clone();
+            let san = SanPlus::from_move_and_play_unchecked(&mut child, m).to_string();
+            let child_key = polyglot_key(&child);
+            let info = explored.moves.iter().find(|e| e.child == Some(child_key));
+            values.push(info.and_then(|e| e.value));
+            let mut comment = comment(info, weight);
+            if !self.plan.continues(key, mv, child_key) {
+                if let Some(there) = self.plan.written_at(child_key) {
+                    comment.push_str(&format!("; transposes to {there}"));
+                }
+            }
+            steps.push(Step {
+                mv,
+                san,
+                nag: None,
+                comment,
+                child,
+                child_key,
+            });
+        }
+        let nags = nags(&values);
+        for (s, nag) in steps.iter_mut().zip(nags) {
+            s.nag = nag;
+        }
+        Ok(steps)
+    }
+}
+
+/// A move's comment: `12 games, +5 =4 -3, value +0.18, Stockfish 16 d22
+/// +0.31` (the counts White's way, the value and the score for the side
+/// that moved), or the export weight of a move without games.
+fn comment(info: Option<&ExploredMove>, weight: u16) -> String {
+    let Some(e) = info else {
+        return format!("weight {weight}");
+    };
+    let c = e.counts;
+    let mut s = format!(
+        "{} game{}, +{} ={} -{}",
+        c.total(),
+        if c.total() == 1 { "" } else { "s" },
+        c.white,
+        c.draws,
+        c.black
+    );
+    if let Some(v) = e.value {
+        // (+ 0.0: no "-0.00" for a value that rounds to 0.)
+        let v = (v * 100.0).round() / 100.0 + 0.0;
+        s.push_str(&format!(", value {v:+.2}"));
+    }
+    if let Some(a) = &e.analysis {
+        let engine = a.engine.split_whitespace().collect::<Vec<_>>().join(" ");
+        s.push_str(&format!(", {engine} d{} {}", a.depth, format_cp(a.cp)));
+    }
+    s
+}
+
+/// The NAG of each move from how much its value falls short of the first
+/// (main) move's: see [`DUBIOUS`], [`MISTAKE`], [`BLUNDER`].
+fn nags(values: &[Option<f64>]) -> Vec<Option<u8>> {
+    let Some(Some(main)) = values.first().copied() else {
+        return vec![None; values.len()];
+    };
+    let mut out: Vec<Option<u8>> = values
+        .iter()
+        .map(|v| {
+            let drop = main - (*v)?;
+            if drop >= BLUNDER {
+                Some(4)
+            } else if drop >= MISTAKE {
+                Some(2)
+            } else if drop >= DUBIOUS {
+                Some(6)
+            } else {
+                None
+            }
+        })
+        .collect();
+    let forced = values.len() > 1
+        && values[1..]
+            .iter()
+            .all(|v| v.is_some_and(|v| main - v >= MISTAKE));
+    if let Some(first) = out.first_mut() {
+        *first = forced.then_some(1);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nags_follow_the_drop_from_the_main_move() {
+        assert_eq!(
+            nags(&[Some(0.1), Some(0.05), Some(0.0), Some(-0.1), Some(-0.3)]),
+            vec![None, None, Some(6), Some(2), Some(4)]
+        );
+        assert_eq!(
+            nags(&[Some(0.1), Some(-0.1), Some(-0.3)]),
+            vec![Some(1), Some(2), Some(4)]
+        );
+        assert_eq!(nags(&[Some(0.1)]), vec![None]);
+        assert_eq!(nags(&[None, Some(-0.5)]), vec![None, None]);
+        assert_eq!(nags(&[Some(0.0), None]), vec![None, None]);
+    }
 }
