@@ -70,7 +70,10 @@ fn epd(pos: &Chess) -> String {
 
 /// `(uci, depth, score)` of each entry `jja find` reports for `pos`.
 fn jja_entries(exp: &Path, pos: &Chess) -> BTreeSet<(String, i32, i32)> {
-    let out = jja_run(&["--porcelain=csv", "find", s(exp), "--fen", &epd(pos)], None);
+    let out = jja_run(
+        &["--porcelain=csv", "find", s(exp), "--fen", &epd(pos)],
+        None,
+    );
     out.lines()
         .skip_while(|l| !l.starts_with("*,uci"))
         .skip(1)
@@ -185,7 +188,15 @@ fn expected(book: &Path, max_ply: usize) -> Vec<Expected> {
 }
 
 fn export_exp(book: &Path, exp: &Path, extra: &[&str]) -> String {
-    let mut args = vec!["export", "--book", s(book), "--out", s(exp), "--min-games", "1"];
+    let mut args = vec![
+        "export",
+        "--book",
+        s(book),
+        "--out",
+        s(exp),
+        "--min-games",
+        "1",
+    ];
     args.extend_from_slice(extra);
     String::from_utf8_lossy(&ok(&args).stdout).into_owned()
 }
@@ -197,7 +208,11 @@ fn assert_jja_reads_the_book(book: &Path, exp: &Path, max_ply: usize) {
     let total: usize = want.iter().map(|e| e.entries.len()).sum();
     assert!(total > 100, "only {total} scored moves");
     let size = std::fs::metadata(exp).expect("exp").len() as usize;
-    assert_eq!(size, total * ENTRY_SIZE, "the file has exactly the book's scored moves");
+    assert_eq!(
+        size,
+        total * ENTRY_SIZE,
+        "the file has exactly the book's scored moves"
+    );
     for e in &want {
         assert_eq!(
             jja_entries(exp, &e.pos),
@@ -248,8 +263,14 @@ fn stockfish_keys_are_stockfishs_own() {
         .expect("write");
     let out = child.wait_with_output().expect("stockfish");
     let text = String::from_utf8_lossy(&out.stdout);
-    let fens: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("Fen: ")).collect();
-    let keys: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("Key: ")).collect();
+    let fens: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("Fen: "))
+        .collect();
+    let keys: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("Key: "))
+        .collect();
     assert_eq!(fens.len(), commands.len(), "{text}");
     assert_eq!(keys.len(), commands.len(), "{text}");
     for (fen, key) in fens.iter().zip(&keys) {
@@ -314,10 +335,9 @@ fn export_then_import_into_a_new_book_gives_the_same_moves_and_scores() {
     export_exp(sample_analysed(), &exp, &[]);
     let fresh = dir.path().join("fresh.sqlite");
     ok(&["build", "--book", s(&fresh), s(&sample())]);
-    let said = String::from_utf8_lossy(
-        &ok(&["import", "--book", s(&fresh), "--in", s(&exp)]).stdout,
-    )
-    .into_owned();
+    let said =
+        String::from_utf8_lossy(&ok(&["import", "--book", s(&fresh), "--in", s(&exp)]).stdout)
+            .into_owned();
     assert!(said.contains("0 added as engine moves"), "{said}");
     // Every scored book move's child has its score and depth back (the
     // start position is no move's child: it is the one row not there).
@@ -333,10 +353,9 @@ fn export_then_import_into_a_new_book_gives_the_same_moves_and_scores() {
         std::fs::read(&second).expect("second")
     );
     // Imported again: nothing is deeper, nothing changes.
-    let said = String::from_utf8_lossy(
-        &ok(&["import", "--book", s(&fresh), "--in", s(&exp)]).stdout,
-    )
-    .into_owned();
+    let said =
+        String::from_utf8_lossy(&ok(&["import", "--book", s(&fresh), "--in", s(&exp)]).stdout)
+            .into_owned();
     assert!(said.contains("0 search scores stored"), "{said}");
 }
 
@@ -383,7 +402,9 @@ fn experience_files_jja_writes_are_imported() {
         next.play_unchecked(mv);
         want_rows.insert((
             polyglot_key(&next).to_sql(),
-            i64::from(learnbook::analyze::child_score(experience::from_internal(internal))),
+            i64::from(learnbook::analyze::child_score(experience::from_internal(
+                internal,
+            ))),
             i64::from(depth),
         ));
     }
@@ -512,7 +533,10 @@ fn malformed_experience_files_are_refused_and_change_nothing() {
     bytes.extend_from_slice(&std::fs::read(&illegal).expect("read"));
     refused(
         &bytes,
-        &format!("e2e5 (0x0324) of the entry at offset {} is not legal", good.len()),
+        &format!(
+            "e2e5 (0x0324) of the entry at offset {} is not legal",
+            good.len()
+        ),
     );
 }
 

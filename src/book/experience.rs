@@ -209,7 +209,10 @@ pub fn to_internal(score: i32) -> i32 {
     } else {
         let v = (i64::from(score) * INTERNAL_PER_100_CP) as f64 / 100.0;
         // Below Stockfish's mate and tablebase range (32000 - 2 * MAX_PLY).
-        (v.round() as i32).clamp(-(VALUE_MATE - 2 * MAX_PLY - 1), VALUE_MATE - 2 * MAX_PLY - 1)
+        (v.round() as i32).clamp(
+            -(VALUE_MATE - 2 * MAX_PLY - 1),
+            VALUE_MATE - 2 * MAX_PLY - 1,
+        )
     }
 }
 
@@ -291,7 +294,10 @@ pub struct ExportedEntry {
 /// the start position with a search score, which is its child's search
 /// score negated, or the parent's searched deviation where the deviation
 /// became a book move. Depth is the search's.
-pub fn export_entries(book: &Book, opts: &ExportOptions) -> Result<(Vec<ExportedEntry>, ExportSummary)> {
+pub fn export_entries(
+    book: &Book,
+    opts: &ExportOptions,
+) -> Result<(Vec<ExportedEntry>, ExportSummary)> {
     let edges = Edges::load(book)?;
     let analysis: KeyMap<Key, Analysis> = book
         .all_analysis()?
@@ -563,7 +569,10 @@ mod tests {
     #[test]
     fn scores_convert_exactly_both_ways() {
         // Centipawns up to Stockfish's tablebase range (31,507 internal).
-        for s in (-8_850..=8_850).step_by(7).chain([0, 1, -1, 29_999, -29_999, 29_990, -29_755]) {
+        for s in (-8_850..=8_850)
+            .step_by(7)
+            .chain([0, 1, -1, 29_999, -29_999, 29_990, -29_755])
+        {
             assert_eq!(from_internal(to_internal(s)), s, "{s}");
         }
         assert_eq!(to_internal(100), 356);
@@ -584,7 +593,10 @@ mod tests {
     #[test]
     fn bad_files_are_named_problems() {
         assert_eq!(parse(&[]), Ok(vec![]));
-        assert!(matches!(parse(&[0; 25]), Err(ReadError::Truncated { offset: 24, .. })));
+        assert!(matches!(
+            parse(&[0; 25]),
+            Err(ReadError::Truncated { offset: 24, .. })
+        ));
         let mut sugar = SUGAR_SIGNATURE.to_vec();
         sugar.resize(48, 0);
         assert_eq!(parse(&sugar), Err(ReadError::SugarFormat));
@@ -597,6 +609,9 @@ mod tests {
         };
         let mut bytes = Vec::new();
         e.write(&mut bytes).expect("write");
-        assert!(matches!(parse(&bytes), Err(ReadError::Depth { depth: 300, .. })));
+        assert!(matches!(
+            parse(&bytes),
+            Err(ReadError::Depth { depth: 300, .. })
+        ));
     }
 }

@@ -20,9 +20,7 @@
 
 use std::fmt;
 
-use shakmaty::{
-    CastlingSide, Chess, Color, EnPassantMode, Move, Position, Role, Square,
-};
+use shakmaty::{CastlingSide, Chess, Color, EnPassantMode, Move, Position, Role, Square};
 
 /// Stockfish's PRNG: xorshift64* (Vigna), as `PRNG::rand64` in `misc.h`.
 const fn next(state: u64) -> (u64, u64) {
@@ -159,7 +157,8 @@ const CASTLING: u16 = 3 << 14;
 impl SfMove {
     /// The code of a chess move (`None` for a drop, which chess has not).
     pub fn from_move(m: &Move) -> Option<SfMove> {
-        let code = |from: Square, to: Square| u16::from(u8::from(to)) | u16::from(u8::from(from)) << 6;
+        let code =
+            |from: Square, to: Square| u16::from(u8::from(to)) | u16::from(u8::from(from)) << 6;
         Some(SfMove(match *m {
             Move::Normal {
                 from,
