@@ -157,7 +157,7 @@ pub fn parse(bytes: &[u8]) -> Result<Vec<ExpEntry>, ReadError> {
     if bytes.starts_with(SUGAR_SIGNATURE) {
         return Err(ReadError::SugarFormat);
     }
-    if bytes.len() % ENTRY_SIZE != 0 {
+    if !bytes.len().is_multiple_of(ENTRY_SIZE) {
         return Err(ReadError::Truncated {
             size: bytes.len(),
             offset: bytes.len() - bytes.len() % ENTRY_SIZE,
@@ -323,7 +323,7 @@ pub fn export_entries(
                 continue;
             };
             let mut next = pos.clone();
-            next.play_unchecked(mv.clone());
+            next.play_unchecked(mv);
             let child = polyglot_key(&next);
             if opts.max_ply.is_none_or(|max| ply + 1 < max) && seen.insert(child) {
                 stack.push((next, ply + 1));
@@ -492,7 +492,7 @@ pub fn import(book: &mut Book, path: &Path) -> Result<ImportSummary> {
             };
             let code = MoveCode::from_move(&mv);
             let mut next = pos.clone();
-            next.play_unchecked(mv.clone());
+            next.play_unchecked(mv);
             let child = polyglot_key(&next);
             if book_codes.contains(&code) {
                 summary.book_moves += 1;

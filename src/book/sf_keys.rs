@@ -253,7 +253,7 @@ mod tests {
         let p = pos("r3k2r/1P6/8/3pP3/8/8/8/R3K2R w KQkq d6 0 1");
         for m in p.legal_moves() {
             let code = SfMove::from_move(&m).expect("code");
-            assert_eq!(code.to_move(&p), Some(m.clone()), "{code:?}");
+            assert_eq!(code.to_move(&p), Some(m), "{code:?}");
         }
         // A promotion's code without its kind bits is no legal move.
         let promo = p
