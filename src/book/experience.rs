@@ -304,8 +304,43 @@ pub fn export_entries(
         .into_iter()
         .map(|a| (a.key, a))
         .collect();
-    let mut out = Vec::new();
+    // The score of a book move: its child's search score, or the parent's
+    // searched deviation where that became a book move.
+    let score_of = |m: &StoredMove, child: Key| -> Option<(i32, u32)> {
+        match analysis.get(&child) {
+            Some(a) => Some((move_score(a.score), a.depth)),
+            None => analysis.get(&m.parent).and_then(|p| {
+                (p.dev_move == Some(m.mv))
+                    .then_some(p.deviation.map(|d| (d, p.dev_depth.unwrap_or(p.depth))))
+                    .flatten()
+            }),
+        }
+    };
     let mut summary = ExportSummary::default();
+    // Only the positions on a path to a scored move need walking (the
+    // search covers a book's busy top, the games go much further): the
+    // parents of scored moves and their ancestors.
+    let mut parents_of: KeyMap<Key, Vec<Key>> = KeyMap::default();
+    let mut wanted: HashSet<Key> = HashSet::new();
+    let mut todo = Vec::new();
+    for m in edges.by_parent.values().flatten() {
+        let Some(child) = m.child else {
+            continue;
+        };
+        parents_of.entry(child).or_default().push(m.parent);
+        if score_of(m, child).is_some() {
+            todo.push(m.parent);
+        } else if selected(m, opts) {
+            summary.unscored += 1;
+        }
+    }
+    while let Some(k) = todo.pop() {
+        if wanted.insert(k) {
+            todo.extend(parents_of.get(&k).into_iter().flatten().copied());
+        }
+    }
+    drop(parents_of);
+    let mut out = Vec::new();
     let start = Chess::default();
     let mut seen: HashSet<Key> = HashSet::from([polyglot_key(&start)]);
     let mut stack = vec![(start, 0u32)];
@@ -316,31 +351,29 @@ pub fn export_entries(
             continue;
         }
         let sfk = sf_key(&pos);
-        let parent_row = analysis.get(&key);
         let mut wrote = false;
         for m in moves {
             let Some(mv) = m.mv.to_move(&pos) else {
                 continue;
             };
-            let mut next = pos.clone();
-            next.play_unchecked(mv);
-            let child = polyglot_key(&next);
-            if opts.max_ply.is_none_or(|max| ply + 1 < max) && seen.insert(child) {
+            let child = m.child.unwrap_or_else(|| {
+                let mut next = pos.clone();
+                next.play_unchecked(mv);
+                polyglot_key(&next)
+            });
+            if wanted.contains(&child)
+                && opts.max_ply.is_none_or(|max| ply + 1 < max)
+                && seen.insert(child)
+            {
+                let mut next = pos.clone();
+                next.play_unchecked(mv);
                 stack.push((next, ply + 1));
             }
             if !selected(m, opts) {
                 continue;
             }
-            let scored = match analysis.get(&child) {
-                Some(a) => Some((move_score(a.score), a.depth)),
-                None => parent_row.and_then(|p| {
-                    (p.dev_move == Some(m.mv))
-                        .then_some(p.deviation.map(|d| (d, p.dev_depth.unwrap_or(p.depth))))
-                        .flatten()
-                }),
-            };
-            let (Some((score, depth)), Some(code)) = (scored, SfMove::from_move(&mv)) else {
-                summary.unscored += 1;
+            let (Some((score, depth)), Some(code)) = (score_of(m, child), SfMove::from_move(&mv))
+            else {
                 continue;
             };
             out.push(ExportedEntry {
