@@ -643,3 +643,52 @@ fn unreached_keys_are_counted_not_fatal() {
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(said.contains("1 of positions not reached"), "{said}");
 }
+
+#[test]
+fn a_move_the_book_lacks_is_added_as_an_engine_move_with_its_score() {
+    let dir = TempDir::new().expect("tempdir");
+    let book = copy_of(sample_analysed(), dir.path(), "book.sqlite");
+    let start = Chess::default();
+    let b = Book::open(&book).expect("open");
+    let book_moves: HashSet<_> = b
+        .moves(polyglot_key(&start))
+        .expect("moves")
+        .into_iter()
+        .map(|m| m.mv)
+        .collect();
+    drop(b);
+    let lacking = start
+        .legal_moves()
+        .into_iter()
+        .find(|m| !book_moves.contains(&learnbook::book::keys::MoveCode::from_move(m)))
+        .expect("a legal move the book lacks");
+    let exp = dir.path().join("new.exp");
+    experience::write_entries(
+        &exp,
+        &[ExpEntry {
+            key: sf_key(&start),
+            depth: 33,
+            score: to_internal(-120),
+            mv: SfMove::from_move(&lacking).expect("code"),
+            performance: 100,
+        }],
+    )
+    .expect("write");
+    let out = ok(&["import", "--book", s(&book), "--in", s(&exp)]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("1 added as engine moves"), "{said}");
+    let b = Book::open(&book).expect("open");
+    let added = b
+        .moves(polyglot_key(&start))
+        .expect("moves")
+        .into_iter()
+        .find(|m| m.mv == learnbook::book::keys::MoveCode::from_move(&lacking))
+        .expect("the move is in the book");
+    assert!(added.engine, "an engine move");
+    let child = added.child.expect("its position");
+    let row = b.analysis(child).expect("analysis").expect("scored");
+    assert_eq!((row.score, row.depth), (120, 33));
+    assert_eq!(row.engine, experience::ENGINE_NAME);
+    drop(b);
+    ok(&["check", "--book", s(&book)]);
+}
