@@ -371,23 +371,65 @@ fn jja_reads_the_export_of_the_sample_book_as_the_book_scores_it() {
 }
 
 /// The master games: the whole book, analysed where 400 games or more
-/// went (3,534 positions; under a minute on two busy cores).
+/// went (3,534 positions; about half a minute on two busy cores). Built
+/// once for the tests here.
+fn master_analysed() -> &'static Path {
+    static BOOK: OnceLock<(TempDir, PathBuf)> = OnceLock::new();
+    &BOOK
+        .get_or_init(|| {
+            let dir = TempDir::new().expect("tempdir");
+            let book = analysed_book(
+                dir.path(),
+                "master.sqlite",
+                &shared().join("games/master-games.pgn.gz"),
+                "400",
+                &[],
+            );
+            (dir, book)
+        })
+        .1
+}
+
 #[test]
 fn jja_reads_the_export_of_the_master_book_as_the_book_scores_it() {
     if !have_shared() || !have_jja() {
         return;
     }
     let dir = TempDir::new().expect("tempdir");
-    let book = analysed_book(
-        dir.path(),
-        "master.sqlite",
-        &shared().join("games/master-games.pgn.gz"),
-        "400",
-        &[],
-    );
     let exp = dir.path().join("master.exp");
-    export_exp(&book, &exp, &[]);
-    assert_jja_reads_the_book(&book, &exp, usize::MAX);
+    export_exp(master_analysed(), &exp, &[]);
+    assert_jja_reads_the_book(master_analysed(), &exp, usize::MAX);
+}
+
+#[test]
+fn the_master_books_export_imported_into_a_new_master_book_gives_its_scores_back() {
+    if !have_shared() {
+        return;
+    }
+    let dir = TempDir::new().expect("tempdir");
+    let exp = dir.path().join("master.exp");
+    export_exp(master_analysed(), &exp, &[]);
+    let fresh = dir.path().join("fresh.sqlite");
+    ok(&[
+        "build",
+        "--book",
+        s(&fresh),
+        s(&shared().join("games/master-games.pgn.gz")),
+    ]);
+    let said =
+        String::from_utf8_lossy(&ok(&["import", "--book", s(&fresh), "--in", s(&exp)]).stdout)
+            .into_owned();
+    assert!(said.contains("0 of positions not reached"), "{said}");
+    let before = scores(master_analysed());
+    let after = scores(&fresh);
+    assert!(after.is_subset(&before), "imported scores differ");
+    assert_eq!(before.len() - after.len(), 1, "only the root is missing");
+    let second = dir.path().join("second.exp");
+    export_exp(&fresh, &second, &[]);
+    assert_eq!(
+        std::fs::read(&exp).expect("first"),
+        std::fs::read(&second).expect("second")
+    );
 }
 
 /// `(key, score, depth)` of every analysis row of `book`.
