@@ -286,7 +286,7 @@ fn jja_hash_entries(exp: &Path, key: SfKey) -> BTreeSet<(u16, i32, i32)> {
     out.lines()
         .filter(|l| l.starts_with('['))
         .map(|l| {
-            let f: Vec<i64> = l
+            let f: Vec<i128> = l
                 .trim_matches(|c| c == '[' || c == ']')
                 .split(',')
                 .map(|x| x.trim().parse().expect("number"))
