@@ -260,8 +260,17 @@ struct Edges {
 
 impl Edges {
     fn load(book: &Book) -> Result<Edges> {
+        Edges::load_of(book, |_| true)
+    }
+
+    /// The moves of the positions `keep` keeps.
+    fn load_of(book: &Book, keep: impl Fn(Key) -> bool) -> Result<Edges> {
         let mut by_parent: KeyMap<Key, Vec<StoredMove>> = KeyMap::default();
-        book.for_each_move(|m| by_parent.entry(m.parent).or_default().push(m))?;
+        book.for_each_move(|m| {
+            if keep(m.parent) {
+                by_parent.entry(m.parent).or_default().push(m);
+            }
+        })?;
         Ok(Edges { by_parent })
     }
 
@@ -298,7 +307,6 @@ pub fn export_entries(
     book: &Book,
     opts: &ExportOptions,
 ) -> Result<(Vec<ExportedEntry>, ExportSummary)> {
-    let edges = Edges::load(book)?;
     let analysis: KeyMap<Key, Analysis> = book
         .all_analysis()?
         .into_iter()
@@ -306,40 +314,51 @@ pub fn export_entries(
         .collect();
     // The score of a book move: its child's search score, or the parent's
     // searched deviation where that became a book move.
+    let deviation_of = |m: &StoredMove| -> Option<(i32, u32)> {
+        analysis.get(&m.parent).and_then(|p| {
+            (p.dev_move == Some(m.mv))
+                .then_some(p.deviation.map(|d| (d, p.dev_depth.unwrap_or(p.depth))))
+                .flatten()
+        })
+    };
     let score_of = |m: &StoredMove, child: Key| -> Option<(i32, u32)> {
         match analysis.get(&child) {
             Some(a) => Some((move_score(a.score), a.depth)),
-            None => analysis.get(&m.parent).and_then(|p| {
-                (p.dev_move == Some(m.mv))
-                    .then_some(p.deviation.map(|d| (d, p.dev_depth.unwrap_or(p.depth))))
-                    .flatten()
-            }),
+            None => deviation_of(m),
         }
     };
     let mut summary = ExportSummary::default();
     // Only the positions on a path to a scored move need walking (the
     // search covers a book's busy top, the games go much further): the
-    // parents of scored moves and their ancestors.
-    let mut parents_of: KeyMap<Key, Vec<Key>> = KeyMap::default();
-    let mut wanted: HashSet<Key> = HashSet::new();
+    // parents of scored moves and their ancestors. A first pass over the
+    // moves keeps only the links (child, parent); a second the moves of
+    // the positions wanted.
+    let mut links: Vec<(Key, Key)> = Vec::new();
     let mut todo = Vec::new();
-    for m in edges.by_parent.values().flatten() {
-        let Some(child) = m.child else {
-            continue;
+    book.for_each_move(|m| {
+        let scored = match m.child {
+            Some(child) => {
+                links.push((child, m.parent));
+                score_of(&m, child).is_some()
+            }
+            None => deviation_of(&m).is_some(),
         };
-        parents_of.entry(child).or_default().push(m.parent);
-        if score_of(m, child).is_some() {
+        if scored {
             todo.push(m.parent);
-        } else if selected(m, opts) {
+        } else if selected(&m, opts) {
             summary.unscored += 1;
         }
-    }
+    })?;
+    links.sort_unstable();
+    let mut wanted: HashSet<Key> = HashSet::new();
     while let Some(k) = todo.pop() {
         if wanted.insert(k) {
-            todo.extend(parents_of.get(&k).into_iter().flatten().copied());
+            let from = links.partition_point(|l| l.0 < k);
+            todo.extend(links[from..].iter().take_while(|l| l.0 == k).map(|l| l.1));
         }
     }
-    drop(parents_of);
+    drop(links);
+    let edges = Edges::load_of(book, |k| wanted.contains(&k))?;
     let mut out = Vec::new();
     let start = Chess::default();
     let mut seen: HashSet<Key> = HashSet::from([polyglot_key(&start)]);
