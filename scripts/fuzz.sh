@@ -7,7 +7,7 @@
 # and every distinct error message; the logs go to OUTDIR.
 #
 # usage: scripts/fuzz.sh [SECS] [SEED] [OUTDIR] [TARGET...]
-#   TARGET: pgn polyglot checkpoint weights uci serve-query (default: all)
+#   TARGET: pgn polyglot checkpoint weights uci serve-query abk experience (default: all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${1:-600}
@@ -15,7 +15,7 @@ SEED=${2:-$(date +%Y%m%d)}
 OUT=${3:-target/fuzz}
 shift $(( $# < 3 ? $# : 3 ))
 TARGETS=("$@")
-[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(pgn polyglot checkpoint weights uci serve-query)
+[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(pgn polyglot checkpoint weights uci serve-query abk experience)
 declare -A TEST=(
   [pgn]=pgn_ingest_survives_random_and_mutated_games
   [polyglot]=polyglot_books_survive_random_and_mutated_entries
@@ -23,6 +23,8 @@ declare -A TEST=(
   [weights]=weights_and_parameter_files_survive_random_and_mutated_text
   [uci]=uci_survives_random_and_mutated_command_lines
   [serve-query]=serve_query_survives_random_and_mutated_queries
+  [abk]=abk_books_survive_random_and_mutated_entries
+  [experience]=experience_files_survive_random_and_mutated_entries
 )
 mkdir -p "$OUT"
 cargo test --release --test fuzz --no-run

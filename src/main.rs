@@ -1270,7 +1270,17 @@ impl ExportArgs {
                 );
                 (s.entries, "entries")
             }
-            BookFormat::Exp => (book::experience::export(&b, &out, &opts)?, "entries"),
+            BookFormat::Exp => {
+                let s = book::experience::export(&b, &out, &opts)?;
+                println!(
+                    "wrote {} entries for {} positions to {} ({} selected moves have no search score)",
+                    s.entries,
+                    s.positions,
+                    out.display(),
+                    s.unscored
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
             BookFormat::Pgn => (book::pgn_tree::export(&b, &out, &opts, layout)?, "lines"),
         };
         println!("wrote {n} {what} to {}", out.display());
@@ -1370,8 +1380,18 @@ impl ImportArgs {
                 );
             }
             BookFormat::Exp => {
-                let n = book::experience::import(&mut b, &input)?;
-                println!("imported {n} entries from {}", input.display());
+                let s = book::experience::import(&mut b, &input)?;
+                println!(
+                    "imported {} entries from {}: {} of book moves, {} added as engine moves, {} duplicates, {} of positions not reached; {} search scores stored, {} kept (as deep or deeper)",
+                    s.entries,
+                    input.display(),
+                    s.book_moves,
+                    s.engine_moves,
+                    s.duplicates,
+                    s.unmatched,
+                    s.stored,
+                    s.kept
+                );
             }
             BookFormat::Pgn => bail!("import reads bin, abk or exp; PGN games are read by `build`"),
         }

@@ -1,7 +1,8 @@
-//! Fuzzing on stable Rust. Six targets get random bytes and mutations of
+//! Fuzzing on stable Rust. Eight targets get random bytes and mutations of
 //! real inputs: PGN ingest, Polyglot books (import and play), SPSA
-//! checkpoints, weights and parameter files, UCI command lines, and
-//! `learnbook serve`'s `/masters` query parser. Every case
+//! checkpoints, weights and parameter files, UCI command lines,
+//! `learnbook serve`'s `/masters` query parser, Arena ABK books (import)
+//! and BrainLearn experience files (import). Every case
 //! must come back (no panic, no hang) and say what it did: accepted, or
 //! rejected with a message that names the problem; each target also checks
 //! a property of what it accepted.
@@ -1785,4 +1786,154 @@ fn abk_books_survive_random_and_mutated_entries() {
     fuzz("abk", 300, Duration::from_secs(60), gen_abk, move |bytes| {
         run_abk(&path, bytes)
     });
+}
+
+// ------------------------------------------------------------- experience
+
+/// A book of the sample's games to ply 10 and a real experience file for
+/// it: an entry for every book move before ply 8 (Stockfish keys and move
+/// codes), scores and depths varied. Made once.
+fn experience_seed() -> &'static (tempfile::TempDir, PathBuf, Vec<u8>) {
+    use learnbook::book::{
+        experience::{write_entries, ExpEntry},
+        keys::polyglot_key,
+        sf_keys::{sf_key, SfMove},
+    };
+    static SEED: OnceLock<(tempfile::TempDir, PathBuf, Vec<u8>)> = OnceLock::new();
+    SEED.get_or_init(|| {
+        let scratch = scratch();
+        let dir = scratch.path();
+        let settings = BookSettings {
+            max_ply: 10,
+            ..BookSettings::default()
+        };
+        let path = dir.join("seed.sqlite");
+        let mut book = Book::open_or_create(&path, settings).expect("book");
+        let filter = Filter {
+            max_ply: 10,
+            min_elo: None,
+            allow_duplicates: false,
+            no_tails: false,
+        };
+        build(&mut book, vec![common::sample()], &filter).expect("build");
+        let mut entries = Vec::new();
+        let mut stack = vec![(Chess::default(), 0u32)];
+        let mut seen = std::collections::HashSet::new();
+        while let Some((pos, ply)) = stack.pop() {
+            if ply >= 8 || !seen.insert(polyglot_key(&pos)) {
+                continue;
+            }
+            for m in book.moves(polyglot_key(&pos)).expect("moves") {
+                let Some(mv) = m.mv.to_move(&pos) else {
+                    continue;
+                };
+                let n = entries.len() as i32;
+                entries.push(ExpEntry {
+                    key: sf_key(&pos),
+                    depth: 1 + n % 60,
+                    score: (n * 37) % 2000 - 1000,
+                    mv: SfMove::from_move(&mv).expect("code"),
+                    performance: 100,
+                });
+                let mut next = pos.clone();
+                next.play_unchecked(mv);
+                stack.push((next, ply + 1));
+            }
+        }
+        drop(book);
+        let exp = dir.join("seed.exp");
+        write_entries(&exp, &entries).expect("write");
+        let bytes = std::fs::read(&exp).expect("read");
+        (scratch, path, bytes)
+    })
+}
+
+fn gen_experience(rng: &mut StdRng) -> Vec<u8> {
+    let seed = &experience_seed().2;
+    match rng.random_range(0..8) {
+        0 => random_bytes(rng, 1024),
+        1 => mutate(rng, seed, &[], &[b"SugaR Experience version 2"]),
+        _ => {
+            // Whole entries kept, dropped, repeated, or a field replaced
+            // (key, depth, score, move, padding, performance).
+            let mut out: Vec<[u8; 24]> = seed
+                .chunks_exact(24)
+                .filter(|_| rng.random_range(0..4) != 0)
+                .map(|r| <[u8; 24]>::try_from(r).expect("24"))
+                .collect();
+            for _ in 0..rng.random_range(1..=3) {
+                if out.is_empty() {
+                    out.push(rng.random());
+                    continue;
+                }
+                let i = rng.random_range(0..out.len());
+                match rng.random_range(0..7) {
+                    0 => {
+                        let j = rng.random_range(0..out.len());
+                        let key = out[j];
+                        out[i][..8].copy_from_slice(&key[..8]);
+                    }
+                    1 => out[i][8..12].copy_from_slice(&rng.random_range(-5..300i32).to_le_bytes()),
+                    2 => out[i][12..16]
+                        .copy_from_slice(&rng.random_range(-33_000..33_000i32).to_le_bytes()),
+                    3 => out[i][16..18].copy_from_slice(&rng.random::<u16>().to_le_bytes()),
+                    4 => out[i][18..24].copy_from_slice(&rng.random::<[u8; 6]>()),
+                    5 => out.insert(i, rng.random()),
+                    _ => {
+                        let r = out[i];
+                        out.insert(rng.random_range(0..=out.len()), r);
+                    }
+                }
+            }
+            out.concat()
+        }
+    }
+}
+
+/// Imported into a copy of the seed's book: accepted and the book stays
+/// consistent, or refused with a message and the book unchanged.
+fn run_experience(dir: &Path, bytes: Vec<u8>) -> CaseResult {
+    use learnbook::book::experience::import;
+    let exp = dir.join("case.exp");
+    std::fs::write(&exp, &bytes).map_err(|e| e.to_string())?;
+    let path = dir.join("case.sqlite");
+    for suffix in ["", "-wal", "-shm"] {
+        let mut p = path.clone().into_os_string();
+        p.push(suffix);
+        let _ = std::fs::remove_file(PathBuf::from(p));
+    }
+    std::fs::copy(&experience_seed().1, &path).map_err(|e| e.to_string())?;
+    let mut book = Book::open(&path).map_err(|e| format!("{e:#}"))?;
+    let before = book.analysed_count().map_err(|e| format!("{e:#}"))?;
+    match import(&mut book, &exp) {
+        Err(e) => {
+            if book.analysed_count().map_err(|e| format!("{e:#}"))? != before {
+                return Err(format!("a refused file changed the book: {e:#}"));
+            }
+            Ok(vec![format!("{e:#}")])
+        }
+        Ok(_) => {
+            let report = check(&book).map_err(|e| format!("check failed: {e:#}"))?;
+            if !report.ok() {
+                return Err(format!(
+                    "import made an inconsistent book: {:?}",
+                    report.problems
+                ));
+            }
+            Ok(Vec::new())
+        }
+    }
+}
+
+#[test]
+fn experience_files_survive_random_and_mutated_entries() {
+    let dir = scratch();
+    let path = dir.path().to_path_buf();
+    fuzz(
+        "experience",
+        300,
+        Duration::from_secs(60),
+        gen_experience,
+        move |bytes| run_experience(&path, bytes),
+    );
 }

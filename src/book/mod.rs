@@ -21,6 +21,7 @@ pub mod read_games;
 pub mod report;
 pub mod san;
 pub mod select;
+pub mod sf_keys;
 pub mod spill;
 pub mod suite;
 

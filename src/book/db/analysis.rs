@@ -91,6 +91,15 @@ impl Book {
             .optional()?)
     }
 
+    /// Every stored analysis row (the experience export reads them all).
+    pub fn all_analysis(&self) -> Result<Vec<Analysis>> {
+        let mut stmt = self
+            .conn
+            .prepare(&format!("SELECT {ANALYSIS_COLUMNS} FROM analysis"))?;
+        let rows = stmt.query_map([], analysis_from_row)?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
     /// `(search score for White, [White wins, draws, Black wins])` of every
     /// analysed position with at least `min_games` games: what a score
     /// predicts of results (`suite --draw-rate` fits its model on them).

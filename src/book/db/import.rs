@@ -1,8 +1,10 @@
-//! Moves of a Polyglot or Arena book added to a book (`import`).
+//! Moves of a Polyglot or Arena book added to a book (`import`), and an
+//! experience file's moves and search scores (`import --format exp`).
 
 use anyhow::Result;
 use rusqlite::params;
 
+use super::analysis::{insert_analysis, Analysis, INSERT_ANALYSIS};
 use super::book::Book;
 use super::graph::{link_parent, reevaluate_all};
 use super::tails::materialize_keys;
@@ -19,6 +21,16 @@ pub struct ImportedMove {
     /// start position (else unknown).
     pub child: Option<Key>,
     pub weight: u16,
+}
+
+/// An experience file's move that is not a book move: stored as an engine
+/// move (as `grow` stores them: `grown`, no games).
+#[derive(Clone, Debug)]
+pub struct EngineMove {
+    pub parent: Key,
+    pub mv: MoveCode,
+    pub uci: String,
+    pub child: Key,
 }
 
 impl Book {
@@ -59,6 +71,51 @@ impl Book {
                 }
             }
         }
+        reevaluate_all(&tx, &self.settings.params)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Adds `positions` (with their depth; a smaller depth replaces a
+    /// stored one), engine `moves` (kept if the book has the move already)
+    /// and search scores `rows` (replacing the positions' rows), then
+    /// re-evaluates the whole book: one transaction, all or nothing.
+    pub fn add_experience(
+        &mut self,
+        positions: &[(Key, u32)],
+        moves: &[EngineMove],
+        rows: &[Analysis],
+    ) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        let touched = positions
+            .iter()
+            .map(|&(k, _)| k)
+            .chain(moves.iter().flat_map(|m| [m.parent, m.child]))
+            .chain(rows.iter().map(|a| a.key));
+        materialize_keys(&tx, &self.settings.params, touched)?;
+        {
+            let mut pos_stmt = tx.prepare(
+                "INSERT INTO positions(key, depth) VALUES (?1, ?2)
+                 ON CONFLICT(key) DO UPDATE SET depth = CASE WHEN depth IS NULL OR excluded.depth < depth
+                   THEN excluded.depth ELSE depth END",
+            )?;
+            for (key, depth) in positions {
+                pos_stmt.execute(params![key, depth])?;
+            }
+            let mut mv_stmt = tx.prepare(
+                "INSERT OR IGNORE INTO moves(parent, move, uci, child, grown) VALUES (?1, ?2, ?3, ?4, 1)",
+            )?;
+            for m in moves {
+                mv_stmt.execute(params![m.parent, m.mv.0, m.uci, m.child])?;
+                link_parent(&tx, m.parent, m.child)?;
+            }
+            let mut a_stmt = tx.prepare_cached(INSERT_ANALYSIS)?;
+            for a in rows {
+                insert_analysis(&mut a_stmt, a)?;
+            }
+        }
+        // The cached nodes do not know the new rows.
+        self.cache.clear();
         reevaluate_all(&tx, &self.settings.params)?;
         tx.commit()?;
         Ok(())
