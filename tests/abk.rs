@@ -63,14 +63,16 @@ fn by_position(entries: &[(u64, u16, u16)]) -> ByPosition {
 }
 
 /// What `jja` reads in an ABK book, by position: its conversion to
-/// Polyglot (`jja edit IN.abk -o OUT.bin`), which walks the whole tree,
-/// merges each position's moves and weighs a move 2500 x its priority.
+/// Polyglot (`jja edit --no-scale IN.abk -o OUT.bin`), which walks the
+/// whole tree, merges each position's moves and weighs a move 2500 x its
+/// priority (without `--no-scale`, it scales each position's heaviest move
+/// to 65520).
 fn jja_reads(abk: &Path) -> ByPosition {
     let jja = jja().expect("jja");
     let out_bin = abk.with_extension("jja.bin");
     let _ = std::fs::remove_file(&out_bin);
     let out = Command::new(&jja)
-        .args(["edit", s(abk), "-o", s(&out_bin)])
+        .args(["edit", "--no-scale", s(abk), "-o", s(&out_bin)])
         .output()
         .expect("run jja");
     assert!(

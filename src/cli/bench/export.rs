@@ -5,7 +5,9 @@
 //! X.bin -o Y.abk` is "unsupported"), so the peer task for ABK is `jja`
 //! rewriting our ABK export (`jja edit ours.abk -o jja.abk`: it reads the
 //! whole tree, merges it by position and lays it out again), the same moves
-//! in the same format. The Polyglot reference book's size is printed beside
+//! in the same format. `jja edit` on an ABK book edits the start position's
+//! moves as CSV, read from standard input when that is not a terminal: it
+//! is given those moves unchanged. The Polyglot reference book's size is printed beside
 //! them. A format is an arm of [`peer`]: its peer command and what it does.
 
 use std::{
@@ -54,7 +56,7 @@ pub struct ExportBenchArgs {
 }
 
 /// Builds the peer's command from our export and the peer's output.
-type PeerCommand = Box<dyn Fn(&Path, &Path) -> Command>;
+type PeerCommand = Box<dyn Fn(&Path, &Path) -> Result<Command>>;
 
 /// The peer's side of one format: what it does, and the command that does
 /// it given our export `ours` and its output `out`.
@@ -71,9 +73,12 @@ fn peer(format: BookFormat, jja: PathBuf) -> Result<Peer> {
             what: "jja edit ours.abk -o jja.abk (jja 0.9 writes ABK only from ABK or CTG)",
             extension: "abk",
             command: Box::new(move |ours, out| {
+                let csv = out.with_extension("start.csv");
+                std::fs::write(&csv, start_moves_csv(ours)?)?;
                 let mut c = Command::new(&jja);
                 c.arg("edit").arg(ours).arg("-o").arg(out);
-                c
+                c.stdin(std::fs::File::open(&csv)?);
+                Ok(c)
             }),
         },
         BookFormat::Exp => bail!("bench export --format exp is not supported yet"),
@@ -81,6 +86,27 @@ fn peer(format: BookFormat, jja: PathBuf) -> Result<Peer> {
             bail!("bench export compares abk (and later exp) with jja")
         }
     })
+}
+
+/// The start position's moves of an ABK book as `jja edit` lists them
+/// (`*,uci,priority,ngames,nwon,nlost`).
+fn start_moves_csv(abk: &Path) -> Result<String> {
+    let book = learnbook::book::abk::read_file(abk)?;
+    let mut csv = String::from("*,uci,priority,ngames,nwon,nlost\n");
+    for (i, m) in book.moves.iter().filter(|m| m.depth == 0).enumerate() {
+        // White moves first: won and lost are White's.
+        let c = m.counts;
+        csv.push_str(&format!(
+            "{},{},{},{},{},{}\n",
+            i + 1,
+            m.uci,
+            m.priority,
+            c.total(),
+            c.white,
+            c.black
+        ));
+    }
+    Ok(csv)
 }
 
 /// `jja` as named: a path, or a name on PATH, else in cargo's bin
@@ -151,7 +177,7 @@ pub(super) fn bench_export(args: ExportBenchArgs) -> Result<()> {
     for run in 0..args.runs.max(1) {
         let ours_run = measure(&mut export(&ours))?;
         let _ = std::fs::remove_file(&theirs);
-        let theirs_run = measure(&mut (peer.command)(&ours, &theirs))?;
+        let theirs_run = measure(&mut (peer.command)(&ours, &theirs)?)?;
         let bin_run = measure(&mut export(&bin))?;
         println!(
             "run {}: learnbook export {:.2} s ({:.0} MB peak), {} {:.2} s ({:.0} MB peak), learnbook export to .bin {:.2} s",
