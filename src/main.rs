@@ -473,8 +473,7 @@ struct ExportArgs {
     /// Keep moves of positions before this ply (PGN: 12 unless given).
     #[arg(long)]
     max_ply: Option<u32>,
-    /// Leave out engine moves: those `grow` added, and with --weights value the analysis's
-    /// own move where leaving the book is an option (else written with leaving's weight).
+    /// Leave out the engine moves `grow` added (kept by --weights value, by their value).
     #[arg(long)]
     no_engine_moves: bool,
     /// Keep only the moves of positions where this side is to move.

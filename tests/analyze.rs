@@ -257,31 +257,23 @@ fn book_quality_judges_a_polyglot_export_of_the_books_own_choices_the_same() {
         s(&bin),
         "--weights",
         "value",
-        "--no-engine-moves",
     ]);
     // Where the book's choice is to leave it (its analysis's own move
-    // scores higher), the export of the book's moves has no entry: a GUI
-    // would play one.
-    let entries = |bin: &std::path::Path| -> Vec<(i64, u16)> {
-        std::fs::read(bin)
-            .expect("bin")
-            .chunks_exact(16)
-            .map(|c| {
-                let key = i64::from_be_bytes(c[0..8].try_into().expect("8"));
-                (key, u16::from_be_bytes(c[8..10].try_into().expect("2")))
-            })
-            .collect()
-    };
-    let keys: std::collections::HashSet<i64> = entries(&bin).iter().map(|e| e.0).collect();
+    // scores higher), the export has no entry: a GUI would play one.
+    let bytes = std::fs::read(&bin).expect("bin");
+    let keys: std::collections::HashSet<i64> = bytes
+        .chunks_exact(16)
+        .map(|c| i64::from_be_bytes(c[0..8].try_into().expect("8")))
+        .collect();
     let conn = rusqlite::Connection::open(&book).expect("open");
     let mut leave = conn
         .prepare(
-            "SELECT p.key, a.dev_move FROM positions p JOIN analysis a ON a.key = p.key
+            "SELECT p.key FROM positions p JOIN analysis a ON a.key = p.key
              WHERE a.interior = 1 AND p.best IS NULL AND p.exact IS NULL",
         )
         .expect("prepare");
-    let left: Vec<(i64, Option<u16>)> = leave
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+    let left: Vec<i64> = leave
+        .query_map([], |r| r.get(0))
         .expect("query")
         .map(|k| k.expect("key"))
         .collect();
@@ -289,32 +281,12 @@ fn book_quality_judges_a_polyglot_export_of_the_books_own_choices_the_same() {
         !left.is_empty(),
         "no analysed position where the book leaves"
     );
-    for (k, _) in &left {
+    for k in &left {
         assert!(
             !keys.contains(k),
             "{k:x}: the book leaves here, the export plays on"
         );
     }
-    // With engine moves (the default), leaving is written as the
-    // analysis's own move: there it is the position's only entry.
-    let with_engine = dir.path().join("engine.bin");
-    ok(&[
-        "export",
-        "--book",
-        s(&book),
-        "--polyglot",
-        s(&with_engine),
-        "--weights",
-        "value",
-    ]);
-    let all = entries(&with_engine);
-    for (k, dev) in &left {
-        let here: Vec<u16> = all.iter().filter(|e| e.0 == *k).map(|e| e.1).collect();
-        let expected: Vec<u16> = dev.iter().copied().collect();
-        assert_eq!(here, expected, "{k:x}: the analysis's own move, alone");
-    }
-    assert!(left.iter().any(|l| l.1.is_some()));
-    assert!(all.len() > entries(&bin).len());
     let csv = dir.path().join("verdicts.csv");
     let out = ok(&[
         "bench",

@@ -200,28 +200,12 @@ pub fn write_bin(path: &Path, entries: &mut [Entry]) -> Result<()> {
     })
 }
 
-/// What `--weights value` writes: `weighted`'s probability of every book
-/// move, times 10,000 (at least 1 for a move it plays at all), and of the
-/// analysis's own moves where leaving the book is an option.
-#[derive(Default)]
-struct ValueWeights {
-    moves: KeyMap<(Key, u16), u16>,
-    /// `(position, its depth, the analysis's move, weight)`.
-    deviations: Vec<(Key, Option<u32>, MoveCode, u16)>,
-}
-
-/// [`ValueWeights`] from the whole book in memory; the analysis's own moves
-/// only if `engine_moves`.
-fn value_weights(book: &Book, engine_moves: bool) -> Result<ValueWeights> {
+/// `weighted`'s probability of every book move, times 10,000 (at least 1
+/// for a move it plays at all), from the whole book in memory.
+fn value_weights(book: &Book) -> Result<KeyMap<(Key, u16), u16>> {
     let params = book.settings.params;
     let g = book.load_graph()?;
-    let deviation_moves = if engine_moves {
-        book.deviation_moves()?
-    } else {
-        KeyMap::default()
-    };
-    let weight = |p: f64| (p * 10_000.0).round().max(1.0) as u16;
-    let mut out = ValueWeights::default();
+    let mut out = KeyMap::default();
     for (i, node) in g.nodes.iter().enumerate() {
         let kids = g
             .children(i)
@@ -232,24 +216,11 @@ fn value_weights(book: &Book, engine_moves: bool) -> Result<ValueWeights> {
         // A .bin cannot say "leave the book": a GUI plays one of the
         // position's entries whenever it has any. So a move less likely
         // than leaving (the analysis's own move scores better) is left
-        // out, and leaving is written as that move: where leaving is the
-        // choice, the book plays what its analysis found (a deeper search
-        // than the engine's in a game), not the engine's first guess.
+        // out, and where leaving is the choice the engine plays.
         let leave = options.iter().find(|o| o.0.is_none()).map_or(0.0, |o| o.1);
         for (mv, p) in options {
-            match mv {
-                Some(mv) if p >= leave => {
-                    out.moves.insert((node.key, mv.0), weight(p));
-                }
-                Some(_) => {}
-                None => {
-                    let dev = deviation_moves.get(&node.key).copied();
-                    // A move the book has got since it was analysed is
-                    // weighed as a book move.
-                    if let Some(dev) = dev.filter(|d| g.children(i).iter().all(|c| c.0 != *d)) {
-                        out.deviations.push((node.key, node.depth, dev, weight(p)));
-                    }
-                }
+            if let Some(mv) = mv.filter(|_| p >= leave) {
+                out.insert((node.key, mv.0), (p * 10_000.0).round().max(1.0) as u16);
             }
         }
     }
@@ -276,8 +247,8 @@ pub struct SelectedMove {
 /// The moves an export writes, with their weights, in no particular order.
 pub fn select_moves(book: &Book, opts: &ExportOptions) -> Result<Vec<SelectedMove>> {
     let value_weights = match opts.weights {
-        WeightMode::Value => value_weights(book, opts.engine_moves)?,
-        _ => ValueWeights::default(),
+        WeightMode::Value => value_weights(book)?,
+        _ => KeyMap::default(),
     };
     let mut out = Vec::new();
     book.for_each_move(|m| {
@@ -303,12 +274,7 @@ pub fn select_moves(book: &Book, opts: &ExportOptions) -> Result<Vec<SelectedMov
                 };
                 (2 * wins + d).min(65535)
             }
-            WeightMode::Value => value_weights
-                .moves
-                .get(&(key, mv))
-                .copied()
-                .unwrap_or(0)
-                .into(),
+            WeightMode::Value => value_weights.get(&(key, mv)).copied().unwrap_or(0).into(),
         };
         let enough = match opts.weights {
             WeightMode::Imported => true,
@@ -326,20 +292,6 @@ pub fn select_moves(book: &Book, opts: &ExportOptions) -> Result<Vec<SelectedMov
             });
         }
     })?;
-    // The analysis's own moves: engine moves no game played.
-    for (key, depth, mv, weight) in value_weights.deviations {
-        let too_deep = matches!((opts.max_ply, depth), (Some(max), Some(d)) if d >= max);
-        if too_deep || !opts.keeps_side(depth) {
-            continue;
-        }
-        out.push(SelectedMove {
-            parent: key,
-            mv,
-            weight,
-            counts: Counts::default(),
-            parent_depth: depth,
-        });
-    }
     Ok(out)
 }
 

@@ -6,7 +6,7 @@ use rusqlite::{params, OptionalExtension, TransactionBehavior};
 use super::book::Book;
 use super::learn::reevaluate_keys;
 use super::tails::materialize_keys;
-use crate::book::keys::{Key, KeyMap, MoveCode};
+use crate::book::keys::{Key, MoveCode};
 use crate::book::minimax::Reevaluation;
 
 /// A position's search scores.
@@ -119,16 +119,6 @@ impl Book {
             };
             Ok((white, [r.get(2)?, r.get(3)?, r.get(4)?]))
         })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
-    }
-
-    /// The analysis's own move (the best outside the book) of every position
-    /// analysed as interior that has one.
-    pub fn deviation_moves(&self) -> Result<KeyMap<Key, MoveCode>> {
-        let mut stmt = self.conn.prepare(
-            "SELECT key, dev_move FROM analysis WHERE interior = 1 AND dev_move IS NOT NULL",
-        )?;
-        let rows = stmt.query_map([], |r| Ok((r.get::<_, Key>(0)?, MoveCode(r.get(1)?))))?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
