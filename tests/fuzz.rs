@@ -564,24 +564,31 @@ fn pgn_ingest_survives_random_and_mutated_games() {
 
 // --------------------------------------------------------------- Polyglot
 
+/// A book of the sample's games to ply 10 at `path`: the books the
+/// readers' seeds are written from.
+fn sample_book_to_ply_10(path: &Path) -> Book {
+    let settings = BookSettings {
+        max_ply: 10,
+        ..BookSettings::default()
+    };
+    let mut book = Book::open_or_create(path, settings).expect("book");
+    let filter = Filter {
+        max_ply: 10,
+        min_elo: None,
+        allow_duplicates: false,
+        no_tails: false,
+    };
+    build(&mut book, vec![common::sample()], &filter).expect("build");
+    book
+}
+
 /// A real Polyglot book: the sample's games to ply 10, moves played twice.
 fn polyglot_seed() -> &'static [u8] {
     static BIN: OnceLock<Vec<u8>> = OnceLock::new();
     BIN.get_or_init(|| {
         let scratch = scratch();
         let dir = scratch.path();
-        let settings = BookSettings {
-            max_ply: 10,
-            ..BookSettings::default()
-        };
-        let mut book = Book::open_or_create(&dir.join("seed.sqlite"), settings).expect("book");
-        let filter = Filter {
-            max_ply: 10,
-            min_elo: None,
-            allow_duplicates: false,
-            no_tails: false,
-        };
-        build(&mut book, vec![common::sample()], &filter).expect("build");
+        let book = sample_book_to_ply_10(&dir.join("seed.sqlite"));
         let opts = ExportOptions {
             weights: WeightMode::Polyglot,
             min_games: 2,
@@ -1642,18 +1649,7 @@ fn abk_seed() -> &'static [u8] {
     ABK.get_or_init(|| {
         let scratch = scratch();
         let dir = scratch.path();
-        let settings = BookSettings {
-            max_ply: 10,
-            ..BookSettings::default()
-        };
-        let mut book = Book::open_or_create(&dir.join("seed.sqlite"), settings).expect("book");
-        let filter = Filter {
-            max_ply: 10,
-            min_elo: None,
-            allow_duplicates: false,
-            no_tails: false,
-        };
-        build(&mut book, vec![common::sample()], &filter).expect("build");
+        let book = sample_book_to_ply_10(&dir.join("seed.sqlite"));
         let opts = ExportOptions {
             weights: WeightMode::Games,
             min_games: 2,
@@ -1803,19 +1799,8 @@ fn experience_seed() -> &'static (tempfile::TempDir, PathBuf, Vec<u8>) {
     SEED.get_or_init(|| {
         let scratch = scratch();
         let dir = scratch.path();
-        let settings = BookSettings {
-            max_ply: 10,
-            ..BookSettings::default()
-        };
         let path = dir.join("seed.sqlite");
-        let mut book = Book::open_or_create(&path, settings).expect("book");
-        let filter = Filter {
-            max_ply: 10,
-            min_elo: None,
-            allow_duplicates: false,
-            no_tails: false,
-        };
-        build(&mut book, vec![common::sample()], &filter).expect("build");
+        let book = sample_book_to_ply_10(&path);
         let mut entries = Vec::new();
         let mut stack = vec![(Chess::default(), 0u32)];
         let mut seen = std::collections::HashSet::new();
