@@ -7,7 +7,9 @@
 #
 # usage: scripts/book_duels.sh IMPROVED.sqlite BEFORE.sqlite WORK [PAIRS] [DUEL...]
 #   DUEL: polyglot-weighted polyglot-best before-weighted before-best
-#         polyglot-weighted-ethereal (default: all, in that order)
+#         polyglot-weighted-ethereal (default: all, in that order), and
+#         polyglot-ceiling (not in the default: Stockfish at 1,000,000 nodes
+#         wherever the improved book has a move, `duel --deep-book`)
 # env: LEARNBOOK (default target/release/learnbook), SHARED (default ../shared/data),
 #      STOCKFISH, ETHEREAL (engine paths), NODES (20000), CONCURRENCY (2)
 set -euo pipefail
@@ -38,15 +40,19 @@ for d in "${DUELS[@]}"; do
     *) echo "unknown duel $d" >&2; exit 2 ;;
   esac
   case $d in
-    *-weighted*) mode=weighted ;;
+    *-weighted*|*-ceiling) mode=weighted ;;
     *-best) mode=best ;;
+  esac
+  extra=()
+  case $d in
+    *-ceiling) extra=(--deep-book 1000000) ;;
   esac
   case $d in
     *-ethereal) limit=(--depth 9); engine="cmd=$ETH,option.Threads=1,option.Hash=16" ;;
     *) limit=(--nodes "$NODES" --jitter 10); engine="cmd=$SF,option.Threads=1,option.Hash=16" ;;
   esac
   echo "== $d"
-  "$LB" duel --engine "$engine" --book "$WORK/improved.bin" --book "$other" --mode "$mode" \
+  "$LB" duel --engine "$engine" --book "$WORK/improved.bin" --book "$other" --mode "$mode" "${extra[@]}" \
     --starts "$SHARED/games/master-games.pgn.gz" --pairs "$PAIRS" "${limit[@]}" \
     --concurrency "$CONC" --pgnout "$WORK/$d.pgn" --json > "docs/bench/duels/$d.json"
   cat "docs/bench/duels/$d.json"
