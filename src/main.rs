@@ -1246,6 +1246,10 @@ impl ExportArgs {
         if pgn_lines && format != BookFormat::Pgn {
             bail!("--pgn-lines is for PGN: give --format pgn or an OUT.pgn");
         }
+        // A tree of one side's moves ends at the other side's first move.
+        if format == BookFormat::Pgn && !matches!(side, cli::args::SideToMove::Both) {
+            bail!("--side is for bin, abk and exp: a PGN tree needs both sides' moves");
+        }
         let layout = if pgn_lines {
             book::pgn_tree::Layout::Lines
         } else {

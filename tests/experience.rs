@@ -734,3 +734,26 @@ fn a_move_the_book_lacks_is_added_as_an_engine_move_with_its_score() {
     drop(b);
     ok(&["check", "--book", s(&book)]);
 }
+
+#[test]
+fn side_keeps_one_sides_scored_moves() {
+    let dir = TempDir::new().expect("tempdir");
+    let read = |side: &str| {
+        let exp = dir.path().join(format!("{side}.exp"));
+        export_exp(sample_analysed(), &exp, &["--side", side]);
+        let mut entries: Vec<_> = experience::read(&exp)
+            .expect("read back")
+            .into_iter()
+            .map(|e| (e.key.0, e.mv.0))
+            .collect();
+        entries.sort_unstable();
+        entries
+    };
+    let (white, black, both) = (read("white"), read("black"), read("both"));
+    assert!(!white.is_empty() && !black.is_empty());
+    // The two sides split the whole file: no entry in both, none left out.
+    let mut joined = [white.clone(), black.clone()].concat();
+    joined.sort_unstable();
+    assert_eq!(joined, both);
+    assert!(white.iter().all(|e| black.binary_search(e).is_err()));
+}

@@ -274,20 +274,24 @@ fn pgn_extract_reads_the_tree_and_the_lines() {
 }
 
 #[test]
-fn pgn_lines_is_for_pgn_only() {
+fn pgn_lines_is_for_pgn_only_and_a_tree_has_both_sides() {
     let dir = TempDir::new().expect("tmp");
     let book = build(dir.path(), &sample());
-    for args in [
-        vec!["--out", "x.bin", "--pgn-lines"],
-        vec!["--out", "x.pgn", "--format", "bin", "--pgn-lines"],
-        vec!["--polyglot", "x.bin", "--pgn-lines"],
+    for (args, named) in [
+        (vec!["--out", "x.bin", "--pgn-lines"], "--pgn-lines"),
+        (
+            vec!["--out", "x.pgn", "--format", "bin", "--pgn-lines"],
+            "--pgn-lines",
+        ),
+        (vec!["--polyglot", "x.bin", "--pgn-lines"], "--pgn-lines"),
+        (vec!["--out", "x.pgn", "--side", "white"], "--side"),
     ] {
         let mut all = vec!["export", "--book", s(&book)];
         all.extend(args.iter().copied());
         let o = run(&all);
         assert_eq!(o.status.code(), Some(2), "{args:?}");
         let err = String::from_utf8_lossy(&o.stderr);
-        assert!(err.contains("--pgn-lines"), "{err}");
+        assert!(err.contains(named), "{err}");
     }
     assert!(!Path::new("x.bin").exists() && !Path::new("x.pgn").exists());
 }

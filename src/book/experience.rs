@@ -241,6 +241,9 @@ pub fn move_score(child: i32) -> i32 {
 /// (min games, max ply, engine moves). The side filter is one more line
 /// here.
 fn selected(m: &StoredMove, opts: &ExportOptions) -> bool {
+    if !opts.keeps_side(m.parent_depth) {
+        return false;
+    }
     if let (Some(max), Some(d)) = (opts.max_ply, m.parent_depth) {
         if d >= max {
             return false;
