@@ -1359,32 +1359,59 @@ impl ImportArgs {
             (None, Some(p)) => (p, BookFormat::Bin),
             (None, None) => bail!("give --in FILE (or --polyglot IN.bin)"),
         };
+        if format == BookFormat::Pgn {
+            bail!("import reads bin, abk or exp; PGN games are read by `build`");
+        }
         // An ABK book is read and checked whole before the book is opened
         // (or created): a bad file changes nothing.
         let abk = match format {
             BookFormat::Abk => Some(book::abk::read_file(&input)?),
             _ => None,
         };
-        let mut b = Book::open_or_create(&book.book, BookSettings::default())?;
-        match format {
-            BookFormat::Bin => {
-                let s = book::polyglot::import(&mut b, &input)?;
-                println!(
-                    "imported {} entries ({} reached from the start position, {} illegal there)",
-                    s.entries, s.reached, s.illegal
-                );
+        let existed = book.book.exists();
+        let imported = import_into(&book.book, &input, format, abk);
+        if imported.is_err() && !existed {
+            // A book this import created holds nothing: it goes with the error.
+            for suffix in ["", "-wal", "-shm"] {
+                let mut p = book.book.clone().into_os_string();
+                p.push(suffix);
+                let _ = std::fs::remove_file(PathBuf::from(p));
             }
-            BookFormat::Abk => {
-                let abk = abk.context("the ABK book was read above")?;
-                let s = book::abk::store(&mut b, &abk)?;
-                println!(
+        }
+        imported?;
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+/// `import`'s work once the file is known good enough to open the book.
+fn import_into(
+    path: &std::path::Path,
+    input: &std::path::Path,
+    format: book::formats::BookFormat,
+    abk: Option<book::abk::AbkBook>,
+) -> Result<()> {
+    use book::formats::BookFormat;
+    // Dropped (closed) on return, before the caller removes a new book.
+    let mut b = Book::open_or_create(path, BookSettings::default())?;
+    match format {
+        BookFormat::Bin => {
+            let s = book::polyglot::import(&mut b, input)?;
+            println!(
+                "imported {} entries ({} reached from the start position, {} illegal there)",
+                s.entries, s.reached, s.illegal
+            );
+        }
+        BookFormat::Abk => {
+            let abk = abk.context("the ABK book was read above")?;
+            let s = book::abk::store(&mut b, &abk)?;
+            println!(
                     "imported {} moves of {} positions from {} entries of {} ({} deleted or empty skipped, {} not reached from the start position)",
                     s.moves, s.positions, s.entries, input.display(), s.void, s.unreached
                 );
-            }
-            BookFormat::Exp => {
-                let s = book::experience::import(&mut b, &input)?;
-                println!(
+        }
+        BookFormat::Exp => {
+            let s = book::experience::import(&mut b, input)?;
+            println!(
                     "imported {} entries from {}: {} of book moves, {} added as engine moves, {} duplicates, {} of positions not reached; {} search scores stored, {} kept (as deep or deeper)",
                     s.entries,
                     input.display(),
@@ -1395,11 +1422,10 @@ impl ImportArgs {
                     s.stored,
                     s.kept
                 );
-            }
-            BookFormat::Pgn => bail!("import reads bin, abk or exp; PGN games are read by `build`"),
         }
-        Ok(ExitCode::SUCCESS)
+        BookFormat::Pgn => bail!("import reads bin, abk or exp; PGN games are read by `build`"),
     }
+    Ok(())
 }
 
 impl ChooseArgs {

@@ -757,3 +757,21 @@ fn side_keeps_one_sides_scored_moves() {
     assert_eq!(joined, both);
     assert!(white.iter().all(|e| black.binary_search(e).is_err()));
 }
+
+#[test]
+fn a_refused_file_leaves_no_new_book_behind() {
+    let dir = TempDir::new().expect("tempdir");
+    // Not whole entries: 25 bytes for an experience file, 17 for Polyglot.
+    for (name, bytes) in [("bad.exp", 25), ("bad.bin", 17)] {
+        let file = dir.path().join(name);
+        std::fs::write(&file, vec![7u8; bytes]).expect("write");
+        let book = dir.path().join(format!("{name}.sqlite"));
+        let o = run(&["import", "--book", s(&book), "--in", s(&file)]);
+        assert_eq!(o.status.code(), Some(2), "{name}");
+        assert!(
+            !book.exists(),
+            "{name}: a book was left at {}",
+            book.display()
+        );
+    }
+}
