@@ -409,27 +409,40 @@ fn the_master_books_export_imported_into_a_new_master_book_gives_its_scores_back
     let dir = TempDir::new().expect("tempdir");
     let exp = dir.path().join("master.exp");
     export_exp(master_analysed(), &exp, &[]);
-    let fresh = dir.path().join("fresh.sqlite");
-    ok(&[
-        "build",
-        "--book",
-        s(&fresh),
-        s(&shared().join("games/master-games.pgn.gz")),
-    ]);
-    let said =
-        String::from_utf8_lossy(&ok(&["import", "--book", s(&fresh), "--in", s(&exp)]).stdout)
-            .into_owned();
+    let said = assert_round_trip(
+        master_analysed(),
+        &shared().join("games/master-games.pgn.gz"),
+        &exp,
+        dir.path(),
+    );
     assert!(said.contains("0 of positions not reached"), "{said}");
-    let before = scores(master_analysed());
+}
+
+/// `exp`, exported from `book`, imported into a new book of `games` in
+/// `dir`: every scored book move's child has its score and depth back (the
+/// start position is no move's child: it is the one row not there), and
+/// the new book exports the same file, byte for byte. Returns what the
+/// import said.
+fn assert_round_trip(book: &Path, games: &Path, exp: &Path, dir: &Path) -> String {
+    let fresh = dir.join("fresh.sqlite");
+    ok(&["build", "--book", s(&fresh), s(games)]);
+    let said = import_exp(&fresh, exp);
+    let before = scores(book);
     let after = scores(&fresh);
     assert!(after.is_subset(&before), "imported scores differ");
     assert_eq!(before.len() - after.len(), 1, "only the root is missing");
-    let second = dir.path().join("second.exp");
+    let second = dir.join("second.exp");
     export_exp(&fresh, &second, &[]);
     assert_eq!(
-        std::fs::read(&exp).expect("first"),
+        std::fs::read(exp).expect("first"),
         std::fs::read(&second).expect("second")
     );
+    said
+}
+
+/// What `import --in exp` into `book` printed.
+fn import_exp(book: &Path, exp: &Path) -> String {
+    String::from_utf8_lossy(&ok(&["import", "--book", s(book), "--in", s(exp)]).stdout).into_owned()
 }
 
 /// `(key, score, depth)` of every analysis row of `book`.
@@ -456,29 +469,10 @@ fn export_then_import_into_a_new_book_gives_the_same_moves_and_scores() {
         .sum();
     let entries = experience::read(&exp).expect("read back");
     assert_eq!(entries.len(), want);
-    let fresh = dir.path().join("fresh.sqlite");
-    ok(&["build", "--book", s(&fresh), s(&sample())]);
-    let said =
-        String::from_utf8_lossy(&ok(&["import", "--book", s(&fresh), "--in", s(&exp)]).stdout)
-            .into_owned();
+    let said = assert_round_trip(sample_analysed(), &sample(), &exp, dir.path());
     assert!(said.contains("0 added as engine moves"), "{said}");
-    // Every scored book move's child has its score and depth back (the
-    // start position is no move's child: it is the one row not there).
-    let before = scores(sample_analysed());
-    let after = scores(&fresh);
-    assert!(after.is_subset(&before), "imported scores differ");
-    assert_eq!(before.len() - after.len(), 1, "only the root is missing");
-    // And the new book exports the same file, byte for byte.
-    let second = dir.path().join("second.exp");
-    export_exp(&fresh, &second, &[]);
-    assert_eq!(
-        std::fs::read(&exp).expect("first"),
-        std::fs::read(&second).expect("second")
-    );
     // Imported again: nothing is deeper, nothing changes.
-    let said =
-        String::from_utf8_lossy(&ok(&["import", "--book", s(&fresh), "--in", s(&exp)]).stdout)
-            .into_owned();
+    let said = import_exp(&dir.path().join("fresh.sqlite"), &exp);
     assert!(said.contains("0 search scores stored"), "{said}");
 }
 

@@ -9,7 +9,6 @@ use std::{
     collections::HashMap,
     path::{Path, PathBuf},
     process::Command,
-    time::Instant,
 };
 
 use common::{ok, repo, run, s, sample, shared};
@@ -309,15 +308,8 @@ fn the_master_book_at_ply_8() {
         let pgn = dir.path().join(format!("{weights}.pgn"));
         let bin = dir.path().join(format!("{weights}.bin"));
         let opts = ["--max-ply", "8", "--weights", weights];
-        let t = Instant::now();
         let lines = export(&book, &pgn, &opts);
-        let took = t.elapsed();
         export(&book, &bin, &opts);
-        let size = std::fs::metadata(&pgn).expect("pgn").len();
-        eprintln!(
-            "master book, --max-ply 8 --weights {weights}: {lines} lines, {size} bytes, {:.1} s",
-            took.as_secs_f64()
-        );
         let c = python_check(&pgn, &bin, 8, "tree");
         assert_eq!(c.get("games"), 1);
         assert_eq!(c.get("repeated"), 0, "{:?}", c.figures);
