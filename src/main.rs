@@ -393,7 +393,8 @@ struct ImproveArgs {
     #[arg(long)]
     engine: String,
     /// Passes, `;` separated, each `games=G[,ply=P],nodes=N` (or depth=D, movetime=MS):
-    /// the positions with at least G games to ply P and their children, at that budget.
+    /// the positions with at least G games to ply P and their children, at that budget;
+    /// last, `grow,games=G,nodes=N[,alpha=A,width=W]` grows the book with the time left.
     #[arg(long, default_value = learnbook::analyze::improve::DEFAULT_PLAN)]
     plan: String,
     /// Stop after this long: 90s, 30m, 8h (what was searched is kept).

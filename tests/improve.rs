@@ -177,6 +177,86 @@ fn killed_resumed_moved_and_sharded_runs_end_as_one_run() {
     assert!(String::from_utf8_lossy(&check.stdout).contains("book is consistent"));
 }
 
+/// A grow pass after an analysis: its expansions reach the journal, and a
+/// fresh book of the same games replays them into the same engine moves,
+/// positions, scores and values without a search; a shard skips growth.
+#[test]
+fn a_grow_pass_is_journaled_and_replayed_into_a_fresh_book() {
+    const GROW_PLAN: &str = "games=12,nodes=4000;grow,games=0,nodes=4000,alpha=20,width=2";
+    let dir = TempDir::new().expect("tmp");
+    let d = dir.path();
+    let grown = sample_book(d, "grown.sqlite");
+    let journal = d.join("j");
+    let args = |book: &Path, time: &'static str| {
+        ok(&[
+            "improve",
+            "--book",
+            s(book),
+            "--engine",
+            "builtin",
+            "--plan",
+            GROW_PLAN,
+            "--threads",
+            "2",
+            "--journal",
+            s(&journal),
+            "--time",
+            time,
+        ])
+    };
+    let out = args(&grown, "25s");
+    let report = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        report.contains("pass grow,games=0,nodes=4000,alpha=20,width=2: grew"),
+        "{report}"
+    );
+    let engine_moves = count(&grown, "SELECT count(*) FROM moves WHERE grown = 1");
+    let expanded = count(
+        &grown,
+        "SELECT count(*) FROM analysis WHERE grown IS NOT NULL",
+    );
+    assert!(
+        engine_moves > 10 && expanded > 5,
+        "{engine_moves} {expanded}\n{report}"
+    );
+
+    let fresh = sample_book(d, "fresh.sqlite");
+    let out = args(&fresh, "0s");
+    let report = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        report.contains(&format!(
+            "journal: {expanded} expansions, {expanded} new to the book"
+        )),
+        "{report}"
+    );
+    for table in ["analysis", "positions", "moves"] {
+        assert_eq!(differences(&grown, &fresh, table, "*"), (0, 0), "{table}");
+    }
+    let check = ok(&["check", "--book", s(&fresh)]);
+    assert!(String::from_utf8_lossy(&check.stdout).contains("book is consistent"));
+    // Run again on the same book: nothing replayed twice.
+    let out = args(&fresh, "0s");
+    let report = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(report.contains(", 0 new to the book"), "{report}");
+
+    let shard_book = sample_book(d, "shard.sqlite");
+    let out = ok(&[
+        "improve",
+        "--book",
+        s(&shard_book),
+        "--engine",
+        "builtin",
+        "--plan",
+        GROW_PLAN,
+        "--journal",
+        s(&d.join("j-shard")),
+        "--shard",
+        "0/2",
+    ]);
+    let report = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(report.contains("1 grow passes skipped"), "{report}");
+}
+
 #[test]
 fn bad_plans_and_another_books_journal_are_refused() {
     let dir = TempDir::new().expect("tmp");
@@ -186,6 +266,10 @@ fn bad_plans_and_another_books_journal_are_refused() {
         "games=3,nodes=0",
         "games=3,nodes=10,depth=4",
         "x",
+        "grow,games=0,ply=5,nodes=10",
+        "grow,games=0,nodes=10;games=3,nodes=10",
+        "games=3,nodes=10,alpha=5",
+        "grow,games=0,nodes=10,width=0",
     ] {
         let out = run(&[
             "improve",

@@ -123,6 +123,16 @@ struct Expanded {
 
 /// Grows `book` (see the module documentation).
 pub fn run(book: &mut Book, opts: &Options) -> Result<Summary> {
+    run_recorded(book, opts, &mut |_| Ok(()))
+}
+
+/// [`run`], each batch of expansions handed to `record` before the book
+/// stores it (`improve`'s journal: after a kill it holds all the book does).
+pub fn run_recorded(
+    book: &mut Book,
+    opts: &Options,
+    record: &mut dyn FnMut(&[Expansion]) -> Result<()>,
+) -> Result<Summary> {
     if opts.width == 0 {
         bail!("--width must be at least 1");
     }
@@ -160,12 +170,14 @@ pub fn run(book: &mut Book, opts: &Options) -> Result<Summary> {
         let store = |book: &mut Book,
                      batch: &mut Vec<Expanded>,
                      claimed: &mut HashSet<Key>,
-                     summary: &mut Summary|
+                     summary: &mut Summary,
+                     record: &mut dyn FnMut(&[Expansion]) -> Result<()>|
          -> Result<()> {
             if batch.is_empty() {
                 return Ok(());
             }
             let xs: Vec<Expansion> = batch.iter().map(|e| e.expansion.clone()).collect();
+            record(&xs)?;
             let stored = book.store_expansions(&xs)?;
             for e in batch.drain(..) {
                 claimed.remove(&e.expansion.parent);
@@ -201,7 +213,7 @@ pub fn run(book: &mut Book, opts: &Options) -> Result<Summary> {
                         }
                     }
                 }
-                if let Err(e) = store(book, &mut batch, &mut claimed, &mut summary) {
+                if let Err(e) = store(book, &mut batch, &mut claimed, &mut summary, &mut *record) {
                     failure.get_or_insert(e);
                 }
                 return;
@@ -259,7 +271,7 @@ pub fn run(book: &mut Book, opts: &Options) -> Result<Summary> {
                 || in_flight == 0
                 || last_store.elapsed() > Duration::from_secs(1);
             if due && !batch.is_empty() {
-                if let Err(e) = store(book, &mut batch, &mut claimed, &mut summary) {
+                if let Err(e) = store(book, &mut batch, &mut claimed, &mut summary, &mut *record) {
                     failure = Some(e);
                 }
                 last_store = Instant::now();

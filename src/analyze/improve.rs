@@ -18,48 +18,76 @@
 //! (key modulo N) go to its own part; `improve --journal DIR` without a
 //! shard then stores every part in the book: N machines do in a night what
 //! one does in N nights.
+//!
+//! A `grow` pass spends what time is left on drop-out expansion
+//! ([`super::grow`]) with the same engine: engine moves where the book's
+//! lines run out. Each expansion goes to the journal too, replayed after
+//! its analyses, so grow passes come last in a plan. Growth needs the
+//! whole book, so a shard skips it: grow on one machine after the merge.
 
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
-use super::{journal, run_targets_into, targets, Budget, EngineChoice, Options, Summary};
+use super::{grow, journal, run_targets_into, targets, Budget, EngineChoice, Options, Summary};
 use crate::book::{
-    db::Analysis,
+    db::{grow::Expansion, Analysis},
     keys::{Key, KeyMap},
     Book,
 };
 use crate::shard::Shard;
 
 /// One pass of a plan.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Pass {
     /// Positions with at least this many games are analysed with their
-    /// moves; their children with fewer as leaves.
+    /// moves; their children with fewer as leaves. A grow pass expands
+    /// positions with at least this many games (0: the engine's own too).
     pub min_games: u32,
     /// Positions at most this many plies from the start (their children as
     /// leaves); `None`: any.
     pub max_ply: Option<u32>,
     pub budget: Budget,
+    /// A grow pass (drop-out expansion), not an analysis.
+    pub grow: Option<Growth>,
+}
+
+/// How a grow pass expands (`grow`'s `--alpha` and `--width`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Growth {
+    pub alpha: f64,
+    pub width: usize,
 }
 
 impl std::fmt::Display for Pass {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.grow.is_some() {
+            write!(f, "grow,")?;
+        }
         write!(f, "games={}", self.min_games)?;
         if let Some(p) = self.max_ply {
             write!(f, ",ply={p}")?;
         }
-        write!(f, ",{}", self.budget)
+        write!(f, ",{}", self.budget)?;
+        if let Some(g) = self.grow {
+            write!(f, ",alpha={},width={}", g.alpha, g.width)?;
+        }
+        Ok(())
     }
 }
 
 impl std::str::FromStr for Pass {
     type Err = String;
     /// `games=3,ply=20,nodes=50000` (`depth=D` or `movetime=MS` instead of
-    /// nodes; `ply` optional).
+    /// nodes; `ply` optional); `grow,games=0,nodes=200000[,alpha=20,width=2]`.
     fn from_str(s: &str) -> Result<Pass, String> {
         let (mut games, mut ply, mut budget) = (None, None, None);
+        let (mut grow, mut alpha, mut width) = (false, None, None);
         for field in s.split(',').map(str::trim) {
+            if field == "grow" {
+                grow = true;
+                continue;
+            }
             let (k, v) = field
                 .split_once('=')
                 .ok_or_else(|| format!("{field:?} in pass {s:?} is not key=value"))?;
@@ -70,6 +98,21 @@ impl std::str::FromStr for Pass {
             match k {
                 "games" => games = Some(u32::try_from(number()?).map_err(|e| e.to_string())?),
                 "ply" => ply = Some(u32::try_from(number()?).map_err(|e| e.to_string())?),
+                "alpha" => {
+                    alpha = Some(
+                        v.parse::<f64>()
+                            .ok()
+                            .filter(|a| *a >= 0.0 && a.is_finite())
+                            .ok_or_else(|| format!("alpha={v:?} in pass {s:?} is not a number >= 0"))?,
+                    )
+                }
+                "width" => {
+                    width = Some(usize::try_from(number()?).map_err(|e| e.to_string())?)
+                        .filter(|w| *w > 0);
+                    if width.is_none() {
+                        return Err(format!("width= in pass {s:?} must be at least 1"));
+                    }
+                }
                 "nodes" | "depth" | "movetime" => {
                     if budget.is_some() {
                         return Err(format!("pass {s:?} has two budgets"));
@@ -84,19 +127,31 @@ impl std::str::FromStr for Pass {
                 }
                 _ => {
                     return Err(format!(
-                        "unknown {k:?} in pass {s:?} (games, ply, nodes, depth, movetime)"
+                        "unknown {k:?} in pass {s:?} (grow, games, ply, nodes, depth, movetime, alpha, width)"
                     ))
                 }
             }
         }
         let min_games = games.ok_or_else(|| format!("pass {s:?} has no games="))?;
-        if min_games == 0 {
+        if min_games == 0 && !grow {
             return Err(format!("games= in pass {s:?} must be at least 1"));
+        }
+        if grow && ply.is_some() {
+            return Err(format!(
+                "a grow pass has no ply= ({s:?}): it goes where the book's lines run out"
+            ));
+        }
+        if !grow && (alpha.is_some() || width.is_some()) {
+            return Err(format!("alpha= and width= are for grow passes ({s:?})"));
         }
         Ok(Pass {
             min_games,
             max_ply: ply,
             budget: budget.ok_or_else(|| format!("pass {s:?} has no budget (nodes=N)"))?,
+            grow: grow.then(|| Growth {
+                alpha: alpha.unwrap_or(grow::DEFAULT_ALPHA),
+                width: width.unwrap_or(grow::DEFAULT_WIDTH),
+            }),
         })
     }
 }
@@ -116,6 +171,12 @@ pub fn parse_plan(s: &str) -> Result<Vec<Pass>> {
         .collect::<Result<Vec<_>>>()?;
     if plan.is_empty() {
         bail!("the plan has no pass");
+    }
+    // The journal replays expansions after analyses.
+    if let Some(i) = plan.iter().position(|p| p.grow.is_some()) {
+        if let Some(p) = plan[i..].iter().find(|p| p.grow.is_none()) {
+            bail!("the analysis pass {p} follows a grow pass: grow passes come last");
+        }
     }
     Ok(plan)
 }
@@ -149,7 +210,13 @@ pub struct ImproveSummary {
     /// Rows of the journal stored in the book (new to it).
     pub journal_stored: usize,
     pub journal_cut_short: usize,
+    pub journal_expansions: usize,
+    /// Expansions of the journal stored in the book (new to it).
+    pub journal_grown: usize,
     pub passes: Vec<(Pass, Summary)>,
+    pub grown: Vec<(Pass, grow::Summary)>,
+    /// Grow passes a shard skipped.
+    pub grow_skipped: usize,
     pub out_of_time: bool,
 }
 
@@ -171,9 +238,24 @@ impl ImproveSummary {
                     String::new()
                 }
             ));
+            if self.journal_expansions > 0 {
+                s.push_str(&format!(
+                    "journal: {} expansions, {} new to the book\n",
+                    self.journal_expansions, self.journal_grown
+                ));
+            }
         }
         for (pass, summary) in &self.passes {
             s.push_str(&format!("pass {pass}: {}", summary.report()));
+        }
+        for (pass, summary) in &self.grown {
+            s.push_str(&format!("pass {pass}: {}", summary.report()));
+        }
+        if self.grow_skipped > 0 {
+            s.push_str(&format!(
+                "{} grow passes skipped: a shard does not grow (grow on one machine after the merge)\n",
+                self.grow_skipped
+            ));
         }
         if self.out_of_time {
             s.push_str("out of time: run again (with the same journal) to continue\n");
@@ -195,8 +277,10 @@ pub fn run(book: &mut Book, opts: &ImproveOptions) -> Result<ImproveSummary> {
         out.journal_parts = loaded.parts;
         out.journal_rows = loaded.rows.len();
         out.journal_cut_short = loaded.cut_short;
+        out.journal_expansions = loaded.expansions.len();
         if opts.shard.is_none() {
             out.journal_stored = store_new(book, loaded.rows)?;
+            out.journal_grown = replay_expansions(book, &loaded.expansions)?;
         } else {
             for row in loaded.rows {
                 keep_stronger(&mut known, row);
@@ -215,6 +299,20 @@ pub fn run(book: &mut Book, opts: &ImproveOptions) -> Result<ImproveSummary> {
         if opts.deadline.is_some_and(|d| Instant::now() >= d) {
             out.out_of_time = true;
             break;
+        }
+        if let Some(growth) = pass.grow {
+            if opts.shard.is_some() {
+                out.grow_skipped += 1;
+                continue;
+            }
+            let summary = grow_pass(book, opts, pass, growth, &mut sink)?;
+            let stopped = !summary.exhausted;
+            out.grown.push((*pass, summary));
+            if stopped {
+                out.out_of_time = opts.deadline.is_some_and(|d| Instant::now() >= d);
+                break;
+            }
+            continue;
         }
         let found = targets::find_within(
             book,
@@ -270,6 +368,57 @@ pub fn run(book: &mut Book, opts: &ImproveOptions) -> Result<ImproveSummary> {
     Ok(out)
 }
 
+/// Runs a grow pass until the deadline or until nothing is left to expand,
+/// each batch of expansions journaled before the book stores it.
+fn grow_pass(
+    book: &mut Book,
+    opts: &ImproveOptions,
+    pass: &Pass,
+    growth: Growth,
+    sink: &mut Sink<'_>,
+) -> Result<grow::Summary> {
+    let time = match opts.deadline {
+        Some(d) => Some(d.saturating_duration_since(Instant::now())),
+        None => None,
+    };
+    let grow_opts = grow::Options {
+        analysis: Options {
+            engine: opts.engine.clone(),
+            budget: pass.budget,
+            threads: opts.threads,
+            min_games: super::DEFAULT_MIN_GAMES,
+            batch: 256,
+            progress: opts.progress,
+        },
+        alpha: growth.alpha,
+        width: growth.width,
+        expansions: None,
+        time,
+        from: Vec::new(),
+        min_games: pass.min_games,
+    };
+    grow::run_recorded(book, &grow_opts, &mut |xs| sink.record_expansions(xs))
+}
+
+/// Stores the journal's expansions the book lacks (its parent not yet
+/// expanded), in the order written; returns how many.
+fn replay_expansions(book: &mut Book, expansions: &[Expansion]) -> Result<usize> {
+    let mut new = Vec::new();
+    for x in expansions {
+        let done = book.analysis(x.parent)?.is_some_and(|a| a.grown.is_some());
+        if !done {
+            new.push(x.clone());
+        }
+    }
+    // Batches keep the order: a later expansion may start from an earlier
+    // one's position.
+    for batch in new.chunks(256) {
+        book.store_expansions(batch)
+            .context("storing the journal's expansions in the book")?;
+    }
+    Ok(new.len())
+}
+
 /// Results are stored (journal, then book) [`DEFAULT_STORE_EVERY`] at a
 /// time, or after this long: large gzip members compress a result to about
 /// 16 bytes (about 22 in members of 256); a kill loses at most this much
@@ -296,22 +445,34 @@ impl Sink<'_> {
         if self.pending.is_empty() {
             return Ok(());
         }
-        if let Some(dir) = self.dir {
-            let w = match self.writer.as_mut() {
-                Some(w) => w,
-                None => self.writer.insert(journal::Writer::create(
-                    dir,
-                    &part_name(self.shard),
-                    self.fingerprint,
-                )?),
-            };
-            w.append(&self.pending)?;
+        let pending = std::mem::take(&mut self.pending);
+        if let Some(w) = self.writer()? {
+            w.append(&pending)?;
         }
         if self.shard.is_none() {
-            book.store_analysis(&self.pending)?;
+            book.store_analysis(&pending)?;
         }
-        self.pending.clear();
         Ok(())
+    }
+
+    /// Journals expansions (the book stores them after).
+    fn record_expansions(&mut self, xs: &[Expansion]) -> Result<()> {
+        match self.writer()? {
+            Some(w) => w.append_expansions(xs),
+            None => Ok(()),
+        }
+    }
+
+    /// The run's part, made at the first use; `None` without a journal.
+    fn writer(&mut self) -> Result<Option<&mut journal::Writer>> {
+        let Some(dir) = self.dir else {
+            return Ok(None);
+        };
+        if self.writer.is_none() {
+            let name = part_name(self.shard);
+            self.writer = Some(journal::Writer::create(dir, &name, self.fingerprint)?);
+        }
+        Ok(self.writer.as_mut())
     }
 }
 
@@ -357,11 +518,14 @@ fn store_new(book: &mut Book, rows: Vec<Analysis>) -> Result<usize> {
     let mut new = Vec::new();
     for row in best.into_values() {
         let have = book.analysis(row.key)?;
+        // An expansion's analysis is newer than any row (grow passes come
+        // last) and is replayed after them.
         let same = have.as_ref().is_some_and(|h| {
-            h.engine == row.engine
-                && h.interior == row.interior
-                && h.book_moves == row.book_moves
-                && (h.budget == row.budget || stronger(h, &row))
+            h.grown.is_some()
+                || (h.engine == row.engine
+                    && h.interior == row.interior
+                    && h.book_moves == row.book_moves
+                    && (h.budget == row.budget || stronger(h, &row)))
         });
         if !same {
             new.push(row);
@@ -389,7 +553,8 @@ mod tests {
             Pass {
                 min_games: 3,
                 max_ply: Some(20),
-                budget: Budget::Nodes(50_000)
+                budget: Budget::Nodes(50_000),
+                grow: None,
             }
         );
         let text: Vec<String> = plan.iter().map(ToString::to_string).collect();
@@ -398,6 +563,19 @@ mod tests {
             "games=5,depth=18".parse::<Pass>().unwrap().budget,
             Budget::Depth(18)
         );
+        let grow: Pass = "grow,games=0,nodes=200000".parse().unwrap();
+        assert_eq!(
+            grow.grow,
+            Some(Growth {
+                alpha: grow::DEFAULT_ALPHA,
+                width: grow::DEFAULT_WIDTH
+            })
+        );
+        assert_eq!(
+            grow.to_string(),
+            "grow,games=0,nodes=200000,alpha=20,width=2"
+        );
+        assert_eq!(grow.to_string().parse::<Pass>().unwrap(), grow);
         for bad in [
             "",
             "games=3",

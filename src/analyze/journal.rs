@@ -7,7 +7,10 @@
 //! A part is `<name>.tsv.gz`; after the header line `# learnbook analysis
 //! journal 1 book=<fingerprint>`, one line a position:
 //! `key score depth interior deviation dev_move dev_depth book_moves
-//! engine budget`, tab separated, `key` in hex, `-` for none.
+//! engine budget`, tab separated, `key` in hex, `-` for none; or one line
+//! an expansion of `grow` (its engine moves, the positions they reach and
+//! every search score it stored): `grow` and the expansion as JSON, tab
+//! separated. Expansions are replayed in the order written.
 
 use std::{
     fs,
@@ -19,17 +22,21 @@ use anyhow::{bail, Context, Result};
 use flate2::{read::MultiGzDecoder, write::GzEncoder, Compression};
 
 use crate::book::{
-    db::Analysis,
+    db::{grow::Expansion, Analysis},
     keys::{Key, MoveCode},
 };
 
 const HEADER: &str = "# learnbook analysis journal 1";
 const EXTENSION: &str = ".tsv.gz";
+/// The first field of an expansion's line.
+const GROWN: &str = "grow";
 
 /// What reading a journal found.
 #[derive(Debug, Default)]
 pub struct Loaded {
     pub rows: Vec<Analysis>,
+    /// Expansions, in the order written (parts by name).
+    pub expansions: Vec<Expansion>,
     pub parts: usize,
     /// Lines of a last batch cut short by a kill (dropped).
     pub cut_short: usize,
@@ -93,8 +100,37 @@ fn read_part(path: &Path, fingerprint: &str, out: &mut Loaded) -> Result<()> {
     }
     for (n, line) in lines.enumerate() {
         let line = line?;
-        out.rows
-            .push(parse_line(&line).with_context(|| format!("line {}: {line:?}", n + 2))?);
+        let at = || format!("line {}: {line:?}", n + 2);
+        match line.strip_prefix(GROWN).and_then(|l| l.strip_prefix('\t')) {
+            Some(json) => out.expansions.push(parse_expansion(json).with_context(at)?),
+            None => out.rows.push(parse_line(&line).with_context(at)?),
+        }
+    }
+    Ok(())
+}
+
+fn parse_expansion(json: &str) -> Result<Expansion> {
+    let x: Expansion = serde_json::from_str(json)?;
+    let analyses = std::iter::once(&x.analysis)
+        .chain(x.moves.iter().map(|m| &m.child_analysis))
+        .chain(&x.leaves);
+    for a in analyses {
+        check_scores(a)?;
+    }
+    if x.analysis.key != x.parent || x.analysis.grown.is_none() {
+        bail!("the expansion's own analysis is not its parent's");
+    }
+    Ok(x)
+}
+
+fn check_scores(a: &Analysis) -> Result<()> {
+    for s in std::iter::once(a.score).chain(a.deviation) {
+        if !(-32_000..=32_000).contains(&s) {
+            bail!("score {s} is out of range");
+        }
+    }
+    if a.engine.is_empty() || a.budget.is_empty() {
+        bail!("no engine or budget");
     }
     Ok(())
 }
@@ -107,33 +143,25 @@ fn parse_line(line: &str) -> Result<Analysis> {
     };
     let opt =
         |s: &str| -> Result<Option<i64>> { Ok(if s == "-" { None } else { Some(s.parse()?) }) };
-    let score: i32 = score.parse()?;
-    let deviation = opt(dev)?.map(i32::try_from).transpose()?;
-    for s in std::iter::once(score).chain(deviation) {
-        if !(-32_000..=32_000).contains(&s) {
-            bail!("score {s} is out of range");
-        }
-    }
-    if engine.is_empty() || budget.is_empty() {
-        bail!("no engine or budget");
-    }
-    Ok(Analysis {
+    let a = Analysis {
         key: Key(u64::from_str_radix(key, 16)?),
-        score,
+        score: score.parse()?,
         depth: depth.parse()?,
         interior: match interior {
             "1" => true,
             "0" => false,
             _ => bail!("interior must be 0 or 1"),
         },
-        deviation,
+        deviation: opt(dev)?.map(i32::try_from).transpose()?,
         dev_move: opt(dev_move)?.map(u16::try_from).transpose()?.map(MoveCode),
         dev_depth: opt(dev_depth)?.map(u32::try_from).transpose()?,
         book_moves: book_moves.parse()?,
         engine: engine.to_string(),
         budget: budget.to_string(),
         grown: None,
-    })
+    };
+    check_scores(&a)?;
+    Ok(a)
 }
 
 fn format_line(a: &Analysis) -> String {
@@ -183,6 +211,22 @@ impl Writer {
             return Ok(());
         }
         let text: String = rows.iter().map(format_line).collect();
+        self.member(text.as_bytes())
+    }
+
+    /// Appends `expansions` as one gzip member, synced.
+    pub fn append_expansions(&mut self, expansions: &[Expansion]) -> Result<()> {
+        if expansions.is_empty() {
+            return Ok(());
+        }
+        let mut text = String::new();
+        for x in expansions {
+            // JSON escapes tabs and line ends: one line an expansion.
+            text.push_str(GROWN);
+            text.push('\t');
+            text.push_str(&serde_json::to_string(x)?);
+            text.push('\n');
+        }
         self.member(text.as_bytes())
     }
 
@@ -268,6 +312,45 @@ mod tests {
         assert_eq!(format!("{:?}", got.rows), format!("{want:?}"));
         // A part is never overwritten.
         assert!(Writer::create(dir.path(), "a", "games=3").is_err());
+    }
+
+    fn expansion(parent: u64) -> Expansion {
+        use crate::book::db::grow::EngineMove;
+        let mut analysis = row(parent, true);
+        analysis.grown = Some(2);
+        let mut child = row(parent + 1, false);
+        child.engine = "an \"engine\"\twith\ttabs".into();
+        Expansion {
+            parent: Key(parent),
+            analysis,
+            moves: vec![EngineMove {
+                mv: MoveCode(0x031c),
+                uci: "e2e4".into(),
+                child: Key(parent + 1),
+                child_analysis: child,
+            }],
+            leaves: vec![row(u64::MAX, false)],
+        }
+    }
+
+    #[test]
+    fn expansions_come_back_in_order_beside_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = Writer::create(dir.path(), "a", "f").unwrap();
+        w.append(&[row(1, true)]).unwrap();
+        w.append_expansions(&[expansion(10), expansion(3)]).unwrap();
+        w.append(&[row(2, false)]).unwrap();
+        let got = load(dir.path(), "f").unwrap();
+        assert_eq!(got.rows, vec![row(1, true), row(2, false)]);
+        assert_eq!(got.expansions, vec![expansion(10), expansion(3)]);
+        // A score out of range, or an analysis not the parent's, is refused.
+        let mut bad = expansion(5);
+        bad.leaves[0].score = 40_000;
+        assert!(parse_expansion(&serde_json::to_string(&bad).unwrap()).is_err());
+        let mut bad = expansion(5);
+        bad.analysis.key = Key(6);
+        assert!(parse_expansion(&serde_json::to_string(&bad).unwrap()).is_err());
+        assert!(parse_expansion("{\"parent\": 1}").is_err());
     }
 
     #[test]

@@ -8,11 +8,12 @@
 
 use std::fmt;
 
+use serde::{Deserialize, Serialize};
 use shakmaty::{zobrist::Zobrist64, EnPassantMode, Move, Position, Role, Square};
 
 /// The Polyglot hash of a position: its row in the book, its entries in a
 /// Polyglot book.
-#[derive(Copy, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Copy, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Key(pub u64);
 
 impl Key {
@@ -49,7 +50,7 @@ pub fn polyglot_key<P: Position>(pos: &P) -> Key {
 
 /// A move in Polyglot's encoding: bits 0-5 to-square, 6-11 from-square,
 /// 12-14 promotion (1 knight .. 4 queen). Castling is king -> own rook.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct MoveCode(pub u16);
 
 impl MoveCode {

@@ -2,6 +2,7 @@
 
 use anyhow::Result;
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
+use serde::{Deserialize, Serialize};
 
 use super::book::Book;
 use super::learn::reevaluate_keys;
@@ -10,7 +11,7 @@ use crate::book::keys::{Key, MoveCode};
 use crate::book::minimax::Reevaluation;
 
 /// A position's search scores.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Analysis {
     pub key: Key,
     /// Search score of the position, centipawns, side to move (mate:

@@ -4,6 +4,7 @@
 
 use anyhow::{bail, Result};
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
+use serde::{Deserialize, Serialize};
 
 use super::analysis::{insert_analysis, Analysis, INSERT_ANALYSIS};
 use super::book::Book;
@@ -16,7 +17,7 @@ use crate::book::minimax::Reevaluation;
 /// A move `grow` adds: its code and UCI, the position it leads to, and that
 /// position's search score (from the side to move there; stored only where
 /// the position has no analysis yet).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EngineMove {
     pub mv: MoveCode,
     pub uci: String,
@@ -29,7 +30,7 @@ pub struct EngineMove {
 /// engine moves it gets, and the search scores of its game moves'
 /// positions that had none (stored only where there is still none), so
 /// that every option is valued by a search.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Expansion {
     pub parent: Key,
     pub analysis: Analysis,
