@@ -328,6 +328,36 @@ fn book_quality_judges_a_polyglot_export_of_the_books_own_choices_the_same() {
         "{report}"
     );
     assert!(report.contains("Spearman"), "{report}");
+    // The analyst's own picks where it searched a position with its moves,
+    // and the margin table: a row per band of the advantage it claimed,
+    // over positions where both its picks were judged.
+    let judged = |player: &str| -> usize {
+        report
+            .lines()
+            .find_map(|l| l.trim_start().strip_prefix(player))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|m| m.parse().ok())
+            .unwrap_or_else(|| panic!("no row for {player} in {report}"))
+    };
+    let outside = judged("analyst's move outside");
+    assert!(
+        outside > 0 && judged("analyst's best game move") > 0,
+        "{report}"
+    );
+    let table = report
+        .split_once("by the advantage it claims for leaving:")
+        .unwrap_or_else(|| panic!("no margin table in {report}"))
+        .1;
+    let in_table: usize = table
+        .lines()
+        .skip(2)
+        .take_while(|l| !l.contains("Spearman"))
+        .filter_map(|l| l.split_whitespace().rev().nth(3)?.parse::<usize>().ok())
+        .sum();
+    assert!(
+        in_table > 0 && in_table <= outside,
+        "{in_table} {outside}: {report}"
+    );
     let rows = std::fs::read_to_string(&csv).expect("csv").lines().count();
     assert_eq!(rows, 13, "a header and a row per position");
     // The search core cannot judge itself.

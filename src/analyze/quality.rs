@@ -7,7 +7,11 @@
 //! the same node budget and a cleared hash for every search. A move's loss
 //! is `max(0, best - move)` in centipawns (0 for the judge's own move).
 //! Engines can be players too (`--engine-player`): their own move at each
-//! position, the floor for a book they would grow or analyse.
+//! position, the floor for a book they would grow or analyse. Where the
+//! book was analysed with its moves, the analyst's move outside the book
+//! and its best game move are players too; beside each other, by the
+//! advantage the analyst claims for leaving, they show the margin an
+//! engine move needs over game moves before the judge agrees it is better.
 
 use std::{
     collections::{BinaryHeap, HashMap, HashSet},
@@ -123,6 +127,9 @@ struct Spot {
     raw: f64,
     /// Per player: the moves it would play, with probabilities (empty: no move).
     picks: Vec<Vec<(Move, f64)>>,
+    /// Where the analysis searched the position with its moves: the score
+    /// its best move outside the book claims over its best game move (cp).
+    claimed: Option<i32>,
 }
 
 /// The judge's verdict on a position.
@@ -190,10 +197,48 @@ fn players(
         p.push(format!("{name} top"));
         p.push(format!("{name} weighted"));
     }
+    p.push(ANALYST_LEAVE.to_string());
+    p.push(ANALYST_GAME_MOVE.to_string());
     for (name, _) in engines {
         p.push(format!("{name} engine"));
     }
     p
+}
+
+const ANALYST_LEAVE: &str = "analyst's move outside";
+const ANALYST_GAME_MOVE: &str = "analyst's best game move";
+
+/// The analyst's picks where it searched `key` with its moves: its best
+/// move outside the book and its best game move (by the game moves'
+/// positions' scores), and the score the first claims over the second.
+fn analyst_picks(
+    book: &Book,
+    key: Key,
+    pos: &Chess,
+) -> Result<(Option<Move>, Option<Move>, Option<i32>)> {
+    let Some(a) = book.analysis(key)?.filter(|a| a.interior) else {
+        return Ok((None, None, None));
+    };
+    let leave = a.dev_move.and_then(|m| m.to_move(pos)).zip(a.deviation);
+    let mut best_game: Option<(Move, i32)> = None;
+    for m in book.moves(key)? {
+        let (Some(child), Some(mv)) = (m.child, m.mv.to_move(pos)) else {
+            continue;
+        };
+        if m.counts.total() == 0 {
+            continue;
+        }
+        if let Some(c) = book.analysis(child)? {
+            if best_game.as_ref().is_none_or(|b| -c.score > b.1) {
+                best_game = Some((mv, -c.score));
+            }
+        }
+    }
+    let claimed = match (&leave, &best_game) {
+        (Some((_, d)), Some((_, g))) => Some(d - g),
+        _ => None,
+    };
+    Ok((leave.map(|l| l.0), best_game.map(|g| g.0), claimed))
 }
 
 /// Each engine player's own move at every spot, a search from a cleared
@@ -316,6 +361,10 @@ fn spots(opts: &Options, book: &Book, polyglots: &[PolyglotBook]) -> Result<Vec<
                 Vec::new()
             });
         }
+        let (leave, game_move, claimed) = analyst_picks(book, key, &pos)?;
+        for m in [leave, game_move] {
+            picks.push(m.map(|m| vec![(m, 1.0)]).unwrap_or_default());
+        }
         out.push(Spot {
             pos,
             games,
@@ -323,6 +372,7 @@ fn spots(opts: &Options, book: &Book, polyglots: &[PolyglotBook]) -> Result<Vec<
             value: node.value,
             raw: (f64::from(w) - f64::from(l)) / f64::from(c.total().max(1)),
             picks,
+            claimed,
         });
     }
     Ok(out)
@@ -596,6 +646,7 @@ pub fn run(opts: &Options) -> Result<String> {
             )?;
         }
     }
+    margin_table(&mut out, &spots, &verdicts, names.len() - engines.len() - 2)?;
     let judge_scores: Vec<f64> = verdicts.iter().map(|v| f64::from(v.score)).collect();
     let values: Vec<f64> = spots.iter().map(|s| s.value).collect();
     let raw: Vec<f64> = spots.iter().map(|s| s.raw).collect();
@@ -644,6 +695,75 @@ pub fn run(opts: &Options) -> Result<String> {
         std::fs::write(path, csv).with_context(|| format!("cannot write {}", path.display()))?;
     }
     Ok(out)
+}
+
+/// The judge's verdict on the analyst's move outside the book against its
+/// best game move, by the advantage the analyst claims for the first
+/// (`leave` is the column of the analyst's move outside; the game move's
+/// follows): where the judge's gain turns positive is the margin an engine
+/// move needs over game moves.
+fn margin_table(
+    out: &mut String,
+    spots: &[Spot],
+    verdicts: &[Verdict],
+    leave: usize,
+) -> Result<()> {
+    const BANDS: [(i32, i32, &str); 5] = [
+        (i32::MIN, 0, "<= 0"),
+        (1, 10, "1..10"),
+        (11, 25, "11..25"),
+        (26, 50, "26..50"),
+        (51, i32::MAX, "> 50"),
+    ];
+    let mut rows: Vec<(usize, i64, i64)> = vec![(0, 0, 0); BANDS.len()];
+    for (s, v) in spots.iter().zip(verdicts) {
+        let loss = |pick: &[(Move, f64)]| {
+            let m = pick.first()?.0.to_uci(CastlingMode::Standard).to_string();
+            v.loss.get(&m).copied()
+        };
+        let (Some(claimed), Some(out_loss), Some(game_loss)) =
+            (s.claimed, loss(&s.picks[leave]), loss(&s.picks[leave + 1]))
+        else {
+            continue;
+        };
+        let Some(b) = BANDS
+            .iter()
+            .position(|(lo, hi, _)| (*lo..=*hi).contains(&claimed))
+        else {
+            continue;
+        };
+        rows[b].0 += 1;
+        rows[b].1 += i64::from(out_loss);
+        rows[b].2 += i64::from(game_loss);
+    }
+    if rows.iter().all(|r| r.0 == 0) {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "  the analyst's move outside the book against its best game move, by the advantage it claims for leaving:"
+    )?;
+    writeln!(
+        out,
+        "  {:<12} {:>9} {:>14} {:>14} {:>12}",
+        "claimed cp", "positions", "outside loss", "game loss", "judge gain"
+    )?;
+    for ((_, _, name), (n, out_loss, game_loss)) in BANDS.iter().zip(rows) {
+        if n == 0 {
+            continue;
+        }
+        let mean = |x: i64| x as f64 / n as f64;
+        writeln!(
+            out,
+            "  {:<12} {:>9} {:>14.1} {:>14.1} {:>+12.1}",
+            name,
+            n,
+            mean(out_loss),
+            mean(game_loss),
+            mean(game_loss) - mean(out_loss)
+        )?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
