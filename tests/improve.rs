@@ -45,6 +45,10 @@ fn improve(book: &Path, journal: &Path, extra: &[&str]) -> std::process::Output 
     ok(&args)
 }
 
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 /// Journal lines (results) in every part of `dir`.
 fn journal_rows(dir: &Path) -> usize {
     let mut n = 0;
@@ -81,7 +85,7 @@ fn killed_resumed_moved_and_sharded_runs_end_as_one_run() {
     // One run, start to end.
     let one = sample_book(d, "one.sqlite");
     let out = improve(&one, &d.join("j-one"), &[]);
-    let report = String::from_utf8_lossy(&out.stderr).into_owned();
+    let report = stderr(&out);
     assert!(
         report.contains("pass games=12,nodes=12000: analysed"),
         "{report}"
@@ -156,7 +160,7 @@ fn killed_resumed_moved_and_sharded_runs_end_as_one_run() {
     // searches nothing.
     let moved = sample_book(d, "moved.sqlite");
     let out = improve(&moved, &journal, &[]);
-    let report = String::from_utf8_lossy(&out.stderr).into_owned();
+    let report = stderr(&out);
     assert!(report.contains("journal: 2 parts"), "{report}");
     assert!(report.contains("analysed 0 positions"), "{report}");
     assert_same_analysis(&one, &moved);
@@ -170,7 +174,7 @@ fn killed_resumed_moved_and_sharded_runs_end_as_one_run() {
     }
     assert_eq!(count(&sharded, "SELECT count(*) FROM analysis"), 0);
     let out = improve(&sharded, &journal, &["--time", "0s"]);
-    let report = String::from_utf8_lossy(&out.stderr).into_owned();
+    let report = stderr(&out);
     assert!(report.contains("journal: 2 parts"), "{report}");
     assert_same_analysis(&one, &sharded);
     let check = ok(&["check", "--book", s(&sharded)]);
@@ -205,7 +209,7 @@ fn a_grow_pass_is_journaled_and_replayed_into_a_fresh_book() {
         ])
     };
     let out = args(&grown, "25s");
-    let report = String::from_utf8_lossy(&out.stderr).into_owned();
+    let report = stderr(&out);
     assert!(
         report.contains("pass grow,games=0,nodes=4000,alpha=20,width=2: grew"),
         "{report}"
@@ -222,7 +226,7 @@ fn a_grow_pass_is_journaled_and_replayed_into_a_fresh_book() {
 
     let fresh = sample_book(d, "fresh.sqlite");
     let out = args(&fresh, "0s");
-    let report = String::from_utf8_lossy(&out.stderr).into_owned();
+    let report = stderr(&out);
     assert!(
         report.contains(&format!(
             "journal: {expanded} expansions, {expanded} new to the book"
@@ -236,7 +240,7 @@ fn a_grow_pass_is_journaled_and_replayed_into_a_fresh_book() {
     assert!(String::from_utf8_lossy(&check.stdout).contains("book is consistent"));
     // Run again on the same book: nothing replayed twice.
     let out = args(&fresh, "0s");
-    let report = String::from_utf8_lossy(&out.stderr).into_owned();
+    let report = stderr(&out);
     assert!(report.contains(", 0 new to the book"), "{report}");
 
     let shard_book = sample_book(d, "shard.sqlite");
@@ -253,7 +257,7 @@ fn a_grow_pass_is_journaled_and_replayed_into_a_fresh_book() {
         "--shard",
         "0/2",
     ]);
-    let report = String::from_utf8_lossy(&out.stderr).into_owned();
+    let report = stderr(&out);
     assert!(report.contains("1 grow passes skipped"), "{report}");
 }
 
