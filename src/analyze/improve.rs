@@ -377,10 +377,9 @@ fn grow_pass(
     growth: Growth,
     sink: &mut Sink<'_>,
 ) -> Result<grow::Summary> {
-    let time = match opts.deadline {
-        Some(d) => Some(d.saturating_duration_since(Instant::now())),
-        None => None,
-    };
+    let time = opts
+        .deadline
+        .map(|d| d.saturating_duration_since(Instant::now()));
     let grow_opts = grow::Options {
         analysis: Options {
             engine: opts.engine.clone(),
