@@ -12,7 +12,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use common::{bin, number_after, ok, repo, run, s, sample};
+use common::{bin, count, number_after, ok, repo, run, s, sample};
 use rusqlite::{Connection, OpenFlags};
 use tempfile::TempDir;
 
@@ -187,6 +187,54 @@ fn a_bad_or_crashing_engine_is_a_clear_error_and_keeps_stored_scores() {
     let (stored, _) = analysed(&book);
     assert!(stored >= 1, "the scores before the crash are kept");
     ok(&["check", "--book", s(&book)]);
+
+    // An engine that ignores searchmoves would give a position's moves
+    // outside the book its own best move's score: refused by name, nothing
+    // of it stored.
+    let spec = format!("name=fake,cmd=python3 {} no-searchmoves", s(&fake));
+    let analyse = [
+        "analyze",
+        "--book",
+        s(&book),
+        "--engine",
+        &spec,
+        "--threads",
+        "1",
+        "--min-games",
+        "40",
+    ];
+    let out = run(&analyse);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("ignores searchmoves"), "{err}");
+    let wrong = count(
+        &book,
+        "SELECT count(*) FROM analysis a JOIN moves m ON m.parent = a.key AND m.move = a.dev_move
+         WHERE a.engine = 'fake-no-searchmoves' AND m.white + m.draws + m.black > 0",
+    );
+    assert_eq!(wrong, 0, "a book move stored as the move outside the book");
+    // As a judge, it scores each move by a search of the position after it.
+    let out = ok(&[
+        "bench",
+        "book-quality",
+        "--book",
+        s(&book),
+        "--judge",
+        &spec,
+        "--judge-depth",
+        "1",
+        "--positions",
+        "3",
+        "--threads",
+        "1",
+    ]);
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        report.contains(
+            "the judge ignores searchmoves: every move scored by a search of the position after it"
+        ),
+        "{report}"
+    );
 }
 
 #[test]

@@ -2,7 +2,7 @@
 
 use std::{sync::atomic::AtomicBool, time::Duration};
 
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, bail, Result};
 use shakmaty::{Chess, Move, Position as _};
 
 use super::Budget;
@@ -120,6 +120,7 @@ impl EngineChoice {
                 engine: UciEngine::start(spec)
                     .map_err(|e| anyhow!("cannot start engine {:?}: {e}", spec.name))?,
                 budget,
+                searchmoves_checked: false,
             }),
         })
     }
@@ -163,9 +164,32 @@ impl Analyst for Builtin {
 struct Uci {
     engine: UciEngine,
     budget: Budget,
+    /// The engine was seen to keep to `searchmoves` (checked once, before
+    /// the first search that needs them).
+    searchmoves_checked: bool,
 }
 
 impl Uci {
+    /// An engine that ignores `searchmoves` would score the moves outside
+    /// the book with its own best move: refused before it is used so.
+    fn check_searchmoves(&mut self, searchmoves: &[Move]) -> Result<()> {
+        if searchmoves.is_empty() || self.searchmoves_checked {
+            return Ok(());
+        }
+        if !self
+            .engine
+            .honours_searchmoves()
+            .map_err(|e| anyhow!("{e}"))?
+        {
+            bail!(
+                "{} ignores searchmoves: it cannot analyse a book (the moves outside it are searched with searchmoves); it can judge or play",
+                self.engine.label()
+            );
+        }
+        self.searchmoves_checked = true;
+        Ok(())
+    }
+
     fn go(&self) -> (String, Duration) {
         match self.budget {
             Budget::Nodes(n) => (format!("nodes {n}"), Duration::from_secs(120)),
@@ -179,6 +203,7 @@ impl Uci {
 
 impl Analyst for Uci {
     fn search(&mut self, pos: &Chess, searchmoves: &[Move], fresh: bool) -> Result<Searched> {
+        self.check_searchmoves(searchmoves)?;
         let (go, allowed) = self.go();
         let r = self
             .engine
@@ -216,6 +241,7 @@ impl Analyst for Uci {
         } else {
             among
         };
+        self.check_searchmoves(among)?;
         let lines = self
             .engine
             .analyse_lines(pos, &go, among, k, allowed, fresh)

@@ -5,7 +5,9 @@
 //! For every position the judge searches the position (its best move and
 //! score) and then each move a book would play, alone (`searchmoves`), with
 //! the same node budget and a cleared hash for every search. A move's loss
-//! is `max(0, best - move)` in centipawns (0 for the judge's own move).
+//! is `max(0, best - move)` in centipawns (0 for the judge's own move). A
+//! judge that ignores `searchmoves` (Ethereal 12) scores each move, its own
+//! too, by a search of the position after it instead.
 //! Engines can be players too (`--engine-player`): their own move at each
 //! position, the floor for a book they would grow or analyse. Where the
 //! book was analysed with its moves, the analyst's move outside the book
@@ -386,12 +388,49 @@ fn judge_limit(opts: &Options) -> String {
     }
 }
 
-fn judge(engine: &mut UciEngine, spot: &Spot, opts: &Options) -> Result<Verdict> {
+/// How the judge scores a move other than its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Scoring {
+    /// A search of the position limited to the move (`searchmoves`).
+    SearchMoves,
+    /// A search of the position after the move, negated (for an engine
+    /// that ignores `searchmoves`); the judge's own move scored alike.
+    After,
+}
+
+/// The judge's score of `m` at `pos`: its search of the position after it,
+/// negated (checkmate and stalemate exact).
+fn score_after(
+    engine: &mut UciEngine,
+    pos: &Chess,
+    m: &Move,
+    go: &str,
+    allowed: Duration,
+) -> Result<i32> {
+    let mut next = pos.clone();
+    next.play_unchecked(m.clone());
+    if next.is_checkmate() {
+        return Ok(30_000);
+    }
+    if next.is_stalemate() {
+        return Ok(0);
+    }
+    let r = engine
+        .analyse(&next, go, &[], allowed, true)
+        .map_err(|e| anyhow!("judge: {e}"))?;
+    Ok(-r.score)
+}
+
+fn judge(engine: &mut UciEngine, spot: &Spot, opts: &Options, scoring: Scoring) -> Result<Verdict> {
     let go = judge_limit(opts);
     let allowed = Duration::from_secs(300);
     let whole = engine
         .analyse(&spot.pos, &go, &[], allowed, true)
         .map_err(|e| anyhow!("judge: {e}"))?;
+    let best_after = match (scoring, &whole.best) {
+        (Scoring::After, Some(b)) => Some(score_after(engine, &spot.pos, b, &go, allowed)?),
+        _ => None,
+    };
     let mut loss = HashMap::new();
     for pick in &spot.picks {
         for (m, p) in pick {
@@ -402,6 +441,8 @@ fn judge(engine: &mut UciEngine, spot: &Spot, opts: &Options) -> Result<Verdict>
             }
             let l = if Some(m) == whole.best.as_ref() {
                 0
+            } else if let Some(best) = best_after {
+                (best - score_after(engine, &spot.pos, m, &go, allowed)?).max(0)
             } else {
                 let r = engine
                     .analyse(&spot.pos, &go, std::slice::from_ref(m), allowed, true)
@@ -530,6 +571,7 @@ pub fn run(opts: &Options) -> Result<String> {
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Verdict>>> = Mutex::new(vec![None; spots.len()]);
     let failure: Mutex<Option<anyhow::Error>> = Mutex::new(None);
+    let used: Mutex<Option<Scoring>> = Mutex::new(None);
     std::thread::scope(|scope| {
         for _ in 0..opts.threads.max(1) {
             scope.spawn(|| {
@@ -542,13 +584,26 @@ pub fn run(opts: &Options) -> Result<String> {
                         return;
                     }
                 };
+                let scoring = match engine.honours_searchmoves() {
+                    Ok(true) => Scoring::SearchMoves,
+                    Ok(false) => Scoring::After,
+                    Err(e) => {
+                        if let Ok(mut f) = failure.lock() {
+                            f.get_or_insert(anyhow!("judge: {e}"));
+                        }
+                        return;
+                    }
+                };
+                if let Ok(mut s) = used.lock() {
+                    *s = Some(scoring);
+                }
                 loop {
                     if failure.lock().map_or(true, |f| f.is_some()) {
                         return;
                     }
                     let i = next.fetch_add(1, Ordering::SeqCst);
                     let Some(spot) = spots.get(i) else { return };
-                    match judge(&mut engine, spot, opts) {
+                    match judge(&mut engine, spot, opts, scoring) {
                         Ok(v) => {
                             if let Ok(mut r) = results.lock() {
                                 r[i] = Some(v);
@@ -602,6 +657,12 @@ pub fn run(opts: &Options) -> Result<String> {
         judge_spec.name,
         judge_limit(opts)
     )?;
+    if used.into_inner().ok().flatten() == Some(Scoring::After) {
+        writeln!(
+            out,
+            "  (the judge ignores searchmoves: every move scored by a search of the position after it)"
+        )?;
+    }
     writeln!(
         out,
         "  {:<26} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8}",

@@ -478,7 +478,36 @@ impl UciEngine {
             }
         };
         let best = self.bestmove(pos)?;
+        if let Some(b) = best
+            .as_ref()
+            .filter(|b| !searchmoves.is_empty() && !searchmoves.contains(b))
+        {
+            return Err(Fault::Illegal(format!(
+                "{} played {} outside the searchmoves it was given: it ignores searchmoves",
+                self.spec.name,
+                b.to_uci(shakmaty::CastlingMode::Standard)
+            )));
+        }
         Ok(Analysed { best, score, depth })
+    }
+
+    /// Whether the engine keeps to `searchmoves` (Ethereal 12 ignores
+    /// them): a one-ply search of the start position limited to `a2a3`.
+    pub fn honours_searchmoves(&mut self) -> Result<bool, Fault> {
+        use shakmaty::Position as _;
+        let pos = Chess::default();
+        let Some(a3) = pos
+            .legal_moves()
+            .into_iter()
+            .find(|m| m.from() == Some(shakmaty::Square::A2) && m.to() == shakmaty::Square::A3)
+        else {
+            return Ok(true);
+        };
+        match self.analyse(&pos, "depth 1", &[a3], Duration::from_secs(60), true) {
+            Ok(_) => Ok(true),
+            Err(Fault::Illegal(e)) if e.contains("ignores searchmoves") => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 
     /// The engine's `id name` (name and version), if it sent one.

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A misbehaving UCI engine for the runner's fault tests (not a chess engine).
 
-usage: fake_engine.py crash|hang|illegal|garbage|stale-multipv
+usage: fake_engine.py crash|hang|illegal|garbage|stale-multipv|no-searchmoves
 
 It answers the handshake like a UCI engine, plays legal moves (the first
 legal move, via python-chess) for two moves, then misbehaves on its third
@@ -9,6 +9,7 @@ legal move, via python-chess) for two moves, then misbehaves on its third
 garbage sends noise and no move. stale-multipv offers MultiPV and, under
 MultiPV > 1, reports its second line with the move of its first, as an
 engine stopped in an iteration that reordered its lines does.
+no-searchmoves ignores `searchmoves`, as Ethereal 12 does.
 """
 import sys
 
@@ -64,6 +65,8 @@ for line in sys.stdin:
                 continue
         # The first legal move, of those given by searchmoves if any.
         allowed = words[words.index("searchmoves") + 1:] if "searchmoves" in words else []
+        if mode == "no-searchmoves":
+            allowed = []
         legal = [m.uci() for m in board.legal_moves]
         if mode == "stale-multipv" and multipv > 1:
             moves = [m for m in legal if not allowed or m in allowed]
