@@ -405,9 +405,13 @@ fn a_uci_engine_with_multipv_finds_an_expansions_moves_in_one_search() {
     let sent = std::fs::read_to_string(&log).expect("log");
     let mut multipv = 1;
     let mut lines_searches = 0;
+    let mut probes = 0;
     for line in sent.lines() {
         if let Some(v) = line.strip_prefix("setoption name MultiPV value ") {
             multipv = v.trim().parse().expect("MultiPV value");
+        } else if line.trim() == "go depth 1 searchmoves a2a3" {
+            // Whether the engine keeps to searchmoves, asked once.
+            probes += 1;
         } else if line.starts_with("go ") {
             if line.contains(" searchmoves ") {
                 lines_searches += 1;
@@ -418,6 +422,7 @@ fn a_uci_engine_with_multipv_finds_an_expansions_moves_in_one_search() {
         }
     }
     assert_eq!(lines_searches, 4, "{sent}");
+    assert_eq!(probes, 1, "{sent}");
     ok(&["check", "--book", s(&book)]);
 }
 
