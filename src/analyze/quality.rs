@@ -408,7 +408,7 @@ fn score_after(
     allowed: Duration,
 ) -> Result<i32> {
     let mut next = pos.clone();
-    next.play_unchecked(m.clone());
+    next.play_unchecked(*m);
     if next.is_checkmate() {
         return Ok(30_000);
     }
