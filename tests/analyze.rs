@@ -169,43 +169,34 @@ fn a_bad_or_crashing_engine_is_a_clear_error_and_keeps_stored_scores() {
         return;
     }
     let fake = repo().join("tests/py/fake_engine.py");
-    let spec = format!("name=fake,cmd=python3 {} crash", s(&fake));
-    let out = run(&[
-        "analyze",
-        "--book",
-        s(&book),
-        "--engine",
-        &spec,
-        "--threads",
-        "1",
-        "--min-games",
-        "40",
-    ]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let fake_spec = |mode: &str| format!("name=fake,cmd=python3 {} {mode}", s(&fake));
+    // An analysis by the fake engine in `mode`, which fails: its message.
+    let analyse_failing = |mode: &str| -> String {
+        let spec = fake_spec(mode);
+        let out = run(&[
+            "analyze",
+            "--book",
+            s(&book),
+            "--engine",
+            &spec,
+            "--threads",
+            "1",
+            "--min-games",
+            "40",
+        ]);
+        assert_eq!(out.status.code(), Some(2));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let err = analyse_failing("crash");
     assert!(err.contains("fake") && err.contains("kept"), "{err}");
     let (stored, _) = analysed(&book);
     assert!(stored >= 1, "the scores before the crash are kept");
     ok(&["check", "--book", s(&book)]);
 
     // An engine that ignores searchmoves would give a position's moves
-    // outside the book its own best move's score: refused by name, nothing
-    // of it stored.
-    let spec = format!("name=fake,cmd=python3 {} no-searchmoves", s(&fake));
-    let analyse = [
-        "analyze",
-        "--book",
-        s(&book),
-        "--engine",
-        &spec,
-        "--threads",
-        "1",
-        "--min-games",
-        "40",
-    ];
-    let out = run(&analyse);
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    // outside the book its own best move's score: refused by name before
+    // it stores a book move as the move outside the book.
+    let err = analyse_failing("no-searchmoves");
     assert!(err.contains("ignores searchmoves"), "{err}");
     let wrong = count(
         &book,
@@ -214,6 +205,7 @@ fn a_bad_or_crashing_engine_is_a_clear_error_and_keeps_stored_scores() {
     );
     assert_eq!(wrong, 0, "a book move stored as the move outside the book");
     // As a judge, it scores each move by a search of the position after it.
+    let spec = fake_spec("no-searchmoves");
     let out = ok(&[
         "bench",
         "book-quality",
