@@ -152,7 +152,7 @@ enum Command {
     /// one shard into the journal, the book only read, and a run without --shard then
     /// stores every part: a Slurm array does in a night what one machine does in N.
     Improve(ImproveArgs),
-    /// Recompute every value from scratch.
+    /// Recompute every value from scratch (`--engine-margin`: with a new margin).
     Reevaluate(ReevaluateArgs),
     /// Write a Polyglot .bin book.
     Export(ExportArgs),
@@ -443,6 +443,10 @@ fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
 struct ReevaluateArgs {
     #[command(flatten)]
     book: BookArg,
+    /// Set the book's engine margin first (centipawns a deviation or an
+    /// engine move must gain over the game moves to be chosen).
+    #[arg(long, value_name = "CP", allow_hyphen_values = true)]
+    engine_margin: Option<f64>,
 }
 
 /// Arguments of `learnbook export`.
@@ -1213,9 +1217,15 @@ impl CheckArgs {
 
 impl ReevaluateArgs {
     fn run(self) -> Result<ExitCode> {
-        let ReevaluateArgs { book } = self;
+        let ReevaluateArgs {
+            book,
+            engine_margin,
+        } = self;
         let mut b = Book::open(&book.book)?;
-        let n = b.reevaluate_all()?;
+        let n = match engine_margin {
+            Some(cp) => b.set_engine_margin(cp)?,
+            None => b.reevaluate_all()?,
+        };
         println!("{n} positions changed");
         Ok(ExitCode::SUCCESS)
     }

@@ -317,6 +317,64 @@ fn export_keeps_engine_moves_by_value_unless_told_not_to() {
     assert!(without.iter().all(|e| !engine.contains(e)));
 }
 
+/// `(key, value, best)` of every position, in key order.
+fn values(book: &Path) -> Vec<(i64, f64, Option<i64>)> {
+    let conn = rusqlite::Connection::open(book).expect("open");
+    let mut stmt = conn
+        .prepare("SELECT key, value, best FROM positions ORDER BY key")
+        .expect("prepare");
+    let rows = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .expect("query")
+        .collect::<Result<_, _>>()
+        .expect("rows");
+    rows
+}
+
+#[test]
+fn the_engine_margin_keeps_game_moves_until_a_searched_move_clears_it() {
+    let dir = TempDir::new().expect("tmp");
+    let book = analysed_sample(&dir);
+    grow(&book, "30", &["--from", "e2e4 c7c5 g1f3 d7d6"]);
+    // Positions with games whose choice is an engine move or leaving.
+    let searched_choices = |book: &Path| {
+        count(
+            book,
+            "SELECT count(*) FROM positions p LEFT JOIN moves m ON m.parent = p.key AND m.move = p.best
+             WHERE p.white + p.draws + p.black > 0 AND p.key IN (SELECT key FROM analysis WHERE interior = 1)
+               AND (p.best IS NULL OR (m.grown = 1 AND m.white + m.draws + m.black = 0))",
+        )
+    };
+    let before = values(&book);
+    let without = searched_choices(&book);
+    assert!(
+        without > 0,
+        "the grown sample chooses searched moves somewhere"
+    );
+    let out = ok(&["reevaluate", "--book", s(&book), "--engine-margin", "50"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("positions changed"));
+    let with = searched_choices(&book);
+    assert!(
+        with < without,
+        "{with} searched choices with 50 cp, {without} without"
+    );
+    assert_eq!(
+        count(
+            &book,
+            "SELECT count(*) FROM meta WHERE key = 'engine_margin' AND value = '50'"
+        ),
+        1
+    );
+    ok(&["check", "--book", s(&book)]);
+    // A bad margin is refused and changes nothing; margin 0 restores every value.
+    let bad = run(&["reevaluate", "--book", s(&book), "--engine-margin", "-5"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("engine_margin"));
+    assert_eq!(searched_choices(&book), with);
+    ok(&["reevaluate", "--book", s(&book), "--engine-margin", "0"]);
+    assert_eq!(values(&book), before);
+}
+
 #[test]
 fn min_games_expands_only_positions_games_reach() {
     let dir = TempDir::new().expect("tmp");

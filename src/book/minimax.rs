@@ -67,6 +67,10 @@ pub struct ValueParams {
     /// (its prior is then the search, which errs far less than a guess of
     /// a draw).
     pub search_games: f64,
+    /// `M`: the centipawns a searched move outside the games (Buro's
+    /// deviation, an engine move) must gain before the analyst's claim
+    /// counts: its value is lowered by `M` cp before it is ranked.
+    pub engine_margin: f64,
 }
 
 impl Default for ValueParams {
@@ -77,6 +81,7 @@ impl Default for ValueParams {
             evidence_penalty: 0.2,
             popularity: 0.05,
             search_games: 100.0,
+            engine_margin: 0.0,
         }
     }
 }
@@ -107,6 +112,12 @@ impl ValueParams {
                 self.search_games
             );
         }
+        if !(0.0..=1000.0).contains(&self.engine_margin) {
+            bail!(
+                "engine_margin must be within [0, 1000] cp, got {}",
+                self.engine_margin
+            );
+        }
         Ok(())
     }
 }
@@ -119,7 +130,22 @@ pub fn score_to_value(cp: i32) -> f64 {
     if cp.abs() >= 20_000 {
         return f64::from(cp.signum());
     }
-    2.0 / (1.0 + (-0.003_682_08 * f64::from(cp)).exp()) - 1.0
+    cp_to_value(f64::from(cp))
+}
+
+fn cp_to_value(cp: f64) -> f64 {
+    2.0 / (1.0 + (-0.003_682_08 * cp).exp()) - 1.0
+}
+
+/// `value` less `cp` centipawns, through the same logistic (a sure win or
+/// loss stays one).
+fn value_less_cp(value: f64, cp: f64) -> f64 {
+    if cp == 0.0 || value.abs() >= 1.0 {
+        return value;
+    }
+    // The logistic's inverse: cp = ln((1 + v) / (1 - v)) / 0.00368208.
+    let at = ((1.0 + value) / (1.0 - value)).ln() / 0.003_682_08;
+    cp_to_value(at - cp)
 }
 
 /// What the formula needs to know about a node.
@@ -287,10 +313,11 @@ impl Choice {
 }
 
 /// The score of leaving the book through a searched deviation worth `d` at
-/// a position whose side to move scored `parent_points`: `d + B ln(1 / (P + 1))`,
-/// the popularity prior of a move no game chose.
+/// a position whose side to move scored `parent_points`:
+/// `(d less M cp) + B ln(1 / (P + 1))`, the engine margin and the
+/// popularity prior of a move no game chose.
 pub fn deviation_score(d: f64, parent_points: u32, p: &ValueParams) -> f64 {
-    d - p.popularity * (f64::from(parent_points) + 1.0).ln()
+    value_less_cp(d, p.engine_margin) - p.popularity * (f64::from(parent_points) + 1.0).ln()
 }
 
 /// The move with games, not lost in all of them, and the highest
@@ -744,6 +771,62 @@ mod tests {
             best_choice(&[lucky, solid], 200, None, &p),
             Some(MoveCode(10))
         );
+    }
+
+    #[test]
+    fn an_engine_move_needs_the_margin_over_the_game_moves() {
+        // A thin position: 5 of the side's points, one game move of value 0.
+        let game = Choice {
+            mv: MoveCode(10),
+            q: 0.0,
+            games: 5,
+            points: 5,
+            exact: false,
+            all_lost: false,
+            engine: false,
+        };
+        let engine = |cp: i32| Choice {
+            mv: MoveCode(20),
+            q: score_to_value(cp),
+            games: 0,
+            points: 0,
+            exact: false,
+            all_lost: false,
+            engine: true,
+        };
+        let none = ValueParams::default();
+        let margin = ValueParams {
+            engine_margin: 25.0,
+            ..none
+        };
+        // Claimed 15 cp better: chosen without a margin, not with 25 cp.
+        assert_eq!(
+            best_choice(&[game, engine(15)], 10, None, &none),
+            Some(MoveCode(20))
+        );
+        assert_eq!(
+            best_choice(&[game, engine(15)], 10, None, &margin),
+            Some(MoveCode(10))
+        );
+        // Claimed 40 cp better: chosen with the margin too.
+        assert_eq!(
+            best_choice(&[game, engine(40)], 10, None, &margin),
+            Some(MoveCode(20))
+        );
+        // Leaving the book (a searched deviation) pays the same margin.
+        let leave = |d: i32, p| choose(&[game], 10, Some(Some(score_to_value(d))), p).1;
+        assert_eq!(leave(15, &none), None);
+        assert_eq!(leave(15, &margin), Some(MoveCode(10)));
+        assert_eq!(leave(40, &margin), None);
+        // The margin is taken in centipawns; a mate stays a mate.
+        assert!((value_less_cp(score_to_value(40), 25.0) - score_to_value(15)).abs() < 1e-12);
+        assert_eq!(value_less_cp(1.0, 25.0), 1.0);
+        assert!(ValueParams {
+            engine_margin: -1.0,
+            ..none
+        }
+        .validate()
+        .is_err());
     }
 
     #[test]

@@ -83,6 +83,11 @@ pub struct ValueParamArgs {
     /// Games a search score counts as in an analysed position's statistics (new book only).
     #[arg(long, default_value_t = ValueParams::default().search_games)]
     search_games: f64,
+    /// Centipawns a searched move outside the games (a deviation, an engine
+    /// move) must gain over the game moves to be chosen (new book only;
+    /// `reevaluate --engine-margin` changes it).
+    #[arg(long, default_value_t = ValueParams::default().engine_margin)]
+    engine_margin: f64,
 }
 
 impl ValueParamArgs {
@@ -93,6 +98,7 @@ impl ValueParamArgs {
             evidence_penalty: self.evidence_penalty,
             popularity: self.popularity,
             search_games: self.search_games,
+            engine_margin: self.engine_margin,
         }
     }
 }

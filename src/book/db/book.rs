@@ -10,7 +10,7 @@ use super::graph::{load_graph, reevaluate_all};
 use super::node_rows::{node_from_row, NODE_COLS};
 use super::schema::{
     create_or_read, hash_from_sql, open_conn, open_conn_read_only, read_settings, read_shard,
-    write_shard, BookSettings,
+    write_engine_margin, write_shard, BookSettings,
 };
 use super::tails::tail_node;
 use crate::book::ingest::Counts;
@@ -176,6 +176,24 @@ impl Book {
         let tx = self.conn.transaction()?;
         let changed = reevaluate_all(&tx, &self.settings.params)?;
         tx.commit()?;
+        Ok(changed)
+    }
+
+    /// Sets the engine margin `M` ([`minimax::ValueParams::engine_margin`])
+    /// and re-evaluates every node with it, in one transaction: a kill
+    /// leaves the old margin and the old values. Returns the number of
+    /// positions whose value or choice changed.
+    pub fn set_engine_margin(&mut self, cp: f64) -> Result<usize> {
+        let params = minimax::ValueParams {
+            engine_margin: cp,
+            ..self.settings.params
+        };
+        params.validate()?;
+        let tx = self.conn.transaction()?;
+        write_engine_margin(&tx, cp)?;
+        let changed = reevaluate_all(&tx, &params)?;
+        tx.commit()?;
+        self.settings.params = params;
         Ok(changed)
     }
 

@@ -308,6 +308,7 @@ fn same_settings(book: &Book, shard: &Book) -> Result<()> {
         ("evidence-penalty", p.evidence_penalty, q.evidence_penalty),
         ("popularity", p.popularity, q.popularity),
         ("search-games", p.search_games, q.search_games),
+        ("engine-margin", p.engine_margin, q.engine_margin),
     ] {
         if x.to_bits() != y.to_bits() {
             diffs.push(format!("{name} {y} against {x}"));

@@ -297,6 +297,16 @@ fn no_tails_built(conn: &Connection) -> Result<bool> {
     Ok(games && !tails)
 }
 
+/// Stores a new engine margin `M` (the caller re-evaluates in the same
+/// transaction).
+pub(super) fn write_engine_margin(conn: &Connection, cp: f64) -> Result<()> {
+    conn.execute(
+        "INSERT OR REPLACE INTO meta(key, value) VALUES ('engine_margin', ?1)",
+        [cp.to_string()],
+    )?;
+    Ok(())
+}
+
 fn read_meta(conn: &Connection, key: &str) -> Result<Option<String>> {
     Ok(conn
         .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| {
@@ -343,6 +353,7 @@ fn write_meta(conn: &Connection, settings: &BookSettings) -> Result<()> {
         ),
         ("popularity", settings.params.popularity.to_string()),
         ("search_games", settings.params.search_games.to_string()),
+        ("engine_margin", settings.params.engine_margin.to_string()),
         ("min_games", settings.min_games.to_string()),
         ("tails", u8::from(settings.tails).to_string()),
     ];
@@ -369,6 +380,11 @@ fn read_params(conn: &Connection) -> Result<ValueParams> {
         evidence_penalty: num("evidence_penalty")?,
         popularity: num("popularity")?,
         search_games: num("search_games")?,
+        // Books from before the margin existed were valued without one.
+        engine_margin: match read_meta(conn, "engine_margin")? {
+            Some(v) => v.parse::<f64>().context("meta engine_margin")?,
+            None => 0.0,
+        },
     };
     params.validate()?;
     Ok(params)
