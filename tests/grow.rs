@@ -345,18 +345,24 @@ fn the_engine_margin_keeps_game_moves_until_a_searched_move_clears_it() {
                AND (p.best IS NULL OR (m.grown = 1 AND m.white + m.draws + m.black = 0))",
         )
     };
+    // Built with the default margin (25 cp); 0 lets in every claim.
     let before = values(&book);
-    let without = searched_choices(&book);
+    let default = searched_choices(&book);
+    let margin = |cp: &str| {
+        let out = ok(&["reevaluate", "--book", s(&book), "--engine-margin", cp]);
+        assert!(String::from_utf8_lossy(&out.stdout).contains("positions changed"));
+        ok(&["check", "--book", s(&book)]);
+        searched_choices(&book)
+    };
+    let none = margin("0");
+    let wide = margin("50");
     assert!(
-        without > 0,
-        "the grown sample chooses searched moves somewhere"
+        none > wide,
+        "{none} searched choices without a margin, {wide} with 50 cp"
     );
-    let out = ok(&["reevaluate", "--book", s(&book), "--engine-margin", "50"]);
-    assert!(String::from_utf8_lossy(&out.stdout).contains("positions changed"));
-    let with = searched_choices(&book);
     assert!(
-        with < without,
-        "{with} searched choices with 50 cp, {without} without"
+        none >= default && default >= wide,
+        "{none} {default} {wide}"
     );
     assert_eq!(
         count(
@@ -365,13 +371,12 @@ fn the_engine_margin_keeps_game_moves_until_a_searched_move_clears_it() {
         ),
         1
     );
-    ok(&["check", "--book", s(&book)]);
-    // A bad margin is refused and changes nothing; margin 0 restores every value.
+    // A bad margin is refused and changes nothing; the old margin restores every value.
     let bad = run(&["reevaluate", "--book", s(&book), "--engine-margin", "-5"]);
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("engine_margin"));
-    assert_eq!(searched_choices(&book), with);
-    ok(&["reevaluate", "--book", s(&book), "--engine-margin", "0"]);
+    assert_eq!(searched_choices(&book), wide);
+    margin("25");
     assert_eq!(values(&book), before);
 }
 

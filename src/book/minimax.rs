@@ -81,7 +81,7 @@ impl Default for ValueParams {
             evidence_penalty: 0.2,
             popularity: 0.05,
             search_games: 100.0,
-            engine_margin: 0.0,
+            engine_margin: 25.0,
         }
     }
 }
@@ -794,7 +794,10 @@ mod tests {
             all_lost: false,
             engine: true,
         };
-        let none = ValueParams::default();
+        let none = ValueParams {
+            engine_margin: 0.0,
+            ..ValueParams::default()
+        };
         let margin = ValueParams {
             engine_margin: 25.0,
             ..none
