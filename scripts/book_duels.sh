@@ -3,7 +3,7 @@
 # reference book and against the book before the issue, one engine playing
 # both sides (learnbook duel), weighted against weighted and top against top.
 # Each duel's games go to WORK/<name>.pgn (a rerun continues a stopped duel)
-# and its report to docs/bench/duels/<name>.json.
+# and its report, once the duel has finished, to docs/bench/duels/<name>.json.
 #
 # usage: scripts/book_duels.sh IMPROVED.sqlite BEFORE.sqlite WORK [PAIRS] [DUEL...]
 #   DUEL: polyglot-weighted polyglot-best before-weighted before-best
@@ -54,6 +54,8 @@ for d in "${DUELS[@]}"; do
   echo "== $d"
   "$LB" duel --engine "$engine" --book "$WORK/improved.bin" --book "$other" --mode "$mode" "${extra[@]}" \
     --starts "$SHARED/games/master-games.pgn.gz" --pairs "$PAIRS" "${limit[@]}" \
-    --concurrency "$CONC" --pgnout "$WORK/$d.pgn" --json > "docs/bench/duels/$d.json"
+    --concurrency "$CONC" --pgnout "$WORK/$d.pgn" --json > "$WORK/$d.json"
+  # Only a finished duel's report replaces the one kept in the repository.
+  cp "$WORK/$d.json" "docs/bench/duels/$d.json"
   cat "docs/bench/duels/$d.json"
 done
