@@ -173,7 +173,8 @@ pub struct Draw {
     pub flip: Vec<f64>,
     /// One opening index per pair.
     pub picks: Vec<usize>,
-    /// theta + c_k * flip and theta - c_k * flip, clamped.
+    /// theta + c_k * flip and theta - c_k * flip, clamped and rounded
+    /// stochastically to integers.
     pub plus: Vec<f64>,
     pub minus: Vec<f64>,
 }
@@ -185,7 +186,11 @@ pub fn draw(settings: &Settings, theta: &[f64], k: u64, n_openings: usize) -> Dr
     let picks: Vec<usize> = (0..settings.pairs_per_iteration)
         .map(|_| rng.random_range(0..n_openings))
         .collect();
-    let (plus, minus) = spsa::perturbed(&settings.schedule, &settings.params, theta, &flip, k);
+    let (mut plus, mut minus) =
+        spsa::perturbed(&settings.schedule, &settings.params, theta, &flip, k);
+    for x in plus.iter_mut().chain(minus.iter_mut()) {
+        *x = spsa::round_stochastic(&mut rng, *x);
+    }
     Draw {
         flip,
         picks,

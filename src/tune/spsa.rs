@@ -204,7 +204,9 @@ impl Schedule {
         let n = self.iterations as f64;
         let c = p.c_end * n.powf(self.gamma);
         let a = p.r_end * p.c_end * p.c_end * (self.big_a + n).powf(self.alpha);
-        let c_k = c / (k as f64 + 1.0).powf(self.gamma);
+        // Every tuned number is an integer: a perturbation under half a
+        // unit would round to nothing (OpenBench keeps c at least 0.5).
+        let c_k = (c / (k as f64 + 1.0).powf(self.gamma)).max(0.5);
         let a_k = a / (self.big_a + k as f64 + 1.0).powf(self.alpha);
         (c_k, a_k / c_k)
     }
@@ -225,6 +227,18 @@ pub fn flips(rng: &mut StdRng, n: usize) -> Vec<f64> {
     (0..n)
         .map(|_| if rng.random::<bool>() { 1.0 } else { -1.0 })
         .collect()
+}
+
+/// `x` rounded to an integer at random, up with probability its fraction
+/// (OpenBench's stochastic rounding): the expected value is `x` itself, so a
+/// perturbation smaller than one unit still moves the engine on average.
+pub fn round_stochastic(rng: &mut StdRng, x: f64) -> f64 {
+    let floor = x.floor();
+    if rng.random::<f64>() < x - floor {
+        floor + 1.0
+    } else {
+        floor
+    }
 }
 
 /// The weights an engine plays with: `base` with the tuned numbers rounded.
@@ -287,6 +301,30 @@ mod tests {
         assert!((step - p.r_end * p.c_end).abs() < 1e-9);
         let (c0, step0) = s.gains(p, 0);
         assert!(c0 > c && step0 > step, "gains decrease");
+    }
+
+    #[test]
+    fn stochastic_rounding_keeps_the_mean_and_lands_on_neighbours() {
+        let mut rng = iteration_rng(7, 0);
+        let n = 20_000;
+        let mut sum = 0.0;
+        for _ in 0..n {
+            let r = round_stochastic(&mut rng, 3.3);
+            assert!(r == 3.0 || r == 4.0, "{r}");
+            sum += r;
+        }
+        let mean = sum / f64::from(n);
+        assert!((mean - 3.3).abs() < 0.02, "mean {mean}");
+        assert_eq!(round_stochastic(&mut rng, -2.0), -2.0);
+    }
+
+    #[test]
+    fn the_perturbation_never_falls_below_half_a_unit() {
+        let s = Schedule::new(1000);
+        let mut p = all_params(&Weights::default())[0].clone();
+        p.c_end = 0.1;
+        let (c, _) = s.gains(&p, 999);
+        assert_eq!(c, 0.5);
     }
 
     #[test]
