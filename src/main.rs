@@ -840,7 +840,16 @@ struct TuneArgs {
     /// The tuner's state, written atomically after every iteration.
     #[arg(long, value_name = "tune.ckpt")]
     checkpoint: PathBuf,
-    /// Continue the run in --checkpoint (its settings; only --out and --threads may be given).
+    /// Every N iterations, a match of the current values against the start (the run's
+    /// gain so far, in the log and in tune-report); 0 turns it off. With --resume it
+    /// replaces the checkpoint's.
+    #[arg(long, value_name = "N")]
+    match_every: Option<u64>,
+    /// Game pairs of each --match-every match.
+    #[arg(long, value_name = "PAIRS", default_value_t = 16)]
+    match_pairs: usize,
+    /// Continue the run in --checkpoint (its settings; only --out, --threads and
+    /// --match-every may be given).
     #[arg(long, conflicts_with_all = ["start", "params", "nodes", "tc", "pairs_per_iteration", "iterations", "openings", "seed", "draw", "resign", "maxmoves"])]
     resume: bool,
 }
@@ -1768,13 +1777,26 @@ impl TuneArgs {
             checkpoint,
             resume,
             engine,
+            match_every,
+            match_pairs,
         } = self;
         use learnbook::{
             engine::params::Weights,
             tune::{checkpoint::*, external, run},
         };
+        if match_every.is_some() && match_pairs == 0 {
+            bail!("--match-pairs must be at least 1");
+        }
+        let progress_match = match_every.filter(|&n| n > 0).map(|every| MatchPlan {
+            every,
+            pairs: match_pairs,
+        });
         let (mut state, openings) = if resume {
-            run::resume(&checkpoint, engine.as_deref())?
+            let (mut state, openings) = run::resume(&checkpoint, engine.as_deref())?;
+            if match_every.is_some() {
+                state.settings.progress_match = progress_match;
+            }
+            (state, openings)
         } else {
             let (start, params, engine) = match &engine {
                 None => {
@@ -1809,6 +1831,7 @@ impl TuneArgs {
                     resign: adjudication.resign,
                     max_moves: adjudication.max_moves,
                 },
+                progress_match,
             }
             .begin(&checkpoint)?
         };

@@ -749,6 +749,7 @@ fn checkpoint_seeds() -> &'static [Vec<u8>] {
                 base: w.values(),
                 params,
                 engine: None,
+                progress_match: None,
             });
             for k in 0..iterations {
                 s.theta[0] += 1.5;

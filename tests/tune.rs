@@ -300,3 +300,78 @@ fn report_writes_the_trajectory() {
     let out = uci.wait_with_output().unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("readyok"));
 }
+
+/// `--match-every`: the current values meet the start now and then, in the
+/// log, the checkpoint and tune-report; the matches draw their openings
+/// from a stream of their own, so the SPSA trajectory is the one a run
+/// without them takes, and a kill at any point resumes to the same record.
+#[test]
+fn progress_matches_show_the_gain_and_leave_the_trajectory_alone() {
+    let (dir, openings, params) = tune_setup();
+    let d = dir.path();
+    let total = 12;
+    let with_matches = |name: &str| {
+        let mut a = args(d, &openings, &params, total, 2, name);
+        a.extend(["--match-every", "3", "--match-pairs", "2"].map(String::from));
+        a
+    };
+    ok(&strs(&args(d, &openings, &params, total, 2, "plain")));
+    let out = ok(&strs(&with_matches("m")));
+    let (plain, m) = (load(d, "plain"), load(d, "m"));
+    assert_eq!(m.history, plain.history, "matches do not move theta");
+    let at: Vec<u64> = m.matches.iter().map(|p| p.iteration).collect();
+    assert_eq!(at, [3, 6, 9, 12]);
+    assert!(m.matches.iter().all(|p| p.wins + p.draws + p.losses == 4));
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        log.contains("match after iteration 3: values then against the start, 4 games"),
+        "{log}"
+    );
+    assert!(log.contains("moved most:"), "{log}");
+    let report = ok(&["tune-report", "--checkpoint", s(&d.join("m.ckpt"))]);
+    let report = String::from_utf8_lossy(&report.stdout);
+    assert!(report.contains("progress matches") && report.contains("match after iteration 12"));
+
+    // Killed somewhere, resumed: the same iterations and the same matches.
+    let mut child = Command::new(common::bin())
+        .args(with_matches("cut"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start tune");
+    let ckpt = d.join("cut.ckpt");
+    wait_for_iteration(&ckpt, 4);
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reap");
+    assert!(
+        load(d, "cut").iteration() < u64::from(total),
+        "killed before the end"
+    );
+    ok(&[
+        "tune",
+        "--resume",
+        "--checkpoint",
+        s(&ckpt),
+        "--out",
+        s(&d.join("cut.toml")),
+    ]);
+    let cut = load(d, "cut");
+    assert_eq!(cut.history, m.history);
+    assert_eq!(cut.matches, m.matches);
+    // --match-every with --resume replaces the checkpoint's plan: the
+    // finished run without matches plays the one due at its end.
+    ok(&[
+        "tune",
+        "--resume",
+        "--checkpoint",
+        s(&d.join("plain.ckpt")),
+        "--out",
+        s(&d.join("plain.toml")),
+        "--match-every",
+        "4",
+    ]);
+    let late = load(d, "plain");
+    assert_eq!(late.history, plain.history);
+    let at: Vec<u64> = late.matches.iter().map(|p| p.iteration).collect();
+    assert_eq!(at, [12]);
+}

@@ -59,6 +59,30 @@ pub struct Settings {
     /// in-process runs, and in checkpoints written before `--engine` was).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine: Option<EngineTarget>,
+    /// `--match-every`: a short match of the current values against the
+    /// start now and then, so a run shows its gain as it goes (absent in
+    /// checkpoints written before it existed: no matches).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress_match: Option<MatchPlan>,
+}
+
+/// How often the current values meet the start, and for how many pairs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MatchPlan {
+    /// After every this many iterations.
+    pub every: u64,
+    /// Game pairs (one opening, colours swapped) a match.
+    pub pairs: usize,
+}
+
+/// The result of one progress match: the values after `iteration` (rounded
+/// as an engine plays them) against the start, from their point of view.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MatchPoint {
+    pub iteration: u64,
+    pub wins: u32,
+    pub draws: u32,
+    pub losses: u32,
 }
 
 /// One finished iteration.
@@ -79,6 +103,9 @@ pub struct State {
     pub settings: Settings,
     pub theta: Vec<f64>,
     pub history: Vec<Iteration>,
+    /// The progress matches played so far, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub matches: Vec<MatchPoint>,
 }
 
 impl State {
@@ -88,6 +115,7 @@ impl State {
             settings,
             theta,
             history: Vec::new(),
+            matches: Vec::new(),
         }
     }
 
@@ -219,6 +247,21 @@ impl State {
         if self.iteration() > s.schedule.iterations {
             bail!("more iterations done than planned");
         }
+        if s.progress_match
+            .is_some_and(|m| m.every == 0 || m.pairs == 0)
+        {
+            bail!("bad progress match plan {:?}", s.progress_match);
+        }
+        let mut before = 0;
+        for m in &self.matches {
+            if m.iteration <= before || m.iteration > self.iteration() {
+                bail!(
+                    "progress match after iteration {} is out of order",
+                    m.iteration
+                );
+            }
+            before = m.iteration;
+        }
         Ok(())
     }
 }
@@ -284,6 +327,7 @@ mod tests {
             base: w.values(),
             params: all_params(&w)[..3].to_vec(),
             engine: None,
+            progress_match: Some(MatchPlan { every: 5, pairs: 2 }),
         });
         s.theta[0] += 0.1 + 1e-12;
         s.history.push(Iteration {
@@ -292,6 +336,12 @@ mod tests {
             draws: 2,
             losses: 3,
             theta: s.theta.clone(),
+        });
+        s.matches.push(MatchPoint {
+            iteration: 1,
+            wins: 2,
+            draws: 1,
+            losses: 1,
         });
         s
     }

@@ -481,12 +481,44 @@ impl Arena {
             plus,
             minus,
         } = draw(settings, theta, k, openings.len());
+        let options = [
+            option_values(&settings.params, &plus),
+            option_values(&settings.params, &minus),
+        ];
+        Ok(self
+            .play_pairs(settings, options, &picks, openings)?
+            .map(|wdl| (flip, wdl)))
+    }
+
+    /// The progress match: the engine at `theta` (rounded) against the
+    /// start, a pair per pick; `None` if SIGINT came first.
+    pub fn play_match(
+        &mut self,
+        settings: &Settings,
+        theta: &[f64],
+        picks: &[usize],
+        openings: &[Opening],
+    ) -> Result<Option<Wdl>> {
+        let start: Vec<f64> = settings.params.iter().map(|p| p.start).collect();
+        let options = [
+            option_values(&settings.params, theta),
+            option_values(&settings.params, &start),
+        ];
+        self.play_pairs(settings, options, picks, openings)
+    }
+
+    /// A game pair per pick between the engine with `options[0]` and with
+    /// `options[1]`: the first's results, or `None` if SIGINT came first.
+    fn play_pairs(
+        &mut self,
+        settings: &Settings,
+        options: [Vec<(String, String)>; 2],
+        picks: &[usize],
+        openings: &[Opening],
+    ) -> Result<Option<Wdl>> {
         let job = Job {
-            options: [
-                option_values(&settings.params, &plus),
-                option_values(&settings.params, &minus),
-            ],
-            picks: &picks,
+            options,
+            picks,
             openings,
             limit: limit_of(&settings.limit)?,
             adj: adjudication_of(&settings.adjudication),
@@ -550,7 +582,7 @@ impl Arena {
         for (_, s) in scores {
             wdl.add(s);
         }
-        Ok(Some((flip, wdl)))
+        Ok(Some(wdl))
     }
 }
 

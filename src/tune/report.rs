@@ -41,82 +41,143 @@ pub fn write_csv(state: &State, path: &Path) -> Result<()> {
     atomic_file::write(path, csv(state).as_bytes())
 }
 
-/// Each parameter's change from its start in units of its `c_end`, by
-/// iteration; the ten that moved most are named in the legend.
+/// Every parameter's trajectory, a panel each (theta against games
+/// played, the start dashed), after a first panel with the progress
+/// matches' Elo and 95% interval when the run played them.
 pub fn plot(state: &State, path: &Path) -> Result<()> {
+    let blue = plotters::style::RGBColor(30, 90, 200);
+    let mut panels = Vec::new();
+    if !state.matches.is_empty() {
+        panels.push(match_panel(state));
+    }
+    for (i, p) in state.settings.params.iter().enumerate() {
+        panels.push(Panel {
+            caption: p.name.clone(),
+            reference: p.start,
+            lines: vec![(trajectory(state, i), blue)],
+        });
+    }
+    let title = format!(
+        "SPSA: {} parameters, {} iterations, {} games{}",
+        state.settings.params.len(),
+        state.iteration(),
+        state.games(),
+        if state.matches.is_empty() {
+            String::new()
+        } else {
+            "; first panel: the values then against the start".to_string()
+        }
+    );
+    draw_panels(path, &title, state.games(), &panels)
+}
+
+/// Theta of parameter `i` against games played, from the start.
+fn trajectory(state: &State, i: usize) -> Vec<(f64, f64)> {
+    let mut games = 0u64;
+    std::iter::once((0.0, state.settings.params[i].start))
+        .chain(state.history.iter().map(|it| {
+            games += u64::from(it.wins + it.draws + it.losses);
+            (games as f64, it.theta[i])
+        }))
+        .collect()
+}
+
+/// The progress matches' Elo (black) and 95% interval (grey) against the
+/// SPSA games played before each.
+fn match_panel(state: &State) -> Panel {
+    use crate::play::stats::Wdl;
+    let mut games_at = vec![0u64];
+    for it in &state.history {
+        let last = games_at.last().copied().unwrap_or(0);
+        games_at.push(last + u64::from(it.wins + it.draws + it.losses));
+    }
+    let (mut elo, mut low, mut high) = (Vec::new(), Vec::new(), Vec::new());
+    for m in &state.matches {
+        let x = games_at.get(m.iteration as usize).copied().unwrap_or(0) as f64;
+        let s = Wdl {
+            wins: m.wins,
+            draws: m.draws,
+            losses: m.losses,
+        }
+        .summary();
+        // An interval that reaches 0% or 100% is cut at +-800 to keep the scale.
+        let cut = |e: f64| e.clamp(-800.0, 800.0);
+        elo.push((x, cut(s.elo)));
+        low.push((x, cut(s.elo_low)));
+        high.push((x, cut(s.elo_high)));
+    }
+    let grey = plotters::style::RGBColor(160, 160, 160);
+    Panel {
+        caption: "Elo against the start".to_string(),
+        reference: 0.0,
+        lines: vec![(low, grey), (high, grey), (elo, plotters::style::BLACK)],
+    }
+}
+
+/// One small chart: lines against games, a dashed reference level.
+struct Panel {
+    caption: String,
+    reference: f64,
+    lines: Vec<(Vec<(f64, f64)>, plotters::style::RGBColor)>,
+}
+
+/// `panels` in a grid under `title`, x from 0 to `max_games`.
+fn draw_panels(path: &Path, title: &str, max_games: u64, panels: &[Panel]) -> Result<()> {
     use plotters::prelude::*;
     let err = |e: &dyn std::fmt::Display| anyhow::anyhow!("cannot draw {}: {e}", path.display());
-    let params = &state.settings.params;
-    let series: Vec<Vec<(f64, f64)>> = params
-        .iter()
-        .enumerate()
-        .map(|(i, p)| {
-            std::iter::once((0.0, 0.0))
-                .chain(
-                    state
-                        .history
-                        .iter()
-                        .map(|it| (it.number as f64, (it.theta[i] - p.start) / p.c_end)),
-                )
-                .collect()
-        })
-        .collect();
-    let span = series
-        .iter()
-        .flatten()
-        .map(|&(_, y)| y.abs())
-        .fold(1.0f64, f64::max)
-        * 1.05;
-    let mut order: Vec<usize> = (0..params.len()).collect();
-    let last = |i: usize| series[i].last().map_or(0.0, |&(_, y)| y.abs());
-    order.sort_by(|&a, &b| last(b).total_cmp(&last(a)));
-    let root = BitMapBackend::new(path, (1000, 600)).into_drawing_area();
+    let cols = (panels.len() as f64).sqrt().ceil().max(1.0) as usize;
+    let cols = if panels.len() > 9 { cols.max(6) } else { cols };
+    let rows = panels.len().div_ceil(cols).max(1);
+    let font = crate::plot::font()?;
+    let root =
+        BitMapBackend::new(path, (260 * cols as u32, 60 + 200 * rows as u32)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(&e))?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            format!(
-                "SPSA: {} parameters, {} iterations, {} games",
-                params.len(),
-                state.iteration(),
-                state.games()
-            ),
-            (crate::plot::font()?, 22),
-        )
-        .margin(15)
-        .x_label_area_size(45)
-        .y_label_area_size(55)
-        .build_cartesian_2d(0f64..state.iteration().max(1) as f64, -span..span)
-        .map_err(|e| err(&e))?;
-    chart
-        .configure_mesh()
-        .x_desc("iteration")
-        .y_desc("(theta - start) / c_end")
-        .draw()
-        .map_err(|e| err(&e))?;
-    // The others first, in grey, so the named ten are drawn on top.
-    for &i in order.iter().skip(10) {
+    let root = root.titled(title, (font, 16)).map_err(|e| err(&e))?;
+    let max_games = max_games.max(1) as f64;
+    for (area, panel) in root.split_evenly((rows, cols)).iter().zip(panels) {
+        let (lo, hi) = panel
+            .lines
+            .iter()
+            .flat_map(|(l, _)| l)
+            .fold((panel.reference, panel.reference), |(lo, hi), &(_, y)| {
+                (lo.min(y), hi.max(y))
+            });
+        let pad = ((hi - lo) * 0.08).max(1.0);
+        let mut chart = ChartBuilder::on(area)
+            .caption(&panel.caption, (font, 14))
+            .margin(6)
+            .x_label_area_size(20)
+            .y_label_area_size(40)
+            .build_cartesian_2d(0.0..max_games, (lo - pad)..(hi + pad))
+            .map_err(|e| err(&e))?;
         chart
-            .draw_series(LineSeries::new(
-                series[i].iter().copied(),
-                RGBColor(200, 200, 200),
+            .configure_mesh()
+            .x_labels(3)
+            .y_labels(4)
+            .x_label_formatter(&|x| {
+                if max_games < 10_000.0 {
+                    format!("{x:.0}")
+                } else {
+                    format!("{:.0}k", x / 1000.0)
+                }
+            })
+            .label_style((font, 10))
+            .draw()
+            .map_err(|e| err(&e))?;
+        chart
+            .draw_series(DashedLineSeries::new(
+                [(0.0, panel.reference), (max_games, panel.reference)],
+                4,
+                4,
+                BLACK.mix(0.5).stroke_width(1),
             ))
             .map_err(|e| err(&e))?;
+        for (line, color) in &panel.lines {
+            chart
+                .draw_series(LineSeries::new(line.iter().copied(), color.stroke_width(2)))
+                .map_err(|e| err(&e))?;
+        }
     }
-    for (n, &i) in order.iter().take(10).enumerate() {
-        let color = Palette99::pick(n).stroke_width(2);
-        chart
-            .draw_series(LineSeries::new(series[i].iter().copied(), color))
-            .map_err(|e| err(&e))?
-            .label(params[i].name.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
-    }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(|e| err(&e))?;
     root.present().map_err(|e| err(&e))?;
     Ok(())
 }
@@ -216,8 +277,6 @@ pub fn compare(a: &State, b: &State, labels: [&str; 2]) -> Result<String> {
 /// (at most 36, those that moved most in `a`), theta against games played,
 /// `a` in blue, `b` in red, the start dashed.
 pub fn plot_compare(a: &State, b: &State, labels: [&str; 2], path: &Path) -> Result<()> {
-    use plotters::prelude::*;
-    let err = |e: &dyn std::fmt::Display| anyhow::anyhow!("cannot draw {}: {e}", path.display());
     let mut pairs = common(a, b);
     if pairs.is_empty() {
         anyhow::bail!(
@@ -233,80 +292,25 @@ pub fn plot_compare(a: &State, b: &State, labels: [&str; 2], path: &Path) -> Res
     pairs.sort_by(|x, y| moved(y).total_cmp(&moved(x)));
     pairs.truncate(36);
     pairs.sort();
-    // theta against games, from the start.
-    let series = |st: &State, i: usize| -> Vec<(f64, f64)> {
-        let mut games = 0u64;
-        std::iter::once((0.0, st.settings.params[i].start))
-            .chain(st.history.iter().map(|it| {
-                games += u64::from(it.wins + it.draws + it.losses);
-                (games as f64, it.theta[i])
-            }))
-            .collect()
-    };
-    let cols = (pairs.len() as f64).sqrt().ceil().max(1.0) as usize;
-    let cols = if pairs.len() > 9 { cols.max(6) } else { cols };
-    let rows = pairs.len().div_ceil(cols);
-    let font = crate::plot::font()?;
-    let root =
-        BitMapBackend::new(path, (260 * cols as u32, 60 + 200 * rows as u32)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(&e))?;
-    let root = root
-        .titled(
-            &format!(
-                "blue: {} ({}, {} games)   red: {} ({}, {} games)",
-                labels[0],
-                kind(a),
-                a.games(),
-                labels[1],
-                kind(b),
-                b.games()
-            ),
-            (font, 16),
-        )
-        .map_err(|e| err(&e))?;
-    let max_games = a.games().max(b.games()).max(1) as f64;
-    let blue = RGBColor(30, 90, 200);
-    let red = RGBColor(210, 40, 40);
-    for (area, &(i, j)) in root.split_evenly((rows, cols)).iter().zip(&pairs) {
-        let (sa, sb) = (series(a, i), series(b, j));
-        let p = &a.settings.params[i];
-        let (lo, hi) = sa
-            .iter()
-            .chain(&sb)
-            .fold((f64::MAX, f64::MIN), |(lo, hi), &(_, y)| {
-                (lo.min(y), hi.max(y))
-            });
-        let pad = ((hi - lo) * 0.08).max(1.0);
-        let mut chart = ChartBuilder::on(area)
-            .caption(&p.name, (font, 14))
-            .margin(6)
-            .x_label_area_size(20)
-            .y_label_area_size(40)
-            .build_cartesian_2d(0.0..max_games, (lo - pad)..(hi + pad))
-            .map_err(|e| err(&e))?;
-        chart
-            .configure_mesh()
-            .x_labels(3)
-            .y_labels(4)
-            .x_label_formatter(&|x| format!("{:.0}k", x / 1000.0))
-            .label_style((font, 10))
-            .draw()
-            .map_err(|e| err(&e))?;
-        chart
-            .draw_series(DashedLineSeries::new(
-                [(0.0, p.start), (max_games, p.start)],
-                4,
-                4,
-                BLACK.mix(0.5).stroke_width(1),
-            ))
-            .map_err(|e| err(&e))?;
-        chart
-            .draw_series(LineSeries::new(sb, red.stroke_width(2)))
-            .map_err(|e| err(&e))?;
-        chart
-            .draw_series(LineSeries::new(sa, blue.stroke_width(2)))
-            .map_err(|e| err(&e))?;
-    }
-    root.present().map_err(|e| err(&e))?;
-    Ok(())
+    let blue = plotters::style::RGBColor(30, 90, 200);
+    let red = plotters::style::RGBColor(210, 40, 40);
+    let panels: Vec<Panel> = pairs
+        .iter()
+        .map(|&(i, j)| Panel {
+            caption: a.settings.params[i].name.clone(),
+            reference: a.settings.params[i].start,
+            // `b` first, so that `a` is drawn on top.
+            lines: vec![(trajectory(b, j), red), (trajectory(a, i), blue)],
+        })
+        .collect();
+    let title = format!(
+        "blue: {} ({}, {} games)   red: {} ({}, {} games)",
+        labels[0],
+        kind(a),
+        a.games(),
+        labels[1],
+        kind(b),
+        b.games()
+    );
+    draw_panels(path, &title, a.games().max(b.games()), &panels)
 }

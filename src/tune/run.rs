@@ -11,7 +11,7 @@ use rayon::prelude::*;
 use shakmaty::Color;
 
 use super::{
-    checkpoint::{AdjudicationSpec, Iteration, LimitSpec, Settings, State},
+    checkpoint::{AdjudicationSpec, Iteration, LimitSpec, MatchPlan, MatchPoint, Settings, State},
     external::{self, EngineTarget},
     spsa::{self, Schedule, TuneParam},
 };
@@ -37,6 +37,8 @@ pub struct Plan {
     pub adjudication: AdjudicationSpec,
     /// `--engine`: tune this engine's options (`start` is then unused).
     pub engine: Option<EngineTarget>,
+    /// `--match-every`: progress matches of the current values against the start.
+    pub progress_match: Option<MatchPlan>,
 }
 
 /// `--start`: a weights file, or the name of a preset.
@@ -131,6 +133,7 @@ impl Plan {
             },
             params: self.params,
             engine: self.engine,
+            progress_match: self.progress_match,
         };
         Ok((State::new(settings), openings))
     }
@@ -209,8 +212,6 @@ pub fn play_iteration(
     openings: &[Opening],
     pool: &rayon::ThreadPool,
 ) -> Result<(Vec<f64>, Wdl)> {
-    let limit = limit_of(&settings.limit)?;
-    let adj = adjudication_of(&settings.adjudication);
     let Draw {
         flip,
         picks,
@@ -219,6 +220,32 @@ pub fn play_iteration(
     } = draw(settings, theta, k, openings.len());
     let plus = spsa::weights_at(base, &settings.params, &plus);
     let minus = spsa::weights_at(base, &settings.params, &minus);
+    let wdl = play_pairs(settings, [&plus, &minus], &picks, openings, pool)?;
+    Ok((flip, wdl))
+}
+
+/// The openings of the progress match after iteration `k`: a random
+/// stream of their own, so the SPSA iterations draw what they would
+/// without matches.
+pub fn match_picks(settings: &Settings, k: u64, pairs: usize, n_openings: usize) -> Vec<usize> {
+    // "match" in ASCII: another seed than the iterations'.
+    let mut rng = spsa::iteration_rng(settings.seed ^ 0x6d61_7463_6800_0000, k);
+    (0..pairs)
+        .map(|_| rng.random_range(0..n_openings))
+        .collect()
+}
+
+/// One game pair per pick between `sides[0]` and `sides[1]`, colours
+/// swapped, in parallel: the first side's results.
+fn play_pairs(
+    settings: &Settings,
+    sides: [&Weights; 2],
+    picks: &[usize],
+    openings: &[Opening],
+    pool: &rayon::ThreadPool,
+) -> Result<Wdl> {
+    let limit = limit_of(&settings.limit)?;
+    let adj = adjudication_of(&settings.adjudication);
     // A node-limited game needs a small table; a clock game fills more.
     let hash_mb = if matches!(limit, Limit::Nodes(_)) {
         2
@@ -231,12 +258,12 @@ pub fn play_iteration(
         (0..2 * picks.len())
             .into_par_iter()
             .map(|g| {
-                let plus_white = g % 2 == 0;
+                let first_white = g % 2 == 0;
                 play_one(
-                    &plus,
-                    &minus,
+                    sides[0],
+                    sides[1],
                     &openings[picks[g / 2]],
-                    plus_white,
+                    first_white,
                     &limit,
                     &adj,
                     hash_mb,
@@ -248,7 +275,7 @@ pub fn play_iteration(
     for s in scores {
         wdl.add(s);
     }
-    Ok((flip, wdl))
+    Ok(wdl)
 }
 
 /// One game of a pair from `opening`; the plus side's score.
@@ -306,9 +333,48 @@ pub fn run(
     };
     let start = Instant::now();
     let mut games = 0u64;
-    while state.iteration() < state.settings.schedule.iterations {
+    loop {
         if crate::interrupt::interrupted() {
             return Ok(Outcome::Interrupted);
+        }
+        // The progress match due after the last iteration, played here so
+        // that a run stopped before it (or resumed with --match-every) plays it.
+        if let Some(pairs) = match_due(state) {
+            let k = state.iteration() - 1;
+            let picks = match_picks(&state.settings, k, pairs, openings.len());
+            let played = match &mut games_of {
+                Games::Builtin { pool, base } => {
+                    let now = spsa::weights_at(base, &state.settings.params, &state.theta);
+                    Some(play_pairs(
+                        &state.settings,
+                        [&now, base],
+                        &picks,
+                        openings,
+                        pool,
+                    )?)
+                }
+                Games::External(arena) => {
+                    arena.play_match(&state.settings, &state.theta, &picks, openings)?
+                }
+            };
+            let Some(result) = played else {
+                return Ok(Outcome::Interrupted);
+            };
+            games += u64::from(result.games());
+            state.matches.push(MatchPoint {
+                iteration: k + 1,
+                wins: result.wins,
+                draws: result.draws,
+                losses: result.losses,
+            });
+            state.save(checkpoint)?;
+            progress(
+                state,
+                games as f64 / start.elapsed().as_secs_f64().max(1e-9),
+            );
+        }
+        if state.iteration() >= state.settings.schedule.iterations {
+            break;
         }
         let k = state.iteration();
         let played = match &mut games_of {
@@ -370,6 +436,16 @@ pub fn run(
     })
 }
 
+/// The pairs of the progress match due now, if one is: after every
+/// `every` iterations, once.
+fn match_due(state: &State) -> Option<usize> {
+    let plan = state.settings.progress_match?;
+    let done = state.iteration();
+    let due = plan.every > 0 && done > 0 && done % plan.every == 0;
+    let played = state.matches.last().is_some_and(|m| m.iteration == done);
+    (due && !played).then_some(plan.pairs)
+}
+
 /// Who plays the games: in-process engines on a thread pool, or the
 /// processes of an external engine, kept from game to game.
 #[allow(clippy::large_enum_variant)] // one per run
@@ -396,6 +472,44 @@ pub fn write_weights(state: &State, out: &Path) -> Result<()> {
         state.settings.seed
     );
     crate::atomic_file::write(out, w.to_toml(&title).as_bytes())
+}
+
+/// The `n` parameters that moved most from their start (in units of their
+/// `c_end`), as `name start->now`.
+fn most_moved(state: &State, n: usize) -> String {
+    let mut rows: Vec<(&TuneParam, f64)> = state
+        .settings
+        .params
+        .iter()
+        .zip(&state.theta)
+        .map(|(p, &t)| (p, t))
+        .collect();
+    rows.sort_by(|a, b| {
+        ((b.1 - b.0.start).abs() / b.0.c_end).total_cmp(&((a.1 - a.0.start).abs() / a.0.c_end))
+    });
+    rows.iter()
+        .take(n)
+        .map(|(p, t)| format!("{} {}->{:.1}", p.name, p.start, t))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A progress match as one line: the values after its iteration against the start.
+pub fn match_line(m: &MatchPoint) -> String {
+    let wdl = Wdl {
+        wins: m.wins,
+        draws: m.draws,
+        losses: m.losses,
+    };
+    format!(
+        "match after iteration {}: values then against the start, {} games +{} ={} -{}: {}",
+        m.iteration,
+        wdl.games(),
+        m.wins,
+        m.draws,
+        m.losses,
+        wdl.summary()
+    )
 }
 
 /// Start and current value of every tuned parameter, the biggest moves first.
@@ -429,6 +543,12 @@ pub fn summary(state: &State) -> String {
     if rows.len() > 30 {
         s.push_str(&format!("  ... and {} more\n", rows.len() - 30));
     }
+    if !state.matches.is_empty() {
+        s.push_str("progress matches (the values then against the start):\n");
+        for m in &state.matches {
+            s.push_str(&format!("  {}\n", match_line(m)));
+        }
+    }
     s
 }
 
@@ -459,17 +579,37 @@ pub fn run_with_progress(
         ProgressBar::hidden()
     };
     let log = bar.is_hidden();
+    let mut matches_shown = state.matches.len();
+    let mut iterations_shown = state.iteration();
     let outcome = run(state, openings, threads, checkpoint, out, |st, rate| {
+        let say = |line: String| {
+            if log {
+                eprintln!("{line}");
+            } else {
+                bar.println(line);
+            }
+        };
+        if st.matches.len() > matches_shown {
+            matches_shown = st.matches.len();
+            if let Some(m) = st.matches.last() {
+                say(match_line(m));
+            }
+        }
+        if st.iteration() == iterations_shown {
+            return;
+        }
+        iterations_shown = st.iteration();
         let last = st.history.last();
         let (w, d, l) = last.map_or((0, 0, 0), |i| (i.wins, i.draws, i.losses));
         bar.set_position(st.iteration());
         bar.set_message(format!("{rate:.1} games/s, last +{w} ={d} -{l}"));
         if log && (st.iteration() % 10 == 0 || st.iteration() == total) {
-            eprintln!(
-                "iteration {}/{total}: {} games, {rate:.1} games/s",
+            say(format!(
+                "iteration {}/{total}: {} games, {rate:.1} games/s; moved most: {}",
                 st.iteration(),
-                st.games()
-            );
+                st.games(),
+                most_moved(st, 4)
+            ));
         }
     });
     bar.finish_and_clear();

@@ -154,6 +154,7 @@ pub(super) fn bench_tune(nodes: u64, pairs: usize, iterations: u64, openings: &P
                 max_moves: Some(200),
             },
             engine: None,
+            progress_match: None,
         }
         .begin(&ckpt)?;
         let t = Instant::now();
