@@ -642,6 +642,10 @@ struct PlayArgs {
     /// elo0=E0,elo1=E1,alpha=A,beta=B: stop when the GSPRT decides.
     #[arg(long)]
     sprt: Option<String>,
+    /// With --sprt: note where the SPRT decides and play on to --games (a
+    /// decision and a fixed number of games, as a confirmation run asks).
+    #[arg(long, requires = "sprt")]
+    sprt_play_on: bool,
     #[command(flatten)]
     adjudication: MatchAdjudication,
     /// Add each game of --learn-as to this book and re-evaluate at once.
@@ -1503,6 +1507,7 @@ impl PlayArgs {
             noswap,
             pgnout,
             sprt,
+            sprt_play_on,
             adjudication,
             learn,
             learn_as,
@@ -1535,6 +1540,7 @@ impl PlayArgs {
             noswap,
             pgn_out: pgnout,
             sprt: sprt.as_deref().map(spec::parse_sprt).transpose()?,
+            sprt_play_on,
             adjudication: adjudication.adjudication()?,
             learn: learn.zip(learn_as),
             after_learn: match learn_analyze.then(|| analysis.options()).transpose()? {

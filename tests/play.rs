@@ -202,42 +202,73 @@ fn learning_adds_every_game_to_the_book() {
     ok(&["check", "--book", s(&book)]);
 }
 
+/// A lopsided match at 2,000 nodes: the default evaluation against Kotok's.
+fn lopsided(dir: &Path, games: &str, extra: &[&str]) -> String {
+    let weak = dir.join("kotok.toml");
+    std::fs::write(&weak, ok(&["weights", "--preset", "kotok"]).stdout).expect("write");
+    let engine = format!("name=kotok,cmd=builtin,weights={}", s(&weak));
+    let openings = shared().join("openings/8moves_v3.pgn.gz");
+    let mut args = vec![
+        "play",
+        "--engine",
+        "name=default,cmd=builtin",
+        "--engine",
+        &engine,
+        "--nodes",
+        "2000",
+        "--games",
+        games,
+        "--concurrency",
+        "2",
+        "--repeat",
+        "--openings",
+        s(&openings),
+        "--random",
+        "--sprt",
+        "elo0=0,elo1=50",
+    ];
+    args.extend_from_slice(extra);
+    String::from_utf8_lossy(&ok(&args).stdout).into_owned()
+}
+
+fn games_played(text: &str) -> usize {
+    text.split("default vs kotok: ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .expect("game count")
+}
+
 #[test]
 fn sprt_stops_a_lopsided_match_early() {
     if !(common::have_shared()) {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
-    let weak = dir.path().join("kotok.toml");
-    std::fs::write(&weak, ok(&["weights", "--preset", "kotok"]).stdout).expect("write");
-    let out = ok(&[
-        "play",
-        "--engine",
-        "name=default,cmd=builtin",
-        "--engine",
-        &format!("name=kotok,cmd=builtin,weights={}", s(&weak)),
-        "--nodes",
-        "2000",
-        "--games",
-        "400",
-        "--concurrency",
-        "2",
-        "--repeat",
-        "--openings",
-        s(&shared().join("openings/8moves_v3.pgn.gz")),
-        "--random",
-        "--sprt",
-        "elo0=0,elo1=50",
-    ]);
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = lopsided(dir.path(), "400", &[]);
     assert!(text.contains("H1 accepted"), "{text}");
-    let games: usize = text
-        .split("default vs kotok: ")
+    assert!(games_played(&text) < 400, "{text}");
+    assert!(text.contains("Elo from the "), "pentanomial Elo: {text}");
+}
+
+/// `--sprt-play-on`: the decision is kept and reported with the game it
+/// came at, and the match goes on to --games.
+#[test]
+fn sprt_play_on_keeps_the_decision_and_plays_every_game() {
+    if !(common::have_shared()) {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text = lopsided(dir.path(), "120", &["--sprt-play-on"]);
+    assert_eq!(games_played(&text), 120, "{text}");
+    assert!(text.contains("H1 accepted"), "{text}");
+    let after: usize = text
+        .split("(decided after ")
         .nth(1)
         .and_then(|t| t.split(' ').next())
         .and_then(|n| n.parse().ok())
-        .expect("game count");
-    assert!(games < 400, "{text}");
+        .expect("where the SPRT decided");
+    assert!(after < 120, "{text}");
 }
 
 #[test]

@@ -177,6 +177,7 @@ impl DuelConfig {
             noswap: false,
             pgn_out: Some(self.pgnout.clone()),
             sprt: None,
+            sprt_play_on: false,
             adjudication: self.adjudication,
             learn: None,
             after_learn: None,

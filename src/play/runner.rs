@@ -146,6 +146,8 @@ pub struct MatchConfig {
     pub noswap: bool,
     pub pgn_out: Option<PathBuf>,
     pub sprt: Option<Sprt>,
+    /// After the SPRT decides, play on to `games` (the decision is kept).
+    pub sprt_play_on: bool,
     pub adjudication: Adjudication,
     /// Add every game of the named player to this book, re-evaluating at once.
     pub learn: Option<(PathBuf, String)>,
@@ -163,6 +165,8 @@ pub struct Standing {
     pub pairs: Pentanomial,
     pub llr: Option<f64>,
     pub sprt: Option<SprtState>,
+    /// Games counted when the SPRT decided.
+    pub sprt_decided_after: Option<usize>,
     pub learned: usize,
     /// Of `played`, games an earlier run of the same match wrote to
     /// `--pgnout` (read back, not played again).
@@ -221,7 +225,11 @@ impl Standing {
         self.llr = Some(llr);
         let state = sprt.state(llr);
         self.sprt = Some(state);
-        state != SprtState::Continue
+        if state == SprtState::Continue {
+            return false;
+        }
+        self.sprt_decided_after = Some(self.played);
+        !cfg.sprt_play_on
     }
 }
 
@@ -369,7 +377,9 @@ pub fn resume_match(
     };
     let date = today();
     let next = AtomicUsize::new(0);
-    let stop = AtomicBool::new(standing.sprt.is_some_and(|st| st != SprtState::Continue));
+    let stop = AtomicBool::new(
+        !cfg.sprt_play_on && standing.sprt.is_some_and(|st| st != SprtState::Continue),
+    );
     let (tx, rx) = mpsc::channel::<(usize, bool, GameRecord)>();
     std::thread::scope(|scope| -> Result<()> {
         for w in 0..cfg.concurrency.max(1) {
@@ -612,6 +622,16 @@ pub fn final_report(cfg: &MatchConfig, st: &Standing) -> String {
             "pairs (0, 0.5, 1, 1.5, 2 points): {:?}\n",
             st.pairs.0
         ));
+        if st.pairs.pairs() > 0 {
+            let e = super::resolution::Resolution::of(&st.pairs).elo;
+            s.push_str(&format!(
+                "Elo from the {} pairs (pentanomial): {:+.1} (95%: {:+.1} .. {:+.1})\n",
+                st.pairs.pairs(),
+                e.value,
+                e.low,
+                e.high
+            ));
+        }
     }
     if let (Some(sprt), Some(llr), Some(state)) = (&cfg.sprt, st.llr, st.sprt) {
         let (lo, hi) = sprt.bounds();
@@ -625,6 +645,12 @@ pub fn final_report(cfg: &MatchConfig, st: &Standing) -> String {
                 SprtState::Continue => "undecided",
             }
         ));
+        if let Some(n) = st.sprt_decided_after.filter(|&n| n < st.played) {
+            s.push_str(&format!(
+                "(decided after {n} games; played on to {})\n",
+                st.played
+            ));
+        }
     }
     if cfg.learn.is_some() {
         s.push_str(&format!("games learned into the book: {}\n", st.learned));

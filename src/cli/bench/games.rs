@@ -35,6 +35,7 @@ pub(super) fn bench_play(nodes: u64, games: usize, openings: &Path) -> Result<()
             noswap: false,
             pgn_out: None,
             sprt: None,
+            sprt_play_on: false,
             adjudication: Adjudication::default(),
             learn: None,
             after_learn: None,

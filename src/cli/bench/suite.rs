@@ -287,6 +287,7 @@ fn play_suite(
         noswap: false,
         pgn_out: pgn.clone(),
         sprt: None,
+        sprt_play_on: false,
         adjudication: cfg.adjudication,
         learn: None,
         after_learn: None,
