@@ -482,8 +482,9 @@ impl Browser {
                  games: tr.cells[1].textContent,
                  choice: tr.classList.contains('choice'),
                  value: tr.cells[5].textContent,
-                 book: tr.cells[6].textContent,
-                 eval: tr.cells[7].textContent,
+                 score: tr.cells[6].textContent,
+                 book: tr.cells[7].textContent,
+                 eval: tr.cells[8].textContent,
                })),
                analysis: t('s-analysis'),
                total: document.querySelector('#moves tfoot td:nth-child(2)')?.textContent,
@@ -601,6 +602,24 @@ fn base64_decode(text: &str) -> Vec<u8> {
 
 /// The moves table shows exactly `/masters`'s moves with their games, and
 /// its total row their sum.
+/// A book value as the page writes it: sign (− for minus, ± for 0) and
+/// three decimals, or – for none.
+fn value_text(v: &Value) -> String {
+    match v.as_f64() {
+        None => "–".to_string(),
+        Some(x) => {
+            let sign = if x > 0.0 {
+                "+"
+            } else if x < 0.0 {
+                "−"
+            } else {
+                "±"
+            };
+            format!("{sign}{:.3}", x.abs())
+        }
+    }
+}
+
 fn assert_table(page: &Value, api: &Value) {
     let rows = page["rows"].as_array().expect("rows");
     let moves = api["moves"].as_array().expect("moves");
@@ -629,6 +648,13 @@ fn assert_table(page: &Value, api: &Value) {
             row["value"] == "–",
             m["value"].is_null(),
             "value of {}",
+            m["uci"]
+        );
+        // The score the choice ranks by, beside the value: as the API has it.
+        assert_eq!(
+            row["score"].as_str().expect("score"),
+            value_text(&m["score"]),
+            "score of {}",
             m["uci"]
         );
         let weighted = m["weighted"].as_f64().expect("weighted");

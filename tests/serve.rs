@@ -386,6 +386,35 @@ fn check_masters(v: &Value, pos: &Chess) {
     assert!(v["leaveWeight"].is_f64());
     assert!(v["analysis"].is_null() || v["analysis"]["depth"].is_u64());
     assert!(v["deviation"].is_null() || v["deviation"]["uci"].is_string());
+    assert!(v["leaveScore"].is_null() || v["leaveScore"].is_f64());
+    // The score is what the choice ranks by: the chosen move has the
+    // highest of the moves and of leaving the book, whatever the values say.
+    let moves = v["moves"].as_array().expect("moves");
+    if let Some(choice) = v["choice"].as_str() {
+        let score_of = |uci: &str| {
+            moves
+                .iter()
+                .find(|m| m["uci"] == uci)
+                .and_then(|m| m["score"].as_f64())
+        };
+        let chosen = score_of(choice).unwrap_or_else(|| panic!("the choice has a score: {v}"));
+        for m in moves {
+            assert!(m["score"].is_null() || m["score"].is_f64(), "{m}");
+            if let Some(s) = m["score"].as_f64() {
+                assert!(
+                    s <= chosen + 1e-12,
+                    "{} scores above the choice: {v}",
+                    m["uci"]
+                );
+            }
+        }
+        if let Some(leave) = v["leaveScore"].as_f64() {
+            assert!(
+                leave <= chosen + 1e-12,
+                "leaving scores above the choice: {v}"
+            );
+        }
+    }
 }
 
 // ------------------------------------------------------- the good answers

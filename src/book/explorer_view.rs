@@ -11,7 +11,7 @@ use shakmaty::{san::San, Chess, Color};
 use super::db::{Book, BookMove};
 use super::ingest::{Counts, GameResult};
 use super::keys::{polyglot_key, Key, MoveCode};
-use super::minimax::option_weights;
+use super::minimax::{deviation_score, option_weights};
 use super::select::{best_of, choice_of};
 
 /// At most this many top games per position, as lichess keeps.
@@ -88,6 +88,10 @@ pub struct ExploredMove {
     pub child: Option<Key>,
     /// The move's value for the side to move (the book's scale, -1..1).
     pub value: Option<f64>,
+    /// What the book's choice ranks the move by: its value less the
+    /// evidence penalty, plus the popularity prior (FORMULA.md); `None` for
+    /// a move that is no option (lost in every game, or no value).
+    pub score: Option<f64>,
     /// Probability that the book's `weighted` mode plays it.
     pub weighted: f64,
     /// The book's `best` choice.
@@ -122,6 +126,9 @@ pub struct Explored {
     pub choice: Option<String>,
     /// Probability that `weighted` leaves the book here.
     pub leave_weight: f64,
+    /// The score leaving the book is ranked by (the best move outside it
+    /// less the engine margin, plus the prior of a move no game chose).
+    pub leave_score: Option<f64>,
     /// The position's own analysis, side to move.
     pub analysis: Option<Score>,
     pub deviation: Option<Deviation>,
@@ -143,6 +150,7 @@ impl Explored {
             value: None,
             choice: None,
             leave_weight: 0.0,
+            leave_score: None,
             analysis: None,
             deviation: None,
             moves: Vec::new(),
@@ -178,6 +186,8 @@ fn explore_in(book: &Book, pos: &Chess, with_games: bool) -> Result<Explored> {
     let choices: Vec<_> = moves.iter().filter_map(choice_of).collect();
     let weights = option_weights(&node, &choices, &params);
     let weight_of = |mv: Option<MoveCode>| weights.iter().find(|w| w.0 == mv).map_or(0.0, |w| w.1);
+    let points = node.points();
+    let score_of = |m: &BookMove| choice_of(m).and_then(|c| c.ranking_score(points, &params));
     let details = book.explorer_moves(key)?;
     let top = if with_games {
         book.top_entries(key)?
@@ -231,6 +241,7 @@ fn explore_in(book: &Book, pos: &Chess, with_games: bool) -> Result<Explored> {
             game,
             child: m.child,
             value: m.q,
+            score: score_of(m),
             weighted: weight_of(Some(m.mv)),
             choice: best == Some(m.mv),
             analysis,
@@ -278,6 +289,10 @@ fn explore_in(book: &Book, pos: &Chess, with_games: bool) -> Result<Explored> {
         value: has_games.then_some(node.value),
         choice: best.and_then(|b| moves.iter().find(|m| m.mv == b).map(|m| m.uci.clone())),
         leave_weight: weight_of(None),
+        leave_score: match node.deviation {
+            Some(Some(d)) if has_games => Some(deviation_score(d, points, &params)),
+            _ => None,
+        },
         analysis: a.as_ref().map(|a| Score {
             cp: a.score,
             depth: a.depth,

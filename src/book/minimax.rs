@@ -306,6 +306,12 @@ impl Choice {
         }
     }
 
+    /// [`Choice::score`] if the move is an option at all (the number the
+    /// `best` choice ranks it by, shown beside its value), else `None`.
+    pub fn ranking_score(&self, parent_points: u32, p: &ValueParams) -> Option<f64> {
+        self.rankable().then(|| self.score(parent_points, p))
+    }
+
     /// An option at all: a move with games not all lost, or an engine move.
     fn rankable(&self) -> bool {
         (self.games > 0 || self.engine) && !self.all_lost

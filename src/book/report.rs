@@ -61,15 +61,22 @@ pub fn show(book: &Book, pos: &Chess) -> Result<String> {
             None => "0".into(),
         }
     };
+    // The number the choice ranks a move by; the value alone does not
+    // decide (a move with more games and players behind it can outrank one
+    // valued a little higher).
+    let points = node.points();
+    let score_of = |m: &BookMove| choice_of(m).and_then(|c| c.ranking_score(points, &params));
     writeln!(
         s,
-        "  {:<7} {:>7} {:>7} {:>7} {:>7} {:>8} {:>7}",
-        "move", "games", "white", "draws", "black", "value", "weight"
+        "  {:<7} {:>7} {:>7} {:>7} {:>7} {:>8} {:>8} {:>7}",
+        "move", "games", "white", "draws", "black", "value", "score", "weight"
     )?;
     let mut rows: Vec<_> = moves.iter().collect();
     rows.sort_by(|a, b| {
-        b.q.unwrap_or(-2.0)
-            .total_cmp(&a.q.unwrap_or(-2.0))
+        let key = |m: &BookMove| (score_of(m).unwrap_or(-9.0), m.q.unwrap_or(-2.0));
+        let (ka, kb) = (key(a), key(b));
+        kb.0.total_cmp(&ka.0)
+            .then(kb.1.total_cmp(&ka.1))
             .then(b.counts.total().cmp(&a.counts.total()))
     });
     for m in rows {
@@ -84,13 +91,14 @@ pub fn show(book: &Book, pos: &Chess) -> Result<String> {
         }
         writeln!(
             s,
-            "{mark} {:<7} {:>7} {:>7} {:>7} {:>7} {:>8} {:>7}",
+            "{mark} {:<7} {:>7} {:>7} {:>7} {:>7} {:>8} {:>8} {:>7}",
             san,
             m.counts.total(),
             m.counts.white,
             m.counts.draws,
             m.counts.black,
             m.q.map_or("-".to_string(), |q| format!("{q:+.4}")),
+            score_of(m).map_or("-".to_string(), |x| format!("{x:+.4}")),
             weight_of(m)
         )?;
     }
@@ -134,6 +142,16 @@ pub fn show(book: &Book, pos: &Chess) -> Result<String> {
             s,
             "  (weighted leaves the book {:.1}% of the time)",
             100.0 * w.1
+        )?;
+    }
+    let top_value = moves.iter().filter_map(|m| m.q).fold(f64::NEG_INFINITY, f64::max);
+    let chosen = moves.iter().find(|m| Some(m.mv) == best);
+    if chosen.is_some_and(|m| m.q.is_some_and(|q| q < top_value)) {
+        writeln!(
+            s,
+            "  (* has the highest score, not the highest value: score = value - {} / sqrt(games + 1) \
+             + {} ln(share of the mover's points), docs/FORMULA.md)",
+            params.evidence_penalty, params.popularity
         )?;
     }
     if moves.iter().any(|m| m.engine) {

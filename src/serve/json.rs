@@ -11,11 +11,15 @@
 //!   those that end there included), `value` (the book's value, side to
 //!   move, -1..1, or null), `choice` (the book's move as UCI, or null),
 //!   `leaveWeight` (probability that the weighted choice leaves the book),
+//!   `leaveScore` (the score leaving the book is ranked by, or null),
 //!   `analysis` (`{score, depth, engine, budget}`: centipawns for the side
 //!   to move, the depth reached, the engine's name and version and its
 //!   budget, or null) and `deviation` (`{uci, san, score, depth, engine,
 //!   budget}`: the best move outside the book, or null);
-//! * per move: `value` (for the mover, or null), `weighted` (probability
+//! * per move: `value` (for the mover, or null), `score` (what the book's
+//!   choice ranks it by: the value less the evidence penalty plus the
+//!   popularity prior; the choice is the highest, so a move valued higher
+//!   can lose to one with more evidence; null: no option), `weighted` (probability
 //!   0..1), `choice` (bool), `analysis` (as above, for the mover, or null)
 //!   and `engine` (bool: an engine move of `grow`, no games).
 
@@ -47,6 +51,7 @@ pub struct Masters {
     pub value: Option<f64>,
     pub choice: Option<String>,
     pub leave_weight: f64,
+    pub leave_score: Option<f64>,
     pub analysis: Option<ScoreJson>,
     pub deviation: Option<DeviationJson>,
 }
@@ -77,6 +82,7 @@ pub struct MoveJson {
     pub opening: Option<OpeningJson>,
     // learnbook's
     pub value: Option<f64>,
+    pub score: Option<f64>,
     pub weighted: f64,
     pub choice: bool,
     pub analysis: Option<ScoreJson>,
@@ -201,6 +207,7 @@ fn move_json(pos: &Chess, m: &ExploredMove) -> MoveJson {
         game: m.game.as_ref().map(game),
         opening: opening_after,
         value: m.value,
+        score: m.score,
         weighted: m.weighted,
         choice: m.choice,
         analysis: m.analysis.clone().map(score),
@@ -250,6 +257,7 @@ pub fn masters(q: &MastersQuery, e: &Explored) -> Masters {
         value: e.value,
         choice: e.choice.clone(),
         leave_weight: e.leave_weight,
+        leave_score: e.leave_score,
         analysis: e.analysis.clone().map(score),
         deviation: e.deviation.as_ref().map(|d| DeviationJson {
             uci: d.uci.clone(),

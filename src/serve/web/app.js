@@ -464,6 +464,7 @@ function render(data) {
       `<td>${bar(m.white, m.draws, m.black)}</td>` +
       `<td class="num">${m.averageRating ? m.averageRating : '<span class="muted">–</span>'}</td>` +
       `<td class="num">${fmtValue(m.value)}</td>` +
+      `<td class="num">${fmtValue(m.score)}</td>` +
       `<td class="num">${m.choice ? '<span class="star" title="the book\'s choice">★</span> ' : ''}${fmtPct(m.weighted)}</td>` +
       `<td class="num">${fmtAnalysis(m.analysis, false)}</td>` +
       '</tr>'
@@ -476,6 +477,7 @@ function render(data) {
         `<td class="san">${esc(dev.san)}</td>` +
         '<td class="num" colspan="3">outside the book</td>' +
         '<td></td><td></td>' +
+        `<td class="num">${fmtValue(data.leaveScore)}</td>` +
         `<td class="num">${leaveChoice ? '<span class="star">★</span> ' : ''}${fmtPct(data.leaveWeight)}</td>` +
         `<td class="num">${fmtAnalysis(dev, false)}</td>` +
         '</tr>',
@@ -483,7 +485,7 @@ function render(data) {
   }
   if (rows.length === 0) {
     const why = data.inBook === false ? 'This position is not in the book.' : 'No book moves from this position.';
-    rows.push(`<tr class="none"><td colspan="8">${why}</td></tr>`);
+    rows.push(`<tr class="none"><td colspan="9">${why}</td></tr>`);
   }
   el.movesBody.innerHTML = rows.join('');
   el.movesFoot.innerHTML =
@@ -493,7 +495,7 @@ function render(data) {
     `<td>${bar(data.white, data.draws, data.black)}</td>` +
     '<td></td>' +
     `<td class="num">${fmtValue(data.value)}</td>` +
-    '<td></td>' +
+    '<td></td><td></td>' +
     `<td class="num">${fmtAnalysis(data.analysis, false)}</td></tr>`;
   sizeBars(el.movesBody);
   sizeBars(el.movesFoot);
