@@ -209,6 +209,19 @@ enum Command {
     /// writes --checkpoint and --out. Ctrl-C stops after the current
     /// iteration; --resume continues exactly where it stopped.
     Tune(TuneArgs),
+    /// Play one task's share of the round a tune checkpoint is at: the pairs p of its
+    /// iteration with p % N == I (and of a progress match then due), into a part file.
+    ///
+    /// The checkpoint is only read (`tune --prepare` writes a new one); `tune-step` adds
+    /// the N parts up. A task run again finds its part and does nothing. As a Slurm job
+    /// array: deploy/slurm/tune.sh (docs/DISTRIBUTED.md).
+    TuneShard(TuneShardArgs),
+    /// Step a tune checkpoint from the N parts of its round (tune-shard), as `tune` steps
+    /// after an iteration, and write --out.
+    ///
+    /// Refuses a missing, doubled or foreign part (exit 2) and then changes nothing. The
+    /// last line printed is `next round: ...` or `finished: ...`.
+    TuneStep(TuneStepArgs),
     /// Fit the evaluation's weights to game results (Texel tuning): quiet positions of PGN
     /// games, their results as labels, the logistic loss minimised by Adam on the exact gradient.
     ///
@@ -856,6 +869,42 @@ struct TuneArgs {
     /// --match-every may be given).
     #[arg(long, conflicts_with_all = ["start", "params", "nodes", "tc", "pairs_per_iteration", "iterations", "openings", "seed", "draw", "resign", "maxmoves"])]
     resume: bool,
+    /// Write the new run's checkpoint and --out, and stop before the first game: its
+    /// rounds are then played by tune-shard and tune-step (deploy/slurm/tune.sh).
+    #[arg(long, conflicts_with = "resume")]
+    prepare: bool,
+}
+
+/// Arguments of `learnbook tune-shard`.
+#[derive(Args)]
+struct TuneShardArgs {
+    /// The run's checkpoint (`tune --prepare`, then `tune-step`); only read.
+    #[arg(long, value_name = "tune.ckpt")]
+    checkpoint: PathBuf,
+    /// Which task: I/N (0 <= I < N), or auto/N (I from SLURM_ARRAY_TASK_ID less
+    /// SLURM_ARRAY_TASK_MIN, or JOB_COMPLETION_INDEX).
+    #[arg(long, value_name = "I/N")]
+    shard: Shard,
+    /// The folder of the parts (created if missing): round-K.shard-I-of-N.part.
+    #[arg(long, value_name = "DIR")]
+    part: PathBuf,
+    /// Games played at once (default: every core).
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+/// Arguments of `learnbook tune-step`.
+#[derive(Args)]
+struct TuneStepArgs {
+    /// The run's checkpoint, rewritten atomically with the round.
+    #[arg(long, value_name = "tune.ckpt")]
+    checkpoint: PathBuf,
+    /// The folder tune-shard wrote the round's parts into.
+    #[arg(long, value_name = "DIR")]
+    part: PathBuf,
+    /// The current values (as `tune --out`), rewritten after the step.
+    #[arg(long, value_name = "tuned.toml")]
+    out: PathBuf,
 }
 
 /// Arguments of `learnbook fit`.
@@ -1003,6 +1052,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::MergeGames(args) => args.run(),
         Command::Report(args) => args.run(),
         Command::Tune(args) => args.run(),
+        Command::TuneShard(args) => args.run(),
+        Command::TuneStep(args) => args.run(),
         Command::Fit(args) => args.run(),
         Command::TuneReport(args) => args.run(),
         Command::Weights(args) => args.run(),
@@ -1785,6 +1836,7 @@ impl TuneArgs {
             engine,
             match_every,
             match_pairs,
+            prepare,
         } = self;
         use learnbook::{
             engine::params::Weights,
@@ -1841,6 +1893,18 @@ impl TuneArgs {
             }
             .begin(&checkpoint)?
         };
+        if prepare {
+            run::write_weights(&state, &out)?;
+            println!(
+                "{} prepared: {} parameters, {} iterations of {} pairs; `learnbook tune-shard` \
+                 and `tune-step` play its rounds",
+                checkpoint.display(),
+                state.settings.params.len(),
+                state.settings.schedule.iterations,
+                state.settings.pairs_per_iteration
+            );
+            return Ok(ExitCode::SUCCESS);
+        }
         let threads = threads.unwrap_or_else(all_cores);
         run::stop_on_sigint();
         let outcome = run::run_with_progress(&mut state, &openings, threads, &checkpoint, &out)?;
@@ -1863,6 +1927,94 @@ impl TuneArgs {
                 external::spec_line(&target.spec, &external::values_at(&state, target))
             ),
         }
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+impl TuneShardArgs {
+    fn run(self) -> Result<ExitCode> {
+        use learnbook::tune::shard::{self, ShardOutcome};
+        let TuneShardArgs {
+            checkpoint,
+            shard,
+            part,
+            threads,
+        } = self;
+        let started = std::time::Instant::now();
+        let threads = threads.unwrap_or_else(all_cores);
+        match shard::play_shard(&checkpoint, shard, &part, threads)? {
+            ShardOutcome::Played { round, games } => println!(
+                "{round}: shard {shard} played {games} games in {:.1} s, written to {}",
+                started.elapsed().as_secs_f64(),
+                shard::part_path(&part, round.k, shard).display()
+            ),
+            ShardOutcome::AlreadyPlayed(round) => println!(
+                "{round}: {} is already shard {shard}'s part: nothing to do",
+                shard::part_path(&part, round.k, shard).display()
+            ),
+            ShardOutcome::Finished => {
+                println!("{} is finished: nothing to play", checkpoint.display())
+            }
+            ShardOutcome::Interrupted => {
+                println!("interrupted: no part written");
+                return Ok(exit_code(true));
+            }
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+impl TuneStepArgs {
+    fn run(self) -> Result<ExitCode> {
+        use learnbook::tune::{
+            checkpoint::State,
+            run,
+            shard::{self, StepOutcome},
+        };
+        let TuneStepArgs {
+            checkpoint,
+            part,
+            out,
+        } = self;
+        let outcome = shard::step(&checkpoint, &part, &out)?;
+        let state = State::load(&checkpoint)?;
+        let total = state.settings.schedule.iterations;
+        if let StepOutcome::Stepped {
+            round,
+            parts,
+            iteration,
+            progress_match,
+            next,
+        } = &outcome
+        {
+            println!("{round}: {parts} parts");
+            if progress_match.is_some() {
+                if let Some(m) = state.matches.last() {
+                    println!("{}", run::match_line(m));
+                }
+            }
+            if let Some(wdl) = iteration {
+                println!(
+                    "iteration {} of {total}: +{} ={} -{}, theta stepped; {} and {} written",
+                    round.k + 1,
+                    wdl.wins,
+                    wdl.draws,
+                    wdl.losses,
+                    checkpoint.display(),
+                    out.display()
+                );
+            }
+            if let Some(next) = next {
+                println!("next round: {next}");
+                return Ok(ExitCode::SUCCESS);
+            }
+            print!("{}", run::summary(&state));
+        }
+        println!(
+            "finished: {} iterations of {total}, {} games",
+            state.iteration(),
+            state.games()
+        );
         Ok(ExitCode::SUCCESS)
     }
 }

@@ -486,8 +486,29 @@ impl Arena {
             option_values(&settings.params, &minus),
         ];
         Ok(self
-            .play_pairs(settings, options, &picks, openings)?
-            .map(|wdl| (flip, wdl)))
+            .play_scores(settings, options, &picks, openings)?
+            .map(|scores| (flip, total(&scores))))
+    }
+
+    /// The pairs numbered `pairs` (among the iteration's) of iteration `k`
+    /// from `theta`: the plus side's score in each game, in order (a pair's
+    /// game with the plus side White first), or `None` if SIGINT came
+    /// first. `tune-shard` plays its share of an iteration so.
+    pub fn play_iteration_pairs(
+        &mut self,
+        settings: &Settings,
+        theta: &[f64],
+        k: u64,
+        openings: &[Opening],
+        pairs: &[usize],
+    ) -> Result<Option<Vec<f64>>> {
+        let d = draw(settings, theta, k, openings.len());
+        let options = [
+            option_values(&settings.params, &d.plus),
+            option_values(&settings.params, &d.minus),
+        ];
+        let picks: Vec<usize> = pairs.iter().map(|&p| d.picks[p]).collect();
+        self.play_scores(settings, options, &picks, openings)
     }
 
     /// The progress match: the engine at `theta` (rounded) against the
@@ -499,23 +520,38 @@ impl Arena {
         picks: &[usize],
         openings: &[Opening],
     ) -> Result<Option<Wdl>> {
+        Ok(self
+            .play_match_games(settings, theta, picks, openings)?
+            .map(|scores| total(&scores)))
+    }
+
+    /// [`Arena::play_match`]'s games: the score of the engine at `theta`
+    /// in each, in order.
+    pub fn play_match_games(
+        &mut self,
+        settings: &Settings,
+        theta: &[f64],
+        picks: &[usize],
+        openings: &[Opening],
+    ) -> Result<Option<Vec<f64>>> {
         let start: Vec<f64> = settings.params.iter().map(|p| p.start).collect();
         let options = [
             option_values(&settings.params, theta),
             option_values(&settings.params, &start),
         ];
-        self.play_pairs(settings, options, picks, openings)
+        self.play_scores(settings, options, picks, openings)
     }
 
     /// A game pair per pick between the engine with `options[0]` and with
-    /// `options[1]`: the first's results, or `None` if SIGINT came first.
-    fn play_pairs(
+    /// `options[1]`: the first's score in each game, in order (a pair's game
+    /// with the first White first), or `None` if SIGINT came first.
+    fn play_scores(
         &mut self,
         settings: &Settings,
         options: [Vec<(String, String)>; 2],
         picks: &[usize],
         openings: &[Opening],
-    ) -> Result<Option<Wdl>> {
+    ) -> Result<Option<Vec<f64>>> {
         let job = Job {
             options,
             picks,
@@ -578,12 +614,18 @@ impl Arena {
         if scores.len() != games {
             bail!("{} of {games} games were played", scores.len());
         }
-        let mut wdl = Wdl::default();
-        for (_, s) in scores {
-            wdl.add(s);
-        }
-        Ok(Some(wdl))
+        scores.sort_by_key(|&(g, _)| g);
+        Ok(Some(scores.into_iter().map(|(_, s)| s).collect()))
     }
+}
+
+/// The results of a side's scores.
+fn total(scores: &[f64]) -> Wdl {
+    let mut wdl = Wdl::default();
+    for &s in scores {
+        wdl.add(s);
+    }
+    wdl
 }
 
 /// Game `g` of the iteration (pair `g / 2`; the plus side has White in

@@ -1,11 +1,13 @@
 //! Weights from self-play: SPSA over the evaluation's named parameters
 //! ([`crate::engine::params::Weights`]), game pairs in parallel over
 //! in-process engines, or over the spin options of an external UCI engine
-//! ([`external`]), checkpointed after every iteration.
+//! ([`external`]), checkpointed after every iteration; or as rounds of a
+//! job array ([`shard`]).
 
 pub mod checkpoint;
 pub mod external;
 pub mod fit;
 pub mod report;
 pub mod run;
+pub mod shard;
 pub mod spsa;

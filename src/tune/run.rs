@@ -244,6 +244,22 @@ fn play_pairs(
     openings: &[Opening],
     pool: &rayon::ThreadPool,
 ) -> Result<Wdl> {
+    let mut wdl = Wdl::default();
+    for s in play_games(settings, sides, picks, openings, pool)? {
+        wdl.add(s);
+    }
+    Ok(wdl)
+}
+
+/// The games of [`play_pairs`], the first side's score in each, in order:
+/// pair `i`'s game with `sides[0]` White, then the one with it Black.
+pub fn play_games(
+    settings: &Settings,
+    sides: [&Weights; 2],
+    picks: &[usize],
+    openings: &[Opening],
+    pool: &rayon::ThreadPool,
+) -> Result<Vec<f64>> {
     let limit = limit_of(&settings.limit)?;
     let adj = adjudication_of(&settings.adjudication);
     // A node-limited game needs a small table; a clock game fills more.
@@ -271,11 +287,7 @@ fn play_pairs(
             })
             .collect()
     });
-    let mut wdl = Wdl::default();
-    for s in scores {
-        wdl.add(s);
-    }
-    Ok(wdl)
+    Ok(scores)
 }
 
 /// One game of a pair from `opening`; the plus side's score.
@@ -361,12 +373,7 @@ pub fn run(
                 return Ok(Outcome::Interrupted);
             };
             games += u64::from(result.games());
-            state.matches.push(MatchPoint {
-                iteration: k + 1,
-                wins: result.wins,
-                draws: result.draws,
-                losses: result.losses,
-            });
+            record_match(state, &result);
             state.save(checkpoint)?;
             progress(
                 state,
@@ -404,23 +411,7 @@ pub fn run(
         let Some((flip, wdl)) = played else {
             return Ok(Outcome::Interrupted);
         };
-        let result = f64::from(wdl.wins) - f64::from(wdl.losses);
-        let schedule = state.settings.schedule;
-        spsa::step(
-            &schedule,
-            &state.settings.params,
-            &mut state.theta,
-            &flip,
-            k,
-            result,
-        );
-        state.history.push(Iteration {
-            number: k + 1,
-            wins: wdl.wins,
-            draws: wdl.draws,
-            losses: wdl.losses,
-            theta: state.theta.clone(),
-        });
+        record_iteration(state, &flip, &wdl);
         state.save(checkpoint)?;
         write_weights(state, out)?;
         games += u64::from(wdl.games());
@@ -436,12 +427,48 @@ pub fn run(
     })
 }
 
+/// Records the next iteration's games (`flip`: its perturbation, `wdl`:
+/// the plus side's results): theta steps by SPSA and the iteration joins
+/// the history. `tune` and `tune-step` (the rounds of a job array) both
+/// step here.
+pub fn record_iteration(state: &mut State, flip: &[f64], wdl: &Wdl) {
+    let k = state.iteration();
+    let result = f64::from(wdl.wins) - f64::from(wdl.losses);
+    let schedule = state.settings.schedule;
+    spsa::step(
+        &schedule,
+        &state.settings.params,
+        &mut state.theta,
+        flip,
+        k,
+        result,
+    );
+    state.history.push(Iteration {
+        number: k + 1,
+        wins: wdl.wins,
+        draws: wdl.draws,
+        losses: wdl.losses,
+        theta: state.theta.clone(),
+    });
+}
+
+/// Records the progress match due after the last iteration (the current
+/// values' results against the start).
+pub fn record_match(state: &mut State, wdl: &Wdl) {
+    state.matches.push(MatchPoint {
+        iteration: state.iteration(),
+        wins: wdl.wins,
+        draws: wdl.draws,
+        losses: wdl.losses,
+    });
+}
+
 /// The pairs of the progress match due now, if one is: after every
 /// `every` iterations, once.
-fn match_due(state: &State) -> Option<usize> {
+pub fn match_due(state: &State) -> Option<usize> {
     let plan = state.settings.progress_match?;
     let done = state.iteration();
-    let due = plan.every > 0 && done > 0 && done % plan.every == 0;
+    let due = plan.every > 0 && done > 0 && done.is_multiple_of(plan.every);
     let played = state.matches.last().is_some_and(|m| m.iteration == done);
     (due && !played).then_some(plan.pairs)
 }
