@@ -375,3 +375,129 @@ fn progress_matches_show_the_gain_and_leave_the_trajectory_alone() {
     let at: Vec<u64> = late.matches.iter().map(|p| p.iteration).collect();
     assert_eq!(at, [12]);
 }
+
+/// Issue 52: the tune as rounds of `tune-shard` tasks (here plain
+/// processes, 3 of them) and `tune-step`: the checkpoint and values of one
+/// `tune`, progress matches included; a task run again does nothing; a
+/// missing, doubled or foreign part is refused (exit 2) and nothing changes.
+#[test]
+fn shards_and_steps_reach_the_checkpoint_of_one_tune() {
+    let (dir, openings, params) = tune_setup();
+    let d = dir.path();
+    let mut one = args(d, &openings, &params, 3, 2, "one");
+    one.extend(["--match-every".into(), "3".into()]);
+    ok(&strs(&one));
+    let mut prepare = args(d, &openings, &params, 3, 2, "r");
+    prepare.extend(["--match-every".into(), "3".into(), "--prepare".into()]);
+    ok(&strs(&prepare));
+    let ckpt = d.join("r.ckpt");
+    let parts = d.join("parts");
+    assert_eq!(load(d, "r").iteration(), 0);
+    let shard = |i: u32, n: u32| {
+        ok(&[
+            "tune-shard",
+            "--checkpoint",
+            s(&ckpt),
+            "--shard",
+            &format!("{i}/{n}"),
+            "--part",
+            s(&parts),
+            "--threads",
+            "1",
+        ])
+    };
+    let step = || {
+        run(&[
+            "tune-step",
+            "--checkpoint",
+            s(&ckpt),
+            "--part",
+            s(&parts),
+            "--out",
+            s(&d.join("r.toml")),
+        ])
+    };
+    let refused = |what: &str, needle: &str| {
+        let before = fs::read(&ckpt).unwrap();
+        let out = step();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{what}: {err}");
+        assert!(err.contains(needle), "{what}: {err}");
+        assert_eq!(
+            fs::read(&ckpt).unwrap(),
+            before,
+            "{what}: checkpoint changed"
+        );
+    };
+    // Round 0: a part missing, then a part of another N beside them.
+    shard(0, 3);
+    shard(2, 3);
+    refused("missing", "shard 1/3 is missing");
+    shard(1, 2);
+    refused("another N", "same N");
+    fs::remove_file(parts.join("round-0.shard-1-of-2.part")).unwrap();
+    shard(1, 3);
+    // Doubled: the same part under a second name.
+    let copy = parts.join("round-0.shard-1-of-3.again.part");
+    fs::copy(parts.join("round-0.shard-1-of-3.part"), &copy).unwrap();
+    refused("doubled", "under another name");
+    fs::remove_file(&copy).unwrap();
+    // A task run again finds its part and plays nothing.
+    let again = shard(1, 3);
+    assert!(String::from_utf8_lossy(&again.stdout).contains("nothing to do"));
+    let out = step();
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("next round: round 1 (iteration 2)"));
+    // Foreign: round 1's part of shard 0 from another run (seed 12).
+    let mut other = args(d, &openings, &params, 3, 2, "other");
+    let i = other.iter().position(|a| a == "--seed").unwrap();
+    other[i + 1] = "12".into();
+    other.push("--prepare".into());
+    ok(&strs(&other));
+    ok(&[
+        "tune-shard",
+        "--checkpoint",
+        s(&d.join("other.ckpt")),
+        "--shard",
+        "0/3",
+        "--part",
+        s(&d.join("other-parts")),
+    ]);
+    fs::copy(
+        d.join("other-parts/round-0.shard-0-of-3.part"),
+        parts.join("round-1.shard-0-of-3.part"),
+    )
+    .unwrap();
+    shard(1, 3);
+    shard(2, 3);
+    refused("foreign", "is not a part of this state");
+    // The task refuses to overwrite it too.
+    let out = run(&[
+        "tune-shard",
+        "--checkpoint",
+        s(&ckpt),
+        "--shard",
+        "0/3",
+        "--part",
+        s(&parts),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    fs::remove_file(parts.join("round-1.shard-0-of-3.part")).unwrap();
+    // The rest of the run: round 1, round 2, then the match after 3.
+    for round in 1..4 {
+        for i in 0..3 {
+            shard(i, 3);
+        }
+        let out = step();
+        assert!(out.status.success(), "round {round}: {out:?}");
+    }
+    let last = String::from_utf8_lossy(&step().stdout).into_owned();
+    assert!(last.contains("finished: 3 iterations"), "{last}");
+    let (one, rounds) = (load(d, "one"), load(d, "r"));
+    assert_eq!(one.matches.len(), 1);
+    assert_eq!(rounds, one);
+    assert_eq!(
+        fs::read(d.join("r.toml")).unwrap(),
+        fs::read(d.join("one.toml")).unwrap()
+    );
+}
