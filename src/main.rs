@@ -347,6 +347,8 @@ struct StatsArgs {
 struct CheckArgs {
     #[command(flatten)]
     book: BookArg,
+    #[command(flatten)]
+    memory: Memory,
 }
 
 /// Arguments of `learnbook analyze`.
@@ -460,6 +462,8 @@ struct ReevaluateArgs {
     /// engine move must gain over the game moves to be chosen).
     #[arg(long, value_name = "CP", allow_hyphen_values = true)]
     engine_margin: Option<f64>,
+    #[command(flatten)]
+    memory: Memory,
 }
 
 /// Arguments of `learnbook export`.
@@ -500,6 +504,8 @@ struct ExportArgs {
     /// PGN: one game a line instead of one game with variations.
     #[arg(long)]
     pgn_lines: bool,
+    #[command(flatten)]
+    memory: Memory,
 }
 
 /// Arguments of `learnbook suite`.
@@ -576,6 +582,8 @@ struct ImportArgs {
     /// The Polyglot book to read (as --in IN.bin).
     #[arg(long, value_name = "IN.bin")]
     polyglot: Option<PathBuf>,
+    #[command(flatten)]
+    memory: Memory,
 }
 
 /// Arguments of `learnbook choose`.
@@ -1260,8 +1268,9 @@ impl StatsArgs {
 
 impl CheckArgs {
     fn run(self) -> Result<ExitCode> {
-        let CheckArgs { book } = self;
+        let CheckArgs { book, memory } = self;
         let b = Book::open(&book.book)?;
+        b.limit_memory(memory.bytes())?;
         let r = book::check::check(&b)?;
         println!("positions: {}, moves: {}", r.positions, r.moves);
         for p in &r.problems {
@@ -1284,8 +1293,10 @@ impl ReevaluateArgs {
         let ReevaluateArgs {
             book,
             engine_margin,
+            memory,
         } = self;
         let mut b = Book::open(&book.book)?;
+        b.limit_memory(memory.bytes())?;
         let n = match engine_margin {
             Some(cp) => b.set_engine_margin(cp)?,
             None => b.reevaluate_all()?,
@@ -1309,6 +1320,7 @@ impl ExportArgs {
             no_engine_moves,
             side,
             pgn_lines,
+            memory,
         } = self;
         let (out, format) = match (out, polyglot) {
             (Some(out), _) => {
@@ -1331,6 +1343,7 @@ impl ExportArgs {
             book::pgn_tree::Layout::Tree
         };
         let b = Book::open(&book.book)?;
+        b.limit_memory(memory.bytes())?;
         let opts = ExportOptions {
             weights,
             min_games,
@@ -1425,6 +1438,7 @@ impl ImportArgs {
             input,
             format,
             polyglot,
+            memory,
         } = self;
         let (input, format) = match (input, polyglot) {
             (Some(i), _) => {
@@ -1444,7 +1458,7 @@ impl ImportArgs {
             _ => None,
         };
         let existed = book.book.exists();
-        let imported = import_into(&book.book, &input, format, abk);
+        let imported = import_into(&book.book, &input, format, abk, memory.bytes());
         if imported.is_err() && !existed {
             // A book this import created holds nothing: it goes with the error.
             for suffix in ["", "-wal", "-shm"] {
@@ -1464,10 +1478,12 @@ fn import_into(
     input: &std::path::Path,
     format: book::formats::BookFormat,
     abk: Option<book::abk::AbkBook>,
+    memory: u64,
 ) -> Result<()> {
     use book::formats::BookFormat;
     // Dropped (closed) on return, before the caller removes a new book.
     let mut b = Book::open_or_create(path, BookSettings::default())?;
+    b.limit_memory(memory)?;
     match format {
         BookFormat::Bin => {
             let s = book::polyglot::import(&mut b, input)?;

@@ -16,10 +16,12 @@ use anyhow::{bail, Context, Result};
 use shakmaty::{CastlingMode, Chess, Position};
 
 use super::db::import::ImportedMove;
+use super::db::scan::StoredMove;
 use super::db::Book;
 use super::ingest::Counts;
 use super::keys::{polyglot_key, Key, KeyMap, MoveCode};
-use super::minimax::{self, option_weights};
+use super::minimax::{self, option_weights, NodeInfo};
+use super::spill::Sorter;
 use super::suite::SideToMove;
 use crate::atomic_file;
 
@@ -211,20 +213,33 @@ fn value_weights(book: &Book) -> Result<KeyMap<(Key, u16), u16>> {
             .children(i)
             .iter()
             .map(|&(mv, c)| (mv, &g.nodes[c as usize]));
-        let choices = minimax::choices(node, kids, &params);
-        let options = option_weights(node, &choices, &params);
-        // A .bin cannot say "leave the book": a GUI plays one of the
-        // position's entries whenever it has any. So a move less likely
-        // than leaving (the analysis's own move scores better) is left
-        // out, and where leaving is the choice the engine plays.
-        let leave = options.iter().find(|o| o.0.is_none()).map_or(0.0, |o| o.1);
-        for (mv, p) in options {
-            if let Some(mv) = mv.filter(|_| p >= leave) {
-                out.insert((node.key, mv.0), (p * 10_000.0).round().max(1.0) as u16);
-            }
-        }
+        node_weights(node, kids, &params, |mv, w| {
+            out.insert((node.key, mv.0), w);
+        });
     }
     Ok(out)
+}
+
+/// `weighted`'s probability of each move of `node` to one of `children`,
+/// times 10,000 (at least 1 for a move it plays at all), handed to `f`.
+fn node_weights<'a>(
+    node: &NodeInfo,
+    children: impl IntoIterator<Item = (MoveCode, &'a NodeInfo)>,
+    params: &minimax::ValueParams,
+    mut f: impl FnMut(MoveCode, u16),
+) {
+    let choices = minimax::choices(node, children, params);
+    let options = option_weights(node, &choices, params);
+    // A .bin cannot say "leave the book": a GUI plays one of the
+    // position's entries whenever it has any. So a move less likely
+    // than leaving (the analysis's own move scores better) is left
+    // out, and where leaving is the choice the engine plays.
+    let leave = options.iter().find(|o| o.0.is_none()).map_or(0.0, |o| o.1);
+    for (mv, p) in options {
+        if let Some(mv) = mv.filter(|_| p >= leave) {
+            f(mv, (p * 10_000.0).round().max(1.0) as u16);
+        }
+    }
 }
 
 /// A move an export writes: the selection every format shares (`--weights`,
@@ -246,53 +261,105 @@ pub struct SelectedMove {
 
 /// The moves an export writes, with their weights, in no particular order.
 pub fn select_moves(book: &Book, opts: &ExportOptions) -> Result<Vec<SelectedMove>> {
-    let value_weights = match opts.weights {
-        WeightMode::Value => value_weights(book)?,
-        _ => KeyMap::default(),
-    };
     let mut out = Vec::new();
-    book.for_each_move(|m| {
-        let (key, mv) = (m.parent, m.mv.0);
-        let (w, d, b) = (m.counts.white, m.counts.draws, m.counts.black);
-        let depth = m.parent_depth;
-        let games = w + d + b;
-        if let (Some(max), Some(dp)) = (opts.max_ply, depth) {
-            if dp >= max {
-                return;
-            }
-        }
-        if !opts.keeps_side(depth) {
-            return;
-        }
-        let weight: u32 = match opts.weights {
-            WeightMode::Imported => m.weight.unwrap_or(0),
-            WeightMode::Games => games.min(65535),
-            WeightMode::Polyglot => {
-                let wins = match depth {
-                    Some(dp) if dp % 2 == 1 => b,
-                    _ => w,
-                };
-                (2 * wins + d).min(65535)
-            }
-            WeightMode::Value => value_weights.get(&(key, mv)).copied().unwrap_or(0).into(),
-        };
-        let enough = match opts.weights {
-            WeightMode::Imported => true,
-            // An engine move has no games: only its value speaks for it.
-            WeightMode::Value if m.grown && games == 0 => opts.engine_moves,
-            _ => games >= opts.min_games,
-        };
-        if enough && weight > 0 {
-            out.push(SelectedMove {
-                parent: key,
-                mv: m.mv,
-                weight: weight.min(65535) as u16,
-                counts: m.counts,
-                parent_depth: depth,
-            });
-        }
+    for_each_selected(book, opts, |m| {
+        out.push(m);
+        Ok(())
     })?;
     Ok(out)
+}
+
+/// Calls `f` on each move an export writes, with its weight, in the order
+/// of [`Book::for_each_move`]. Past half of the book's memory budget
+/// ([`Book::graph_exceeds_budget`]) the value weights are computed a
+/// position at a time instead of from the graph in memory: the same moves
+/// and weights.
+pub fn for_each_selected(
+    book: &Book,
+    opts: &ExportOptions,
+    mut f: impl FnMut(SelectedMove) -> Result<()>,
+) -> Result<()> {
+    if !book.graph_exceeds_budget()? {
+        let value_weights = match opts.weights {
+            WeightMode::Value => value_weights(book)?,
+            _ => KeyMap::default(),
+        };
+        let mut failed = None;
+        book.for_each_move(|m| {
+            if failed.is_some() {
+                return;
+            }
+            let vw = value_weights.get(&(m.parent, m.mv.0)).copied();
+            if let Some(s) = selection(&m, opts, vw) {
+                if let Err(e) = f(s) {
+                    failed = Some(e);
+                }
+            }
+        })?;
+        return failed.map_or(Ok(()), Err);
+    }
+    let params = book.settings.params;
+    let mut weights: Vec<(MoveCode, u16)> = Vec::new();
+    book.for_each_position(|p| {
+        weights.clear();
+        if let (WeightMode::Value, Some(node)) = (opts.weights, p.node) {
+            let kids = p.children.iter().map(|(mv, c)| (*mv, c));
+            node_weights(node, kids, &params, |mv, w| weights.push((mv, w)));
+        }
+        for m in p.moves {
+            // The last weight of a move, as the graph's map keeps it.
+            let vw = weights.iter().rev().find(|w| w.0 == m.mv).map(|w| w.1);
+            if let Some(s) = selection(m, opts, vw) {
+                f(s)?;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// `m` as an export writes it (`None`: left out), `value_weight` its
+/// weight by value where it has one.
+fn selection(
+    m: &StoredMove,
+    opts: &ExportOptions,
+    value_weight: Option<u16>,
+) -> Option<SelectedMove> {
+    let (w, d, b) = (m.counts.white, m.counts.draws, m.counts.black);
+    let depth = m.parent_depth;
+    let games = w + d + b;
+    if let (Some(max), Some(dp)) = (opts.max_ply, depth) {
+        if dp >= max {
+            return None;
+        }
+    }
+    if !opts.keeps_side(depth) {
+        return None;
+    }
+    let weight: u32 = match opts.weights {
+        WeightMode::Imported => m.weight.unwrap_or(0),
+        WeightMode::Games => games.min(65535),
+        WeightMode::Polyglot => {
+            let wins = match depth {
+                Some(dp) if dp % 2 == 1 => b,
+                _ => w,
+            };
+            (2 * wins + d).min(65535)
+        }
+        WeightMode::Value => value_weight.unwrap_or(0).into(),
+    };
+    let enough = match opts.weights {
+        WeightMode::Imported => true,
+        // An engine move has no games: only its value speaks for it.
+        WeightMode::Value if m.grown && games == 0 => opts.engine_moves,
+        _ => games >= opts.min_games,
+    };
+    (enough && weight > 0).then_some(SelectedMove {
+        parent: m.parent,
+        mv: m.mv,
+        weight: weight.min(65535) as u16,
+        counts: m.counts,
+        parent_depth: depth,
+    })
 }
 
 /// The entries an export would write.
@@ -308,11 +375,55 @@ pub fn export_entries(book: &Book, opts: &ExportOptions) -> Result<Vec<Entry>> {
         .collect())
 }
 
-/// `export --polyglot`: returns the number of entries written.
+/// `export --polyglot`: returns the number of entries written. Past half
+/// of the book's memory budget the entries are sorted on disk beside the
+/// book (an eighth of the budget in memory) instead of in memory: the same
+/// file.
 pub fn export(book: &Book, path: &Path, opts: &ExportOptions) -> Result<usize> {
-    let mut entries = export_entries(book, opts)?;
-    write_bin(path, &mut entries)?;
-    Ok(entries.len())
+    let memory = match book.memory_budget() {
+        Some(m) if book.graph_exceeds_budget()? => m,
+        _ => {
+            let mut entries = export_entries(book, opts)?;
+            write_bin(path, &mut entries)?;
+            return Ok(entries.len());
+        }
+    };
+    let dir = match book.path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let name = book
+        .path
+        .file_name()
+        .map_or_else(|| "book".into(), |n| n.to_string_lossy().into_owned());
+    // Sorted as write_bin sorts: key, then the highest weight, then move
+    // (the key's order kept in i64 by flipping its top bit).
+    let mut sorter: Sorter<(i64, i64)> =
+        Sorter::new(memory / 8, &dir, &format!("{name}.export-sort"));
+    for_each_selected(book, opts, |m| {
+        let key = (m.parent.0 ^ (1 << 63)) as i64;
+        let rest = (i64::from(u16::MAX - m.weight) << 16) | i64::from(m.mv.0);
+        sorter.push((key, rest))
+    })?;
+    let mut n = 0;
+    atomic_file::write_with(path, |w| {
+        sorter
+            .drain(|batch| {
+                for &(key, rest) in batch {
+                    let key = key as u64 ^ (1 << 63);
+                    let weight = u16::MAX - (rest >> 16) as u16;
+                    let mv = rest as u16;
+                    w.write_all(&key.to_be_bytes())?;
+                    w.write_all(&mv.to_be_bytes())?;
+                    w.write_all(&weight.to_be_bytes())?;
+                    w.write_all(&0u32.to_be_bytes())?;
+                }
+                n += batch.len();
+                Ok(())
+            })
+            .map_err(|e| std::io::Error::other(format!("{e:#}")))
+    })?;
+    Ok(n)
 }
 
 /// What `import` did.

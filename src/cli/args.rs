@@ -46,15 +46,18 @@ impl PoolThreads {
     }
 }
 
-/// `--memory` of `build` and `merge`.
+/// `--memory` of every command that reads or writes a whole book (`build`,
+/// `merge`, `check`, `export`, `import`, `reevaluate`).
 #[derive(Args)]
 pub struct Memory {
-    /// Memory it may hold (e.g. 512M, 2G; default: half of the machine's). Past it,
-    /// `build` journals the games in --temp-dir and a filter of shared positions replaces
-    /// the counts, which are then taken in key ranges (the keys of the positions two games
-    /// reach stay in memory, 8 bytes each); `merge` values a book whose graph takes more
-    /// than half of it (about 300 bytes a position and a game) depth by depth through
-    /// SQLite. Slower, the same book.
+    /// Memory it may hold (e.g. 512M, 2G; default: half of the machine's). SQLite maps an
+    /// eighth of it and caches a sixteenth (16 MB at most). Past it, `build` journals the
+    /// games in --temp-dir and a filter of shared positions replaces the counts, which are
+    /// then taken in key ranges (the keys of the positions two games reach stay in memory,
+    /// 8 bytes each); a book whose graph takes more than half of it (about 300 bytes a
+    /// position) is valued depth by depth through SQLite (`merge`, `import`,
+    /// `reevaluate`) and read a position at a time (`export`, `check`). Slower, the same
+    /// book and files (docs/COMMANDS.md lists what it does not bound).
     #[arg(long, value_name = "SIZE", value_parser = build::parse_size)]
     memory: Option<u64>,
 }

@@ -6,13 +6,14 @@ use anyhow::{bail, Context, Result};
 use rusqlite::{Connection, OptionalExtension};
 
 use super::cache::NodeCache;
-use super::graph::{load_graph, reevaluate_all};
+use super::graph::load_graph;
 use super::node_rows::{node_from_row, NODE_COLS};
 use super::schema::{
     create_or_read, hash_from_sql, open_conn, open_conn_read_only, read_settings, read_shard,
     write_engine_margin, write_shard, BookSettings,
 };
 use super::tails::tail_node;
+use super::values::reevaluate_within;
 use crate::book::ingest::Counts;
 use crate::book::keys::{Key, KeySet, MoveCode};
 use crate::book::minimax::{self, Graph, NodeInfo};
@@ -26,6 +27,9 @@ pub struct Book {
     pub settings: BookSettings,
     /// What `add_game`'s incremental pass has read, kept between games.
     pub(super) cache: NodeCache,
+    /// The budget [`Book::limit_memory`] set: past half of it the
+    /// whole-book commands read a position at a time instead of the graph.
+    pub(super) memory: std::cell::Cell<Option<u64>>,
 }
 
 /// A book move as `show` and the move choice see it.
@@ -87,6 +91,7 @@ impl Book {
             path: path.to_path_buf(),
             settings,
             cache: NodeCache::default(),
+            memory: std::cell::Cell::new(None),
         })
     }
 
@@ -122,6 +127,7 @@ impl Book {
             path: path.to_path_buf(),
             settings,
             cache: NodeCache::default(),
+            memory: std::cell::Cell::new(None),
         })
     }
 
@@ -174,7 +180,7 @@ impl Book {
     /// Returns the number of positions whose value or choice changed.
     pub fn reevaluate_all(&mut self) -> Result<usize> {
         let tx = self.conn.transaction()?;
-        let changed = reevaluate_all(&tx, &self.settings.params)?;
+        let changed = reevaluate_within(&tx, &self.settings.params, self.memory.get(), &self.path)?;
         tx.commit()?;
         Ok(changed)
     }
@@ -191,7 +197,7 @@ impl Book {
         params.validate()?;
         let tx = self.conn.transaction()?;
         write_engine_margin(&tx, cp)?;
-        let changed = reevaluate_all(&tx, &params)?;
+        let changed = reevaluate_within(&tx, &params, self.memory.get(), &self.path)?;
         tx.commit()?;
         self.settings.params = params;
         Ok(changed)
@@ -353,7 +359,11 @@ impl Book {
     /// of it, and this book caches at most a sixteenth (never more than
     /// the defaults of [`open`](Book::open)). Mapped pages count in the
     /// process's resident memory as much as its heap does.
+    /// The budget also decides how the whole book is read: a graph larger
+    /// than half of it is valued depth by depth and exported and checked a
+    /// position at a time ([`Book::graph_exceeds_budget`]).
     pub fn limit_memory(&self, bytes: u64) -> Result<()> {
+        self.memory.set(Some(bytes));
         let map = (bytes / 8).min(1 << 30);
         let cache_kib = (bytes / 16 / 1024).clamp(1024, 16_384);
         self.conn.pragma_update(None, "mmap_size", map as i64)?;

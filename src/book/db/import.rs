@@ -6,8 +6,9 @@ use rusqlite::params;
 
 use super::analysis::{insert_analysis, Analysis, INSERT_ANALYSIS};
 use super::book::Book;
-use super::graph::{link_parent, reevaluate_all};
+use super::graph::link_parent;
 use super::tails::materialize_keys;
+use super::values::reevaluate_within;
 use crate::book::ingest::Counts;
 use crate::book::keys::{Key, MoveCode};
 
@@ -71,7 +72,7 @@ impl Book {
                 }
             }
         }
-        reevaluate_all(&tx, &self.settings.params)?;
+        reevaluate_within(&tx, &self.settings.params, self.memory.get(), &self.path)?;
         tx.commit()?;
         Ok(())
     }
@@ -116,7 +117,7 @@ impl Book {
         }
         // The cached nodes do not know the new rows.
         self.cache.clear();
-        reevaluate_all(&tx, &self.settings.params)?;
+        reevaluate_within(&tx, &self.settings.params, self.memory.get(), &self.path)?;
         tx.commit()?;
         Ok(())
     }
@@ -198,7 +199,7 @@ impl Book {
             "INSERT OR REPLACE INTO meta(key, value) VALUES ('imported_counts', 'abk')",
             [],
         )?;
-        reevaluate_all(&tx, &self.settings.params)?;
+        reevaluate_within(&tx, &self.settings.params, self.memory.get(), &self.path)?;
         tx.commit()?;
         Ok(())
     }

@@ -31,6 +31,8 @@
 //! * `import`: the moves of a Polyglot book;
 //! * `merge`: another book's rows added to this one (`merge`);
 //! * `scan`: whole-table reads for `check` and the export;
+//! * `stream`: the whole book a position at a time with its children, within
+//!   a memory budget (`check`, the export), and the graph's size;
 //! * `tails`: single-game tails, stored as their game's moves, read as rows.
 //! * `tail_index`: the index of tail positions by key, in buckets.
 //!
@@ -60,6 +62,7 @@ pub mod merge;
 mod node_rows;
 mod rows;
 pub mod scan;
+pub mod stream;
 pub mod schema;
 mod tail_index;
 mod tails;

@@ -5,10 +5,13 @@
 //! the same order: a value depends on a child's value only when the child
 //! is one ply deeper, so the layers give the values the whole graph gives.
 
+use std::path::Path;
+
 use anyhow::{bail, Result};
 use rusqlite::{params, Connection};
 
 use super::cache::{NodeCache, Sql};
+use super::graph::reevaluate_all;
 use crate::book::keys::{Key, MoveCode};
 use crate::book::minimax::{node_value_with, NodeInfo, ValueParams};
 use crate::book::spill::PairSorter;
@@ -79,4 +82,39 @@ pub(super) fn reevaluate_by_depth(
         Ok(())
     })?;
     Ok(changed)
+}
+
+/// Every row's value and choice through `conn` (inside the transaction that
+/// changed the counts): in memory ([`reevaluate_all`]) unless its graph
+/// (the rows and each game's tail head, [`GRAPH_BYTES_PER_POSITION`]
+/// each) exceeds half of `memory`, then depth by depth, the positions
+/// sorted in runs beside the book at `path` (a twentieth of `memory` in
+/// memory). The same values either way; returns how many changed.
+pub(super) fn reevaluate_within(
+    conn: &Connection,
+    params: &ValueParams,
+    memory: Option<u64>,
+    path: &Path,
+) -> Result<usize> {
+    let Some(memory) = memory else {
+        return reevaluate_all(conn, params);
+    };
+    let (positions, games): (i64, Option<i64>) = conn.query_row(
+        "SELECT (SELECT count(*) FROM positions), (SELECT max(id) FROM games)",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    let graph = (positions + games.unwrap_or(0)).max(0) as u64 * GRAPH_BYTES_PER_POSITION;
+    if graph <= memory / 2 {
+        return reevaluate_all(conn, params);
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = path
+        .file_name()
+        .map_or_else(|| "book".into(), |n| n.to_string_lossy().into_owned());
+    let layers = PairSorter::new(memory / 20, dir, &format!("{name}.values-layers"));
+    reevaluate_by_depth(conn, params, layers)
 }
