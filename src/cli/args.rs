@@ -223,3 +223,105 @@ impl From<Stratify> for learnbook::book::suite::Stratify {
         }
     }
 }
+
+/// `--book` of every command that reads or writes one book.
+#[derive(Args)]
+pub struct BookArg {
+    /// The book file (SQLite).
+    #[arg(long, value_name = "BOOK.sqlite")]
+    pub book: std::path::PathBuf,
+}
+
+/// Who searches and how long: `analyze` and `grow`.
+#[derive(Args)]
+pub struct SearchArgs {
+    /// Nodes per search.
+    #[arg(long, conflicts_with = "movetime", default_value_t = learnbook::analyze::DEFAULT_NODES)]
+    pub nodes: u64,
+    /// Milliseconds per search, instead of --nodes.
+    #[arg(long)]
+    pub movetime: Option<u64>,
+    /// Plies per search (UCI `go depth`), instead of --nodes.
+    #[arg(long, conflicts_with_all = ["movetime", "nodes"])]
+    pub depth: Option<u32>,
+    /// Engines searching in parallel (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// The engine: builtin (the search core; builtin,weights=W.toml) or a UCI engine
+    /// as the match runner takes it: "cmd=stockfish,option.Threads=1".
+    #[arg(long)]
+    pub engine: Option<String>,
+}
+
+/// How `analyze` searches.
+#[derive(Args)]
+pub struct AnalysisArgs {
+    #[command(flatten)]
+    pub search: SearchArgs,
+    /// Analyse positions with at least this many games, and their children.
+    #[arg(long, default_value_t = learnbook::analyze::DEFAULT_MIN_GAMES)]
+    pub min_games: u32,
+}
+
+/// How `learn --analyze` and `play --learn-analyze` search what a game added.
+#[derive(Args)]
+pub struct LearnAnalysisArgs {
+    /// Nodes per search of the analysis after each game.
+    #[arg(long, default_value_t = learnbook::analyze::DEFAULT_NODES)]
+    analysis_nodes: u64,
+    /// Analyse positions with at least this many games, and their children.
+    #[arg(long, default_value_t = learnbook::analyze::DEFAULT_MIN_GAMES)]
+    analysis_min_games: u32,
+    /// The analysing engine (default: the search core); see `analyze --engine`.
+    #[arg(long)]
+    analysis_engine: Option<String>,
+}
+
+impl AnalysisArgs {
+    pub fn options(&self, progress: bool) -> Result<learnbook::analyze::Options> {
+        use learnbook::analyze::{self, Budget};
+        let search = &self.search;
+        Ok(analyze::Options {
+            engine: analyze::parse_engine(search.engine.as_deref())?,
+            budget: Budget::from_limits(search.nodes, search.movetime, search.depth)?,
+            threads: search.threads.unwrap_or_else(all_cores),
+            min_games: self.min_games,
+            batch: 256,
+            progress,
+        })
+    }
+}
+
+impl LearnAnalysisArgs {
+    pub fn options(&self) -> Result<learnbook::analyze::Options> {
+        AnalysisArgs {
+            search: SearchArgs {
+                nodes: self.analysis_nodes,
+                movetime: None,
+                depth: None,
+                threads: None,
+                engine: self.analysis_engine.clone(),
+            },
+            min_games: self.analysis_min_games,
+        }
+        .options(false)
+    }
+}
+
+/// `90`, `90s`, `30m`, `2h` as a duration (`grow --time`, `improve --time`).
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let (n, unit) = match s.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => s.split_at(i),
+        None => (s, "s"),
+    };
+    let n: u64 = n
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration (90s, 30m, 2h)"))?;
+    let secs = match unit {
+        "s" => n,
+        "m" => n * 60,
+        "h" => n * 3600,
+        _ => return Err(format!("{s:?} is not a duration (90s, 30m, 2h)")),
+    };
+    Ok(std::time::Duration::from_secs(secs))
+}
