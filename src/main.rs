@@ -780,6 +780,11 @@ struct TuneArgs {
     /// rounds are then played by tune-shard and tune-step (deploy/slurm/tune.sh).
     #[arg(long, conflicts_with = "resume")]
     prepare: bool,
+    /// The format of --params with --engine: toml, openbench (`name, int, start, min, max,
+    /// c_end, r_end` lines), fishtest (`name,start,min,max,c_end,r_end`) or weather-factory
+    /// (JSON); default: told from its extension or first line.
+    #[arg(long, value_name = "FORMAT", requires = "params", conflicts_with = "resume")]
+    params_format: Option<learnbook::tune::paramfile::Format>,
 }
 
 /// Arguments of `learnbook tune-shard`.
@@ -1752,6 +1757,7 @@ impl TuneArgs {
             match_every,
             match_pairs,
             prepare,
+            params_format,
         } = self;
         use learnbook::{
             engine::params::Weights,
@@ -1773,6 +1779,9 @@ impl TuneArgs {
         } else {
             let (start, params, engine) = match &engine {
                 None => {
+                    if params_format.is_some_and(|f| !f.is_toml()) {
+                        bail!("--params-format other than toml needs --engine");
+                    }
                     let start = run::load_start(start.as_deref().unwrap_or("default"))?;
                     let params = run::load_params(params.as_deref(), &start)?;
                     (start, params, None)
@@ -1781,8 +1790,12 @@ impl TuneArgs {
                     let params = params
                         .as_deref()
                         .context("--engine needs --params: which spin options to tune")?;
-                    let (target, params) =
-                        external::prepare(spec, params, start.as_deref().map(Path::new))?;
+                    let (target, params) = external::prepare(
+                        spec,
+                        params,
+                        start.as_deref().map(Path::new),
+                        params_format,
+                    )?;
                     (Weights::default(), params, Some(target))
                 }
             };

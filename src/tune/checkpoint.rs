@@ -367,6 +367,7 @@ mod tests {
                 max: p.max as i64,
             }],
             fixed: vec![("Hash".into(), 16)],
+            format: Default::default(),
         });
         s.save(&path).unwrap();
         assert_eq!(State::load(&path).unwrap(), s);

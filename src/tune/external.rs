@@ -12,7 +12,7 @@
 //! finished iteration.
 
 use std::{
-    path::Path,
+    path::{Path, PathBuf},
     sync::atomic::{AtomicBool, AtomicUsize, Ordering},
     time::{Duration, Instant},
 };
@@ -23,6 +23,7 @@ use shakmaty::Color;
 
 use super::{
     checkpoint::{Settings, State},
+    paramfile::{self, Entry, Format},
     run::{adjudication_of, draw, limit_of, Draw},
     spsa::{self, TuneParam},
 };
@@ -199,16 +200,24 @@ pub struct EngineTarget {
     pub options: Vec<SpinOption>,
     /// Options `--start` set that are not tuned: sent once to each process.
     pub fixed: Vec<(String, i64)>,
+    /// The format `--params` was read in, which the tuned values are also
+    /// written back in, beside `--out` (absent: TOML, and checkpoints
+    /// written before there were other formats).
+    #[serde(default, skip_serializing_if = "Format::is_toml")]
+    pub format: Format,
 }
 
-/// `--engine SPEC --params P.toml [--start S.toml]`: the engine, and the
-/// parameters to tune with their start values (`--start`, else the spec's
-/// `option.X=`, else the engine's default). Everything is checked before a
-/// file is written.
+/// `--engine SPEC --params P [--start S.toml]`: the engine, and the
+/// parameters to tune with their start values (`--start`, else the start
+/// of a parameter file that gives one, else the spec's `option.X=`, else
+/// the engine's default). `format` names the parameter file's format
+/// (default: told from its extension or content, [`paramfile::detect`]).
+/// Everything is checked before a file is written.
 pub fn prepare(
     spec_text: &str,
     params_path: &Path,
     start: Option<&Path>,
+    format: Option<Format>,
 ) -> Result<(EngineTarget, Vec<TuneParam>)> {
     let spec = uci_spec(spec_text)?;
     let options = probe(&spec)?;
@@ -238,10 +247,23 @@ pub fn prepare(
         .collect();
     let text = std::fs::read_to_string(params_path)
         .with_context(|| format!("cannot read {}", params_path.display()))?;
-    let mut params = spsa::select_params(&text, &all, true, &|key| {
-        not_a_spin(key.trim_end_matches('*'), &options)
-    })
-    .with_context(|| format!("in parameter file {}", params_path.display()))?;
+    let format = match format {
+        Some(f) => f,
+        None => paramfile::detect(params_path, &text)?,
+    };
+    let mut params = match format {
+        Format::Toml => spsa::select_params(&text, &all, true, &|key| {
+            not_a_spin(key.trim_end_matches('*'), &options)
+        }),
+        _ => paramfile::parse(format, &text)
+            .and_then(|entries| from_entries(&entries, &options, &spins, &all, &start_values)),
+    }
+    .with_context(|| {
+        format!(
+            "in parameter file {} ({format} format)",
+            params_path.display()
+        )
+    })?;
     let tuned: Vec<SpinOption> = params.iter().map(|p| spins[p.index].clone()).collect();
     let fixed = start_values
         .iter()
@@ -255,9 +277,74 @@ pub fn prepare(
         spec: spec_text.to_string(),
         options: tuned,
         fixed,
+        format,
     };
     target.validate(&params)?;
     Ok((target, params))
+}
+
+/// The parameters an OpenBench, fishtest or Weather Factory file names,
+/// in its order (`index` into `spins`): each a spin option of the engine,
+/// an integer (`int`) one, within the engine's range; its start the file's
+/// unless `--start` gives one (`start_values`), and its gains as given.
+fn from_entries(
+    entries: &[Entry],
+    options: &[UciOption],
+    spins: &[SpinOption],
+    all: &[TuneParam],
+    start_values: &[(usize, i64)],
+) -> Result<Vec<TuneParam>> {
+    let mut out = Vec::with_capacity(entries.len());
+    for e in entries {
+        let at = e.place();
+        let Some(i) = spins
+            .iter()
+            .position(|o| o.name.eq_ignore_ascii_case(&e.name))
+        else {
+            bail!("{at}: {}", not_a_spin(&e.name, options));
+        };
+        let o = &spins[i];
+        if e.float {
+            bail!(
+                "{at}: a float parameter, but the engine's {:?} is a spin option, whose values \
+                 are integers: write the line as int",
+                o.name
+            );
+        }
+        if e.min < o.min as f64 || e.max > o.max as f64 {
+            bail!(
+                "{at}: the bounds [{}, {}] are outside the engine's range [{}, {}] of {:?}",
+                e.min,
+                e.max,
+                o.min,
+                o.max,
+                o.name
+            );
+        }
+        let start = match start_values.iter().find(|(j, _)| *j == i) {
+            Some(&(_, v)) => {
+                let v = v as f64;
+                if v < e.min || v > e.max {
+                    bail!(
+                        "{at}: the start value {v} from --start is outside the file's bounds [{}, {}]",
+                        e.min,
+                        e.max
+                    );
+                }
+                v
+            }
+            None => e.start,
+        };
+        out.push(TuneParam {
+            start,
+            min: e.min,
+            max: e.max,
+            c_end: e.c_end,
+            r_end: e.r_end,
+            ..all[i].clone()
+        });
+    }
+    Ok(out)
 }
 
 /// `--start S.toml`: `Name = value` for spin options of the engine
@@ -409,8 +496,8 @@ fn toml_key(name: &str) -> String {
 }
 
 /// `--out` of an `--engine` run: `Name = value` (usable as `--start`), with
-/// the spec line in a comment.
-pub fn options_toml(state: &State, target: &EngineTarget) -> String {
+/// the spec line and the files written beside it in comments.
+pub fn options_toml(state: &State, target: &EngineTarget, out: &Path) -> String {
     let values = values_at(state, target);
     let mut s = format!(
         "# learnbook tune --engine {:?}: iteration {} of {}, {} games, seed {}\n\
@@ -422,6 +509,11 @@ pub fn options_toml(state: &State, target: &EngineTarget) -> String {
         state.settings.seed,
         spec_line(&target.spec, &values)
     );
+    let beside: Vec<String> = written_beside(state, target, out)
+        .iter()
+        .filter_map(|(p, _)| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .collect();
+    s.push_str(&format!("# also written: {}\n", beside.join(", ")));
     let tuned = state.settings.params.len();
     for (i, (name, v)) in values.iter().enumerate() {
         if i == tuned {
@@ -432,8 +524,64 @@ pub fn options_toml(state: &State, target: &EngineTarget) -> String {
     s
 }
 
+/// `out` with `.suffix` added: `tuned.toml` -> `tuned.toml.uci`.
+pub fn beside(out: &Path, suffix: &str) -> PathBuf {
+    let mut name = out.as_os_str().to_owned();
+    name.push(".");
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// The tuned values in the parameter file's own format (the tuned values
+/// as the start, the bounds and gains as read), or `None` for TOML.
+pub fn params_file(state: &State, target: &EngineTarget) -> Option<String> {
+    target.format.suffix()?;
+    let entries: Vec<Entry> = state
+        .settings
+        .params
+        .iter()
+        .zip(&state.theta)
+        .map(|(p, &t)| Entry {
+            line: 0,
+            name: p.name.clone(),
+            float: false,
+            start: rounded(p, t) as f64,
+            min: p.min,
+            max: p.max,
+            c_end: p.c_end,
+            r_end: p.r_end,
+        })
+        .collect();
+    Some(paramfile::write(target.format, &entries))
+}
+
+/// The files written beside `--out`, with their text: `.uci` (`setoption`
+/// lines), `.options` (`option.X=V` for cutechess-cli and fastchess), and
+/// the parameter file's format when it is not TOML (`.openbench`,
+/// `.fishtest`, `.json`).
+fn written_beside(state: &State, target: &EngineTarget, out: &Path) -> Vec<(PathBuf, String)> {
+    let values = values_at(state, target);
+    let mut files = vec![
+        (beside(out, "uci"), paramfile::setoption_lines(&values)),
+        (
+            beside(out, "options"),
+            paramfile::match_runner_options(&values),
+        ),
+    ];
+    if let (Some(suffix), Some(text)) = (target.format.suffix(), params_file(state, target)) {
+        files.push((beside(out, suffix), text));
+    }
+    files
+}
+
+/// `--out` and the files beside it ([`written_beside`]), each replaced
+/// atomically.
 pub fn write_options(state: &State, target: &EngineTarget, out: &Path) -> Result<()> {
-    crate::atomic_file::write(out, options_toml(state, target).as_bytes())
+    crate::atomic_file::write(out, options_toml(state, target, out).as_bytes())?;
+    for (path, text) in written_beside(state, target, out) {
+        crate::atomic_file::write(&path, text.as_bytes())?;
+    }
+    Ok(())
 }
 
 /// The processes of the engine, two per worker (the plus and the minus

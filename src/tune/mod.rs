@@ -1,12 +1,14 @@
 //! Weights from self-play: SPSA over the evaluation's named parameters
 //! ([`crate::engine::params::Weights`]), game pairs in parallel over
 //! in-process engines, or over the spin options of an external UCI engine
-//! ([`external`]), checkpointed after every iteration; or as rounds of a
+//! ([`external`], reading the parameter files of OpenBench, fishtest and
+//! Weather Factory: [`paramfile`]), checkpointed after every iteration; or as rounds of a
 //! job array ([`shard`]).
 
 pub mod checkpoint;
 pub mod external;
 pub mod fit;
+pub mod paramfile;
 pub mod report;
 pub mod run;
 pub mod shard;
