@@ -20,8 +20,8 @@ use learnbook::shard::Shard;
 mod cli;
 
 use cli::args::{
-    all_cores, exit_code, parse_duration, AnalysisArgs, BookArg, LearnAnalysisArgs, LimitArgs,
-    MatchAdjudication, Memory, PoolThreads, SearchArgs, SelfAdjudication, ValueParamArgs,
+    all_cores, exit_code, parse_duration, AnalysisArgs, BookArg, LearnAnalysisArgs, Memory,
+    PoolThreads, SearchArgs, SelfAdjudication, ValueParamArgs,
 };
 
 #[derive(Parser)]
@@ -92,9 +92,9 @@ enum Command {
     /// make-book), `bench learn`, `bench analyze`, `bench book-quality`.
     Bench(BenchArgs),
     /// Run as a UCI engine (for GUIs and match runners).
-    Uci(UciArgs),
+    Uci(cli::play::UciArgs),
     /// Play a match between two engines (UCI, xboard, or the built-in search core).
-    Play(PlayArgs),
+    Play(cli::play::PlayArgs),
     /// Two books in play: one engine plays both, each side from its own book until the
     /// book has no move, then at --nodes with --jitter.
     ///
@@ -104,7 +104,7 @@ enum Command {
     /// its distinct exits, and the engine's evaluation where both books had ended. The games
     /// go to --pgnout; the same command run again continues the duel and reports every game
     /// in the file.
-    Duel(DuelArgs),
+    Duel(cli::play::DuelArgs),
     /// Games of the search core against itself for data, with the search scores in the PGN.
     ///
     /// One weight set on both sides, fixed nodes per move, openings from a suite, every
@@ -112,13 +112,13 @@ enum Command {
     /// from the mover's view, then the depth). The same command gives the same games at
     /// any --concurrency. Games are appended one by one in order; rerunning the command
     /// continues a killed or interrupted run. Ctrl-C finishes the games under way.
-    Selfplay(SelfplayArgs),
+    Selfplay(cli::play::SelfplayArgs),
     /// Put the files of a selfplay run's shards (selfplay --shard) together, in game order:
     /// the file one unsharded run writes. Refuses a missing, repeated, unfinished or
     /// foreign shard, and then writes nothing.
-    MergeGames(MergeGamesArgs),
+    MergeGames(cli::play::MergeGamesArgs),
     /// A player's learning curve from a PGN of games in order: score per window, repeated losses.
-    Report(ReportArgs),
+    Report(cli::play::ReportArgs),
     /// Tune evaluation weights by self-play (SPSA, game pairs in parallel), checkpointed.
     ///
     /// Every iteration plays --pairs-per-iteration game pairs (one opening,
@@ -153,7 +153,7 @@ enum Command {
     /// (GET /masters, /masters/pgn/ID: the same JSON, learnbook's values beside it), with
     /// the explorer page at /. Prints the URL it listens on; Ctrl-C or SIGTERM stops it
     /// gracefully (exit 130 or 143). `learnbook learn` may write the book meanwhile.
-    Serve(ServeArgs),
+    Serve(cli::serve::ServeArgs),
 }
 
 /// Arguments of `learnbook build`.
@@ -514,212 +514,6 @@ struct BenchArgs {
     hash: usize,
 }
 
-/// Arguments of `learnbook uci`.
-#[derive(Args)]
-struct UciArgs {
-    /// A learnbook book to play from (UCI options OwnBook, BookFile, BookMode).
-    #[arg(long, value_name = "BOOK.sqlite")]
-    book: Option<PathBuf>,
-    /// Evaluation weights: a TOML file (as `learnbook weights` writes) or a preset
-    /// (default, hand, kaissa, kotok).
-    #[arg(long, value_name = "W.toml")]
-    weights: Option<PathBuf>,
-}
-
-/// Arguments of `learnbook play`.
-#[derive(Args)]
-struct PlayArgs {
-    /// name=N,cmd=CMD[,proto=uci|xboard][,option.X=V][,dir=D][,tc=|nodes=|depth=]; cmd=builtin[,weights=W][,book=B][,bookmode=M]. Twice.
-    #[arg(long = "engine", required = true, num_args = 1)]
-    engines: Vec<String>,
-    #[command(flatten)]
-    limit: LimitArgs,
-    /// Games to play in all (fewer if --sprt decides first).
-    #[arg(long, default_value_t = 2)]
-    games: usize,
-    /// Games played at once (each worker owns its engine processes).
-    #[arg(long, default_value_t = 1)]
-    concurrency: usize,
-    /// Openings: EPD (one position per line) or PGN (.gz, .zst); default the start position.
-    #[arg(long)]
-    openings: Option<PathBuf>,
-    /// Shuffle the openings (seeded with --seed).
-    #[arg(long)]
-    random: bool,
-    /// Seed of the opening order with --random (and of the engines' book choices).
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// Play each opening twice, colours swapped.
-    #[arg(long)]
-    repeat: bool,
-    /// The first engine always plays White.
-    #[arg(long)]
-    noswap: bool,
-    /// Append the games to this PGN file. Games of this match already in it
-    /// (an earlier run of the same command) are counted, not played again.
-    #[arg(long)]
-    pgnout: Option<PathBuf>,
-    /// elo0=E0,elo1=E1,alpha=A,beta=B: stop when the GSPRT decides.
-    #[arg(long)]
-    sprt: Option<String>,
-    /// With --sprt: note where the SPRT decides and play on to --games (a
-    /// decision and a fixed number of games, as a confirmation run asks).
-    #[arg(long, requires = "sprt")]
-    sprt_play_on: bool,
-    #[command(flatten)]
-    adjudication: MatchAdjudication,
-    /// Add each game of --learn-as to this book and re-evaluate at once.
-    #[arg(long, requires = "learn_as")]
-    learn: Option<PathBuf>,
-    /// The engine (name=) whose games are learned.
-    #[arg(long)]
-    learn_as: Option<String>,
-    /// After each learned game, analyse what it added or changed (as `analyze` would).
-    #[arg(long, requires = "learn")]
-    learn_analyze: bool,
-    #[command(flatten)]
-    analysis: LearnAnalysisArgs,
-    /// The Event tag of the games.
-    #[arg(long, default_value = "learnbook match")]
-    event: String,
-}
-
-/// Arguments of `learnbook duel`.
-#[derive(Args)]
-struct DuelArgs {
-    /// The engine that plays both books: cmd=CMD[,option.X=V][,dir=D] (UCI or proto=xboard).
-    #[arg(long)]
-    engine: String,
-    /// The two books, first and second: Polyglot .bin (as exported) or learnbook books.
-    #[arg(long = "book", required = true, num_args = 1, value_name = "BOOK")]
-    books: Vec<PathBuf>,
-    /// How a book picks its move: weighted (at random in proportion to its weights, as GUIs
-    /// and match runners play a book) or best (the heaviest move).
-    #[arg(long, default_value = "weighted")]
-    mode: Mode,
-    /// Games whose first plies are the starts (PGN, .gz, .zst).
-    #[arg(long, value_name = "PGN")]
-    starts: PathBuf,
-    /// How many plies of each game make its start: a range, drawn per game.
-    #[arg(long, default_value = "4-8", value_name = "LO-HI")]
-    start_plies: String,
-    /// Starts, each played twice (colours swapped).
-    #[arg(long, default_value_t = 1000)]
-    pairs: usize,
-    /// The engine's nodes per move once out of book.
-    #[arg(long, default_value_t = 20_000)]
-    nodes: u64,
-    /// A fixed depth per move instead of --nodes (for engines whose `go nodes` is unreliable).
-    #[arg(long)]
-    depth: Option<u32>,
-    /// The nodes vary by up to this percentage either way, drawn every move.
-    #[arg(long, default_value_t = 10.0)]
-    jitter: f64,
-    /// Games played at once.
-    #[arg(long, default_value_t = 1)]
-    concurrency: usize,
-    /// Draws the starts (and the weighted books' choices).
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// The games (appended; a rerun of the same duel continues from them).
-    #[arg(long, value_name = "FILE.pgn")]
-    pgnout: PathBuf,
-    #[command(flatten)]
-    adjudication: SelfAdjudication,
-    /// The ceiling instead of a first book: the engine itself searches the game's first
-    /// PLIES plies (from the standard start) at NODES; give --book once, the opponent's.
-    #[arg(long, value_name = "PLIES:NODES")]
-    deep_start: Option<String>,
-    /// The ceiling of any choice within the first book's reach: where that book has a
-    /// move, the engine searches at NODES and plays its own move instead.
-    #[arg(long, value_name = "NODES", conflicts_with = "deep_start")]
-    deep_book: Option<u64>,
-    /// Print the report as JSON.
-    #[arg(long)]
-    json: bool,
-}
-
-/// Arguments of `learnbook selfplay`.
-#[derive(Args)]
-struct SelfplayArgs {
-    /// The games go here, appended one by one in order; if the file exists, its complete
-    /// games are kept (a partial last game is removed) and the run goes on from there.
-    #[arg(long, value_name = "FILE.pgn")]
-    pgnout: PathBuf,
-    /// Games the file holds in the end.
-    #[arg(long)]
-    games: usize,
-    /// Nodes per move (fixed: the same games on any machine and any --concurrency).
-    #[arg(long, default_value_t = 5000)]
-    nodes: u64,
-    /// Openings: EPD (one position per line) or PGN (.gz, .zst), shuffled by --seed and
-    /// played in turn; game i plays opening i of that order.
-    #[arg(long, value_name = "FILE")]
-    openings: PathBuf,
-    /// Games played at once (default: every core).
-    #[arg(long)]
-    concurrency: Option<usize>,
-    /// The weights of both sides: a TOML file (`learnbook weights`, `tune --out`) or a preset
-    /// (default, hand, kaissa, kotok).
-    #[arg(long, value_name = "W.toml", default_value = "default")]
-    weights: String,
-    /// Orders the openings: the same seed, openings and settings give the same games.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// Transposition table of each engine, MB.
-    #[arg(long, default_value_t = 16)]
-    hash: usize,
-    #[command(flatten)]
-    adjudication: SelfAdjudication,
-    /// Play shard I of N (0 <= I < N): the I-th of N contiguous slices of the game numbers,
-    /// each game as the whole run plays it; `merge-games` puts the shards' files together.
-    /// auto/N takes I from SLURM_ARRAY_TASK_ID (less SLURM_ARRAY_TASK_MIN) or
-    /// JOB_COMPLETION_INDEX.
-    #[arg(long, value_name = "I/N")]
-    shard: Option<Shard>,
-}
-
-/// Arguments of `learnbook merge-games`.
-#[derive(Args)]
-struct MergeGamesArgs {
-    /// The whole run's file (replaced if it exists).
-    #[arg(long, value_name = "FILE.pgn")]
-    pgnout: PathBuf,
-    /// The shards' files, one per shard, in any order.
-    #[arg(required = true, value_name = "SHARD.pgn")]
-    shards: Vec<PathBuf>,
-}
-
-impl MergeGamesArgs {
-    fn run(self) -> Result<ExitCode> {
-        let merged = learnbook::play::merge_games::merge_games(&self.pgnout, &self.shards)?;
-        println!(
-            "{}: {} games from {} shards",
-            self.pgnout.display(),
-            merged.games,
-            merged.shards
-        );
-        Ok(ExitCode::SUCCESS)
-    }
-}
-
-/// Arguments of `learnbook report`.
-#[derive(Args)]
-struct ReportArgs {
-    /// The games, in the order they were played.
-    #[arg(long)]
-    pgn: PathBuf,
-    /// The player's name as in the White/Black tags.
-    #[arg(long)]
-    player: String,
-    /// Games per window of the learning curve.
-    #[arg(long, default_value_t = 50)]
-    window: usize,
-    /// Draw the learning curve into this PNG.
-    #[arg(long)]
-    plot: Option<PathBuf>,
-}
-
 /// Arguments of `learnbook tune`.
 #[derive(Args)]
 struct TuneArgs {
@@ -783,7 +577,12 @@ struct TuneArgs {
     /// The format of --params with --engine: toml, openbench (`name, int, start, min, max,
     /// c_end, r_end` lines), fishtest (`name,start,min,max,c_end,r_end`) or weather-factory
     /// (JSON); default: told from its extension or first line.
-    #[arg(long, value_name = "FORMAT", requires = "params", conflicts_with = "resume")]
+    #[arg(
+        long,
+        value_name = "FORMAT",
+        requires = "params",
+        conflicts_with = "resume"
+    )]
     params_format: Option<learnbook::tune::paramfile::Format>,
 }
 
@@ -892,34 +691,6 @@ struct TuneReportArgs {
     compare: Option<PathBuf>,
 }
 
-/// Arguments of `learnbook serve`.
-#[derive(Args)]
-struct ServeArgs {
-    #[command(flatten)]
-    book: BookArg,
-    /// Address to listen on, host:port (port 0: one the system picks; the URL printed says which).
-    #[arg(long, default_value = learnbook::serve::DEFAULT_BIND)]
-    bind: String,
-    /// Send Access-Control-Allow-Origin: * (as lichess does), for pages served from elsewhere.
-    #[arg(long)]
-    cors: bool,
-    /// Book connections and the threads that read them (default: all cores).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
-    threads: Option<u32>,
-    /// /masters answers kept at most while the book does not change (0: none kept, every request reads the book).
-    #[arg(long, default_value_t = learnbook::serve::cache::DEFAULT_ENTRIES)]
-    cache: usize,
-    /// Bytes of /masters answers kept at most (a number, or with K, M or G: 64M).
-    #[arg(long, default_value = "64M", value_parser = learnbook::serve::parse_bytes)]
-    cache_bytes: usize,
-    /// Connections served at once; one more is answered 503 and closed.
-    #[arg(long, default_value_t = learnbook::serve::DEFAULT_MAX_CONNECTIONS as u32, value_parser = clap::value_parser!(u32).range(1..))]
-    max_connections: u32,
-    /// Seconds a request waits for a book connection before it is answered 503.
-    #[arg(long, default_value_t = learnbook::serve::DEFAULT_POOL_TIMEOUT_SECS, value_parser = learnbook::serve::parse_seconds)]
-    pool_timeout: f64,
-}
-
 /// Arguments of `learnbook weights`.
 #[derive(Args)]
 struct WeightsArgs {
@@ -957,19 +728,19 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Choose(args) => args.run(),
         Command::Suite(args) => args.run(),
         Command::Bench(args) => args.run(),
-        Command::Uci(args) => args.run(),
-        Command::Play(args) => args.run(),
-        Command::Duel(args) => args.run(),
-        Command::Selfplay(args) => args.run(),
-        Command::MergeGames(args) => args.run(),
-        Command::Report(args) => args.run(),
+        Command::Uci(args) => cli::play::uci(args),
+        Command::Play(args) => cli::play::play(args),
+        Command::Duel(args) => cli::play::duel(args),
+        Command::Selfplay(args) => cli::play::selfplay(args),
+        Command::MergeGames(args) => cli::play::merge_games(args),
+        Command::Report(args) => cli::play::report(args),
         Command::Tune(args) => args.run(),
         Command::TuneShard(args) => args.run(),
         Command::TuneStep(args) => args.run(),
         Command::Fit(args) => args.run(),
         Command::TuneReport(args) => args.run(),
         Command::Weights(args) => args.run(),
-        Command::Serve(args) => args.run(),
+        Command::Serve(args) => cli::serve::serve(args),
     }
 }
 
@@ -1455,288 +1226,6 @@ impl BenchArgs {
     }
 }
 
-impl UciArgs {
-    fn run(self) -> Result<ExitCode> {
-        let UciArgs { book, weights } = self;
-        let stdin = std::io::stdin();
-        learnbook::uci::run(stdin.lock(), learnbook::uci::Config { book, weights })?;
-        Ok(ExitCode::SUCCESS)
-    }
-}
-
-impl PlayArgs {
-    fn run(self) -> Result<ExitCode> {
-        let PlayArgs {
-            engines,
-            limit: limit_args,
-            games,
-            concurrency,
-            openings,
-            random,
-            seed,
-            repeat,
-            noswap,
-            pgnout,
-            sprt,
-            sprt_play_on,
-            adjudication,
-            learn,
-            learn_as,
-            learn_analyze,
-            analysis,
-            event,
-        } = self;
-        use learnbook::play::{game, runner, spec};
-        let spec::MatchEngines {
-            players,
-            limit,
-            limits,
-        } = spec::MatchEngines::parse(&engines, &limit_args.limit())?;
-        let cfg = runner::MatchConfig {
-            node_jitter: 0.0,
-            players,
-            limit,
-            limits,
-            games,
-            concurrency,
-            openings: match openings {
-                Some(p) => runner::read_openings(&p)?,
-                None => vec![game::Opening {
-                    fen: None,
-                    moves: Vec::new(),
-                }],
-            },
-            random_seed: random.then_some(seed),
-            repeat,
-            noswap,
-            pgn_out: pgnout,
-            sprt: sprt.as_deref().map(spec::parse_sprt).transpose()?,
-            sprt_play_on,
-            adjudication: adjudication.adjudication()?,
-            learn: learn.zip(learn_as),
-            after_learn: match learn_analyze.then(|| analysis.options()).transpose()? {
-                Some(opts) => Some(Box::new(
-                    move |b: &mut Book, start: &shakmaty::Chess, moves: &[shakmaty::Move]| {
-                        learnbook::analyze::run_on_game(
-                            b,
-                            &learnbook::analyze::boards(start, moves),
-                            &opts,
-                        )
-                        .map(|_| ())
-                    },
-                )),
-                None => None,
-            },
-            event,
-        };
-        let first = cfg.players[0].name().to_string();
-        let standing = runner::run_match(&cfg, |round, g, st| {
-            println!(
-                "game {round} ({} done): {} - {} {} ({}); {first}: +{} ={} -{}",
-                st.played,
-                g.white,
-                g.black,
-                g.result,
-                g.termination,
-                st.wdl.wins,
-                st.wdl.draws,
-                st.wdl.losses
-            );
-        })?;
-        print!("{}", runner::final_report(&cfg, &standing));
-        Ok(ExitCode::SUCCESS)
-    }
-}
-
-impl DuelArgs {
-    fn run(self) -> Result<ExitCode> {
-        use learnbook::play::{duel, spec};
-        let engine = match spec::parse_player(&self.engine).context("--engine")? {
-            learnbook::play::runner::PlayerSpec::External(e) => e,
-            _ => anyhow::bail!(
-                "--engine: give an external engine (cmd=...) without book=; the books are --book"
-            ),
-        };
-        let deep_start = match &self.deep_start {
-            None => None,
-            Some(text) => Some(
-                text.split_once(':')
-                    .and_then(|(p, n)| Some((p.parse::<usize>().ok()?, n.parse::<u64>().ok()?)))
-                    .filter(|&(p, n)| p > 0 && n > 0)
-                    .with_context(|| {
-                        format!("--deep-start {text:?}: give PLIES:NODES, e.g. 16:1000000")
-                    })?,
-            ),
-        };
-        let (a, b) = match (&self.books[..], deep_start) {
-            ([a, b], None) => (a.clone(), b.clone()),
-            ([b], Some(_)) => (PathBuf::from("deep-start"), b.clone()),
-            (_, None) => anyhow::bail!("--book must be given exactly twice"),
-            (_, Some(_)) => anyhow::bail!("with --deep-start, give --book once (the opponent's)"),
-        };
-        let (lo, hi) = self
-            .start_plies
-            .split_once('-')
-            .and_then(|(l, h)| Some((l.trim().parse().ok()?, h.trim().parse().ok()?)))
-            .filter(|&(l, h): &(u32, u32)| l >= 1 && l <= h)
-            .with_context(|| {
-                format!("--start-plies {:?}: give LO-HI, e.g. 4-8", self.start_plies)
-            })?;
-        for p in &self.books {
-            learnbook::book::select::OpeningBook::open(p)
-                .with_context(|| format!("--book {}", p.display()))?;
-        }
-        if !(0.0..90.0).contains(&self.jitter) {
-            anyhow::bail!("--jitter must be a percentage from 0 to 90");
-        }
-        if self.nodes == 0 || self.pairs == 0 {
-            anyhow::bail!("--nodes and --pairs must be at least 1");
-        }
-        let starts = duel::starts_from_games(&self.starts, (lo, hi), self.pairs, self.seed)
-            .context("--starts")?;
-        if starts.len() < self.pairs {
-            eprintln!(
-                "{} has {} distinct starts, fewer than --pairs {}",
-                self.starts.display(),
-                starts.len(),
-                self.pairs
-            );
-        }
-        let cfg = duel::DuelConfig {
-            engine,
-            books: [a, b],
-            mode: self.mode,
-            starts,
-            limit: match self.depth {
-                Some(0) => anyhow::bail!("--depth must be at least 1"),
-                Some(d) => learnbook::play::game::Limit::Depth(d),
-                None => learnbook::play::game::Limit::Nodes(self.nodes),
-            },
-            jitter: self.jitter / 100.0,
-            concurrency: self.concurrency.max(1),
-            pgnout: self.pgnout,
-            adjudication: self.adjudication.adjudication()?,
-            deep_start,
-            deep_book: match self.deep_book {
-                Some(0) => anyhow::bail!("--deep-book must be at least 1"),
-                n => n,
-            },
-        };
-        let report = cfg.run(|round, g, st| {
-            if st.played % 50 == 0 {
-                eprintln!(
-                    "{} games ({} read back); last: round {round} {} - {} {}",
-                    st.played, st.resumed, g.white, g.black, g.result
-                );
-            }
-        })?;
-        if self.json {
-            println!("{}", serde_json::to_string_pretty(&report)?);
-        } else {
-            print!("{report}");
-        }
-        Ok(ExitCode::SUCCESS)
-    }
-}
-
-impl SelfplayArgs {
-    fn run(self) -> Result<ExitCode> {
-        let SelfplayArgs {
-            pgnout,
-            games,
-            nodes,
-            openings,
-            concurrency,
-            weights,
-            seed,
-            hash,
-            adjudication,
-            shard,
-        } = self;
-        use learnbook::play::{runner, selfplay};
-        let adjudication = adjudication.adjudication()?;
-        if nodes == 0 {
-            anyhow::bail!("--nodes must be at least 1");
-        }
-        let w = learnbook::engine::presets::load(&weights).context("--weights")?;
-        let suite = runner::read_openings(&openings).context("--openings")?;
-        let cfg = selfplay::Config {
-            pgn_out: pgnout,
-            games,
-            nodes,
-            concurrency: concurrency.unwrap_or_else(all_cores),
-            name: selfplay::player_name(&weights),
-            weights: w,
-            seed,
-            adjudication,
-            hash_mb: hash.max(1),
-            openings: suite,
-            shard: shard.unwrap_or(Shard::WHOLE),
-        };
-        if games > cfg.openings.len() {
-            eprintln!(
-                "note: {games} games from {} openings: games beyond the first {} repeat an opening, \
-                 and at fixed nodes the game too",
-                cfg.openings.len(),
-                cfg.openings.len()
-            );
-        }
-        let existing = selfplay::resume_point(&cfg)?;
-        if existing.partial_bytes > 0 {
-            println!(
-                "removed a partial game ({} bytes) from the end of {}",
-                existing.partial_bytes,
-                cfg.pgn_out.display()
-            );
-        }
-        let (first, end) = cfg.slice();
-        if !cfg.shard.is_whole() {
-            println!(
-                "shard {}: games {} to {end} of {games}",
-                cfg.shard,
-                first + 1
-            );
-        }
-        if existing.games > 0 {
-            println!(
-                "{} already holds {} games: {}",
-                cfg.pgn_out.display(),
-                existing.games,
-                if existing.games >= end - first {
-                    "nothing to play".to_string()
-                } else {
-                    format!("playing games {} to {end}", first + existing.games + 1)
-                }
-            );
-        }
-        learnbook::interrupt::stop_on_sigint();
-        let summary = selfplay::run_with_progress(&cfg, existing)?;
-        print!("{}", selfplay::report(&cfg, &summary));
-        if summary.interrupted {
-            println!("interrupted; the same command continues the run");
-        }
-        Ok(exit_code(summary.interrupted))
-    }
-}
-
-impl ReportArgs {
-    fn run(self) -> Result<ExitCode> {
-        let ReportArgs {
-            pgn,
-            player,
-            window,
-            plot,
-        } = self;
-        let r = learnbook::play::report::report(&pgn, &player, window)?;
-        print!("{}", r.text(&player));
-        if let Some(png) = plot {
-            r.plot(&player, window, &png)?;
-            println!("learning curve written to {}", png.display());
-        }
-        Ok(ExitCode::SUCCESS)
-    }
-}
-
 impl TuneArgs {
     fn run(self) -> Result<ExitCode> {
         let TuneArgs {
@@ -1985,22 +1474,6 @@ impl TuneReportArgs {
             println!("plot written to {}", p.display());
         }
         Ok(ExitCode::SUCCESS)
-    }
-}
-
-impl ServeArgs {
-    fn run(self) -> Result<ExitCode> {
-        let stopped = learnbook::serve::run(&learnbook::serve::Options {
-            book: self.book.book,
-            bind: self.bind,
-            cors: self.cors,
-            threads: self.threads.map(|n| n as usize),
-            cache: self.cache,
-            cache_bytes: self.cache_bytes,
-            max_connections: self.max_connections as usize,
-            pool_timeout: std::time::Duration::from_secs_f64(self.pool_timeout),
-        })?;
-        Ok(ExitCode::from(stopped.exit_code()))
     }
 }
 

@@ -2,3 +2,5 @@
 
 pub mod args;
 pub mod bench;
+pub mod play;
+pub mod serve;

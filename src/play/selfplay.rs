@@ -530,6 +530,41 @@ pub fn run_with_progress(cfg: &Config, existing: Existing) -> Result<Summary> {
     summary
 }
 
+/// What a run says before it plays: the partial game [`resume_point`]
+/// removed, the shard's slice of the games, the games the file already holds.
+pub fn start_report(cfg: &Config, existing: &Existing) -> String {
+    let mut out = String::new();
+    if existing.partial_bytes > 0 {
+        out.push_str(&format!(
+            "removed a partial game ({} bytes) from the end of {}\n",
+            existing.partial_bytes,
+            cfg.pgn_out.display()
+        ));
+    }
+    let (first, end) = cfg.slice();
+    if !cfg.shard.is_whole() {
+        out.push_str(&format!(
+            "shard {}: games {} to {end} of {}\n",
+            cfg.shard,
+            first + 1,
+            cfg.games
+        ));
+    }
+    if existing.games > 0 {
+        out.push_str(&format!(
+            "{} already holds {} games: {}\n",
+            cfg.pgn_out.display(),
+            existing.games,
+            if existing.games >= end - first {
+                "nothing to play".to_string()
+            } else {
+                format!("playing games {} to {end}", first + existing.games + 1)
+            }
+        ));
+    }
+    out
+}
+
 /// The end-of-run report.
 pub fn report(cfg: &Config, s: &Summary) -> String {
     let p = &s.progress;
