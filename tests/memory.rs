@@ -107,3 +107,62 @@ fn reevaluate_and_import_within_a_tiny_budget_give_the_same_book() {
         ok(&["check", "--book", s(b), "--memory", TINY]);
     }
 }
+
+#[test]
+fn check_within_a_tiny_budget_finds_what_the_whole_check_finds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let book = sample_book(dir.path());
+    let consistent = ok(&["check", "--book", s(&book), "--memory", TINY]);
+    let whole = ok(&["check", "--book", s(&book)]);
+    assert_eq!(consistent.stdout, whole.stdout);
+    for (what, sql) in [
+        (
+            "a value",
+            "UPDATE positions SET value = value + 0.25 WHERE key = (SELECT key FROM positions WHERE depth = 3 ORDER BY key LIMIT 1)",
+        ),
+        (
+            "a choice",
+            "UPDATE positions SET best = NULL WHERE key = (SELECT key FROM positions WHERE best IS NOT NULL AND depth = 2 ORDER BY key LIMIT 1)",
+        ),
+        (
+            "a move's count",
+            "UPDATE moves SET white = white + 1000 WHERE (parent, move) = (SELECT parent, move FROM moves WHERE child IS NOT NULL ORDER BY parent, move LIMIT 1)",
+        ),
+        (
+            "a parent link",
+            "UPDATE positions SET parent = NULL WHERE key = (SELECT key FROM positions WHERE parent IS NOT NULL AND key NOT IN (SELECT child FROM parents) ORDER BY key LIMIT 1)",
+        ),
+        (
+            "the tails index",
+            "DELETE FROM tail_index WHERE bucket = (SELECT min(bucket) FROM tail_index)",
+        ),
+        (
+            "a top list",
+            "UPDATE positions SET top = NULL WHERE key = (SELECT key FROM positions WHERE top IS NOT NULL ORDER BY key LIMIT 1)",
+        ),
+        ("a rating sum", "UPDATE moves SET rating_sum = rating_sum + 7 WHERE rated > 0 AND (parent, move) = (SELECT parent, move FROM moves WHERE rated > 0 ORDER BY parent, move LIMIT 1)"),
+    ] {
+        let broken = dir.path().join("broken.sqlite");
+        std::fs::copy(&book, &broken).expect("copy");
+        rusqlite::Connection::open(&broken)
+            .and_then(|c| c.execute_batch(sql))
+            .expect("break the book");
+        for memory in [None, Some(TINY)] {
+            let mut args = vec!["check", "--book", s(&broken)];
+            if let Some(m) = memory {
+                args.extend(["--memory", m]);
+            }
+            let out = run(&args);
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert_eq!(
+                out.status.code(),
+                Some(1),
+                "{what}, --memory {memory:?}: {text}"
+            );
+            assert!(text.contains("problem: "), "{what}: {text}");
+        }
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(dir.path().join(format!("broken.sqlite{suffix}")));
+        }
+    }
+}

@@ -12,6 +12,14 @@
 //! * the explorer's data: every move's rating sums and every row's top
 //!   games equal what the games replayed give, and every game's moves are
 //!   the whole game.
+//!
+//! A book whose graph exceeds half of its memory budget
+//! ([`Book::graph_exceeds_budget`]) is checked within it: a position at a
+//! time with its children (each value and choice recomputed from its
+//! children's stored values, which holds exactly when a full re-evaluation
+//! gives the stored values: a value depends on a child's value only one
+//! ply deeper), what every position needs of the others sorted on disk by
+//! its key, and the explorer's data one key range at a time.
 
 use std::collections::{HashMap, HashSet};
 
@@ -19,10 +27,13 @@ use anyhow::Result;
 
 use shakmaty::{fen::Fen, CastlingMode, Chess, Position};
 
+use super::db::stream::tail_listing;
 use super::db::top_games::{mover_elo, rank_of, TopEntry, TopList};
 use super::db::Book;
 use super::ingest::{next_key, Counts};
 use super::keys::{polyglot_key, Key, KeyMap, KeySet};
+use super::minimax::node_value_with;
+use super::spill::{SortRecord, Sorter};
 
 #[derive(Clone, Debug, Default)]
 pub struct CheckReport {
@@ -51,6 +62,12 @@ pub fn check(book: &Book) -> Result<CheckReport> {
     let integrity = book.integrity_check()?;
     if integrity != "ok" {
         report.problem(format!("SQLite integrity_check: {integrity}"));
+    }
+    if let Some(memory) = book.memory_budget() {
+        if book.graph_exceeds_budget()? {
+            check_within(book, memory, &mut report)?;
+            return Ok(report);
+        }
     }
     for p in book.tail_problems()? {
         report.problem(p);
@@ -130,7 +147,7 @@ pub fn check(book: &Book) -> Result<CheckReport> {
         ));
     }
     if !book.explorer_partial()? {
-        check_explorer(book, &mut report)?;
+        check_explorer(book, &mut report, 0, u64::MAX)?;
     }
     let mut fresh = graph.clone();
     fresh.evaluate(&book.settings.params);
@@ -153,11 +170,14 @@ pub fn check(book: &Book) -> Result<CheckReport> {
 
 /// The explorer's data against the games replayed: each move row's rating
 /// sums, each row's top list (a [`TopList`] of every game through it, which
-/// does not depend on their order), and each game's moves whole.
-fn check_explorer(book: &Book, report: &mut CheckReport) -> Result<()> {
+/// does not depend on their order), and each game's moves whole; of the
+/// rows (and moves out of them) whose key is in `lo..=hi`.
+fn check_explorer(book: &Book, report: &mut CheckReport, lo: u64, hi: u64) -> Result<()> {
+    let in_range = |k: Key| (lo..=hi).contains(&k.0);
     let mut stored: KeyMap<Key, TopList> = KeyMap::default();
     let mut damaged = Vec::new();
     book.for_each_top(|key, list| match list {
+        _ if !in_range(key) => {}
         Some(l) => {
             stored.insert(key, l);
         }
@@ -217,12 +237,15 @@ fn check_explorer(book: &Book, report: &mut CheckReport) -> Result<()> {
         }
         Ok(())
     })?;
-    if cut > 0 {
+    if cut > 0 && lo == 0 {
         report.problem(format!(
             "{cut} games have fewer moves stored than they have (the explorer gives their PGN cut)"
         ));
     }
     book.for_each_move_rating(|parent, m| {
+        if !in_range(parent) {
+            return;
+        }
         let (_, sum, rated) = edges.get(&(parent, m.mv.0)).copied().unwrap_or_default();
         if (m.rating_sum, m.rated) != (sum, rated) {
             report.problem(format!(
@@ -241,6 +264,313 @@ fn check_explorer(book: &Book, report: &mut CheckReport) -> Result<()> {
                 list.marked(),
                 fresh.marked()
             ));
+        }
+    }
+    Ok(())
+}
+
+/// What a row of the explorer's check holds (its stored and replayed top
+/// lists, its moves' rating sums), about: the key ranges are sized by it.
+const EXPLORER_BYTES_PER_ROW: u64 = 1_000;
+
+/// One fact about a position, sorted by the position's key: the position
+/// itself (`NODE`), a parent link into it (`LINK`) or a move into it
+/// (`MOVE`), in that order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Fact {
+    key: i64,
+    kind: u8,
+    parent: i64,
+    counts: (u32, u32, u32),
+    /// NODE: [`IN_TAIL`], [`NO_EVIDENCE`]; MOVE: 1 for an engine move.
+    flags: u8,
+}
+
+const NODE: u8 = 0;
+const LINK: u8 = 1;
+const MOVE: u8 = 2;
+/// A position of a single-game tail (not a row).
+const IN_TAIL: u8 = 1;
+/// A position without games and without a search score.
+const NO_EVIDENCE: u8 = 2;
+
+impl SortRecord for Fact {
+    const SIZE: usize = 30;
+    fn write(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.key.to_le_bytes());
+        out.push(self.kind);
+        out.extend_from_slice(&self.parent.to_le_bytes());
+        for c in [self.counts.0, self.counts.1, self.counts.2] {
+            out.extend_from_slice(&c.to_le_bytes());
+        }
+        out.push(self.flags);
+    }
+    fn read(b: &[u8]) -> Self {
+        let i64_at = |i: usize| {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(&b[i..i + 8]);
+            i64::from_le_bytes(a)
+        };
+        let u32_at = |i: usize| {
+            let mut a = [0u8; 4];
+            a.copy_from_slice(&b[i..i + 4]);
+            u32::from_le_bytes(a)
+        };
+        Fact {
+            key: i64_at(0),
+            kind: b[8],
+            parent: i64_at(9),
+            counts: (u32_at(17), u32_at(21), u32_at(25)),
+            flags: b[29],
+        }
+    }
+}
+
+fn counts_of(c: (u32, u32, u32)) -> Counts {
+    Counts {
+        white: c.0,
+        draws: c.1,
+        black: c.2,
+    }
+}
+
+fn within(a: Counts, b: Counts) -> bool {
+    a.white <= b.white && a.draws <= b.draws && a.black <= b.black
+}
+
+/// The facts of one position, gathered from the sorted facts.
+#[derive(Default)]
+struct Gathered {
+    key: i64,
+    nodes: Vec<((u32, u32, u32), u8)>,
+    links: Vec<i64>,
+    incoming: Counts,
+    grown_into: bool,
+}
+
+/// [`check`] within `memory`: see the module's comment.
+fn check_within(book: &Book, memory: u64, report: &mut CheckReport) -> Result<()> {
+    let dir = match book.path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let name = book
+        .path
+        .file_name()
+        .map_or_else(|| "book".into(), |n| n.to_string_lossy().into_owned());
+    let mut facts: Sorter<Fact> = Sorter::new(memory / 8, &dir, &format!("{name}.check-facts"));
+    // (prefix, 2 x game + 1 where a tail position needs the listing, + 0
+    // where the index lists it).
+    let mut listings: Sorter<(i64, i64)> =
+        Sorter::new(memory / 16, &dir, &format!("{name}.check-tails"));
+    book.for_each_tail_listing(|p, g| listings.push((p, 2 * g)))?;
+    book.for_each_row_link(|child, parent| {
+        facts.push(Fact {
+            key: child.to_sql(),
+            kind: LINK,
+            parent: parent.to_sql(),
+            counts: (0, 0, 0),
+            flags: 0,
+        })
+    })?;
+    let params = book.settings.params;
+    let mut buf = Vec::new();
+    let mut rows = 0u64;
+    book.for_each_position(|p| {
+        let Some(n) = p.node else {
+            for m in p.moves {
+                report.moves += 1;
+                report.problem(format!("move from unknown position {}", m.parent));
+            }
+            return Ok(());
+        };
+        report.positions += 1;
+        let mut flags = 0;
+        if n.counts.total() == 0 && n.search.is_none() {
+            flags |= NO_EVIDENCE;
+        }
+        match p.tail {
+            Some((game, parent)) => {
+                flags |= IN_TAIL;
+                facts.push(Fact {
+                    key: n.key.to_sql(),
+                    kind: LINK,
+                    parent: parent.to_sql(),
+                    counts: (0, 0, 0),
+                    flags: 0,
+                })?;
+                listings.push((tail_listing(n.key), 2 * game + 1))?;
+            }
+            None => rows += 1,
+        }
+        facts.push(Fact {
+            key: n.key.to_sql(),
+            kind: NODE,
+            parent: 0,
+            counts: (n.counts.white, n.counts.draws, n.counts.black),
+            flags,
+        })?;
+        let mut out = Counts::default();
+        for m in p.moves {
+            report.moves += 1;
+            out.add(m.counts);
+            let Some(child) = m.child else {
+                continue;
+            };
+            if !p.children.iter().any(|c| c.0 == m.mv) {
+                report.problem(format!("move {} -> unknown position {child}", m.parent));
+                continue;
+            }
+            facts.push(Fact {
+                key: child.to_sql(),
+                kind: MOVE,
+                parent: m.parent.to_sql(),
+                counts: (m.counts.white, m.counts.draws, m.counts.black),
+                flags: u8::from(m.grown),
+            })?;
+        }
+        if !within(out, n.counts) {
+            report.problem(format!(
+                "{}: games leaving {out:?} exceed its count {:?}",
+                n.key, n.counts
+            ));
+        }
+        let kids = p.children.iter().map(|(mv, c)| (*mv, c));
+        let (value, best) = node_value_with(n, kids, &params, &mut buf);
+        if value.to_bits() != n.value.to_bits() {
+            report.problem(format!(
+                "{}: stored value {} but full re-evaluation gives {value}",
+                n.key, n.value
+            ));
+        }
+        if best != p.best {
+            report.problem(format!(
+                "{}: stored choice {:?} but full re-evaluation gives {best:?}",
+                n.key, p.best
+            ));
+        }
+        Ok(())
+    })?;
+    // Each position against what enters it.
+    let mut starts = Counts::default();
+    let mut finish = |g: &Gathered, report: &mut CheckReport| {
+        let key = Key::from_sql(g.key);
+        let in_tail = g.nodes.iter().filter(|n| n.1 & IN_TAIL != 0).count();
+        if in_tail > 0 && in_tail < g.nodes.len() {
+            report.problem(format!("position {key} is a row and in a tail"));
+        }
+        for &(c, flags) in &g.nodes {
+            let c = counts_of(c);
+            let inc = g.incoming;
+            if !within(inc, c) {
+                report.problem(format!(
+                    "{key}: games entering {inc:?} exceed its count {c:?}"
+                ));
+                continue;
+            }
+            if flags & NO_EVIDENCE != 0 && g.grown_into {
+                report.problem(format!(
+                    "{key}: an engine move's position without games and without a search score"
+                ));
+            }
+            starts.white += c.white - inc.white;
+            starts.draws += c.draws - inc.draws;
+            starts.black += c.black - inc.black;
+        }
+    };
+    let mut g = Gathered::default();
+    let mut any = false;
+    facts.drain(|batch| {
+        for f in batch {
+            if !any || f.key != g.key {
+                if any {
+                    finish(&g, report);
+                }
+                g = Gathered {
+                    key: f.key,
+                    ..Gathered::default()
+                };
+                any = true;
+            }
+            match f.kind {
+                NODE => g.nodes.push((f.counts, f.flags)),
+                LINK => g.links.push(f.parent),
+                _ => {
+                    if !g.links.contains(&f.parent) {
+                        report.problem(format!(
+                            "move {} -> {} has no parent link",
+                            Key::from_sql(f.parent),
+                            Key::from_sql(f.key)
+                        ));
+                    }
+                    g.incoming.add(counts_of(f.counts));
+                    g.grown_into |= f.flags != 0;
+                }
+            }
+        }
+        Ok(())
+    })?;
+    if any {
+        finish(&g, report);
+    }
+    // The tails index against the tail positions.
+    let mut extra = 0u64;
+    let mut prev: Option<(i64, i64, bool, bool)> = None;
+    let mut settle = |e: (i64, i64, bool, bool), report: &mut CheckReport| match e {
+        (p, game, false, true) => report.problem(format!(
+            "a position of game {game}'s tail (key prefix {p}) is not in the tails index"
+        )),
+        (_, _, true, false) => extra += 1,
+        _ => {}
+    };
+    listings.drain(|batch| {
+        for &(p, code) in batch {
+            let (game, needed) = (code >> 1, code & 1 == 1);
+            let e = match prev {
+                Some(e) if e.0 == p && e.1 == game => e,
+                Some(e) => {
+                    settle(e, report);
+                    (p, game, false, false)
+                }
+                None => (p, game, false, false),
+            };
+            prev = Some((p, game, e.2 || !needed, e.3 || needed));
+        }
+        Ok(())
+    })?;
+    if let Some(e) = prev {
+        settle(e, report);
+    }
+    if extra > 0 {
+        report.problem(format!(
+            "{extra} entries of the tails index list no tail position"
+        ));
+    }
+    let t = book.totals()?;
+    let expected = Counts {
+        white: t.white_wins as u32,
+        draws: (t.draws + t.unknown) as u32,
+        black: t.black_wins as u32,
+    };
+    if starts != expected && book.settings.min_games <= 1 && !book.has_imported_counts()? {
+        report.problem(format!(
+            "games starting in the tree {starts:?} differ from the games table {expected:?}"
+        ));
+    }
+    if !book.explorer_partial()? {
+        // Key ranges whose rows' explorer data fit a quarter of the budget.
+        let ranges = (rows * EXPLORER_BYTES_PER_ROW)
+            .div_ceil((memory / 4).max(1))
+            .max(1);
+        let width = u64::MAX / ranges;
+        for i in 0..ranges {
+            let lo = i * width;
+            let hi = if i + 1 == ranges {
+                u64::MAX
+            } else {
+                lo + width - 1
+            };
+            check_explorer(book, report, lo, hi)?;
         }
     }
     Ok(())

@@ -11,6 +11,7 @@ use super::book::Book;
 use super::cache::{NodeCache, Sql};
 use super::node_rows::{node_from_row, NODE_COLS, NODE_WIDTH};
 use super::scan::StoredMove;
+use super::tail_index::{for_each_bucket, prefix};
 use super::tails::for_each_tail;
 use super::values::GRAPH_BYTES_PER_POSITION;
 use crate::book::ingest::Counts;
@@ -32,6 +33,9 @@ pub struct PositionMoves<'a> {
     /// `(move, child)` of every move to a stored position, by move: the
     /// children [`Book::load_graph`]'s graph gives the position.
     pub children: &'a [(MoveCode, NodeInfo)],
+    /// A tail position's game and the position before it (rows: `None`;
+    /// their parent links are [`Book::for_each_row_link`]'s).
+    pub tail: Option<(i64, Key)>,
 }
 
 impl Book {
@@ -132,6 +136,7 @@ impl Book {
                 best: here.and_then(|(_, b)| b),
                 moves: &group,
                 children: &children,
+                tail: None,
             })?;
             if here.is_some() {
                 node = read_node(&mut pos_rows)?;
@@ -160,11 +165,43 @@ impl Book {
                     best: t.best[i],
                     moves: &group,
                     children: &children,
+                    tail: Some((t.game, t.parent_of(i))),
                 })?;
             }
             Ok(())
         })
     }
+}
+
+impl Book {
+    /// Calls `f(child, parent)` on every parent link of a row
+    /// (`positions.parent` and the `parents` table), as they come.
+    pub fn for_each_row_link(&self, mut f: impl FnMut(Key, Key) -> Result<()>) -> Result<()> {
+        let mut stmt = self.conn.prepare(
+            "SELECT key, parent FROM positions WHERE parent IS NOT NULL UNION ALL SELECT child, parent FROM parents",
+        )?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            f(r.get(0)?, r.get(1)?)?;
+        }
+        Ok(())
+    }
+
+    /// Calls `f(prefix, game)` on every entry of the tails index (the
+    /// positions of game `game`'s tail whose key has that prefix).
+    pub fn for_each_tail_listing(&self, mut f: impl FnMut(i64, i64) -> Result<()>) -> Result<()> {
+        for_each_bucket(&self.conn, "main", |_, entries| {
+            for (p, g) in entries {
+                f(p, g)?;
+            }
+            Ok(())
+        })
+    }
+}
+
+/// The prefix under which the tails index lists a tail position's key.
+pub fn tail_listing(key: Key) -> i64 {
+    prefix(key)
 }
 
 /// The next row of the positions' scan: its key as stored, node and choice.
