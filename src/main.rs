@@ -20,8 +20,8 @@ use learnbook::shard::Shard;
 mod cli;
 
 use cli::args::{
-    all_cores, exit_code, parse_duration, AnalysisArgs, BookArg, LearnAnalysisArgs, Memory,
-    PoolThreads, SearchArgs, SelfAdjudication, ValueParamArgs,
+    all_cores, exit_code, AnalysisArgs, BookArg, LearnAnalysisArgs, Memory, PoolThreads,
+    SearchArgs, SelfAdjudication, ValueParamArgs,
 };
 
 #[derive(Parser)]
@@ -56,19 +56,19 @@ enum Command {
     /// --min-games games gets a search score and the score of its best move outside
     /// the book; their other children get a search score. Resumable: positions
     /// already analysed with this engine and budget are skipped.
-    Analyze(AnalyzeArgs),
+    Analyze(cli::analyze::AnalyzeArgs),
     /// Grow the book without games (Lincke's drop-out expansion): repeatedly expand the
     /// position whose engine answer is most likely to change the choice at the root,
     /// adding its best moves outside the book as engine moves, searched, and
     /// re-evaluating at once. Resumable: an expanded position is not expanded again.
-    Grow(GrowArgs),
+    Grow(cli::analyze::GrowArgs),
     /// Improve a book overnight with a strong UCI engine: passes of analysis in the order
     /// that pays most (--plan), each position by priority (the chance its answer changes
     /// what is played), until --time. Resumable with --journal (results kept in part files
     /// a rerun, or another machine with the same games, reads back); --shard I/N searches
     /// one shard into the journal, the book only read, and a run without --shard then
     /// stores every part: a Slurm array does in a night what one machine does in N.
-    Improve(ImproveArgs),
+    Improve(cli::analyze::ImproveArgs),
     /// Recompute every value from scratch (`--engine-margin`: with a new margin).
     Reevaluate(ReevaluateArgs),
     /// Write a Polyglot .bin book.
@@ -266,90 +266,6 @@ struct CheckArgs {
     book: BookArg,
     #[command(flatten)]
     memory: Memory,
-}
-
-/// Arguments of `learnbook analyze`.
-#[derive(Args)]
-struct AnalyzeArgs {
-    #[command(flatten)]
-    book: BookArg,
-    #[command(flatten)]
-    analysis: AnalysisArgs,
-    /// Analyse shard I of N (0 <= I < N): the positions whose key is I modulo N, into the
-    /// file --out (the book is only read); `merge --book BOOK` with the N files adds them to
-    /// the book. auto/N takes I from SLURM_ARRAY_TASK_ID (less SLURM_ARRAY_TASK_MIN) or
-    /// JOB_COMPLETION_INDEX.
-    #[arg(long, value_name = "I/N", requires = "out")]
-    shard: Option<Shard>,
-    /// The shard's analysis file (created, or resumed if it is this shard's).
-    #[arg(long, value_name = "FILE.sqlite", requires = "shard")]
-    out: Option<PathBuf>,
-}
-
-/// Arguments of `learnbook grow`.
-#[derive(Args)]
-struct GrowArgs {
-    #[command(flatten)]
-    book: BookArg,
-    #[command(flatten)]
-    search: SearchArgs,
-    /// Stop after this many expansions (default 100 when --time is not given).
-    #[arg(long)]
-    expansions: Option<usize>,
-    /// Stop after this long: 90s, 30m, 2h.
-    #[arg(long, value_parser = parse_duration)]
-    time: Option<std::time::Duration>,
-    /// Weight of the value a move gives up against one ply of depth: large goes deep
-    /// along the book's choices, small goes broad.
-    #[arg(long, default_value_t = learnbook::analyze::grow::DEFAULT_ALPHA)]
-    alpha: f64,
-    /// Engine moves added at each expanded position.
-    #[arg(long, default_value_t = learnbook::analyze::grow::DEFAULT_WIDTH)]
-    width: usize,
-    /// Grow below the position after these moves (UCI, space separated): "e2e4 c7c5".
-    #[arg(long, value_name = "MOVES")]
-    from: Option<String>,
-    /// Expand only positions at least this many games reach (0: any, the engine's own
-    /// positions too, as Lincke's expansion; 3: the games' tree where it thins out).
-    #[arg(long, default_value_t = 0)]
-    min_games: u32,
-}
-
-/// Arguments of `learnbook improve`.
-#[derive(Args)]
-struct ImproveArgs {
-    #[command(flatten)]
-    book: BookArg,
-    /// The analysing UCI engine, as the match runner takes it:
-    /// "cmd=stockfish,option.Threads=1,option.Hash=16" (builtin: the search core).
-    #[arg(long)]
-    engine: String,
-    /// Passes, `;` separated, each `games=G[,ply=P],nodes=N` (or depth=D, movetime=MS):
-    /// the positions with at least G games to ply P and their children, at that budget;
-    /// last, `grow,games=G,nodes=N[,alpha=A,width=W]` grows the book with the time left.
-    #[arg(long, default_value = learnbook::analyze::improve::DEFAULT_PLAN)]
-    plan: String,
-    /// Stop after this long: 90s, 30m, 8h (what was searched is kept).
-    #[arg(long, value_parser = parse_duration)]
-    time: Option<std::time::Duration>,
-    /// Engines searching in parallel (default: all cores).
-    #[arg(long)]
-    threads: Option<usize>,
-    /// A folder of the results as part files: read back at the start, appended to as the
-    /// run goes (see docs/COMMANDS.md).
-    #[arg(long, value_name = "DIR")]
-    journal: Option<PathBuf>,
-    /// Results stored (journal, then book) at a time, or every two minutes: a kill loses
-    /// at most these.
-    #[arg(long, value_name = "N", default_value_t = learnbook::analyze::improve::DEFAULT_STORE_EVERY)]
-    store_every: usize,
-    /// Search shard I of N (or auto/N under Slurm) into the journal; the book is only read.
-    #[arg(long, value_name = "I/N", requires = "journal")]
-    shard: Option<Shard>,
-    /// Search each leaf child alone, not from its parent's MultiPV search (the default
-    /// where the engine offers MultiPV: one search scores a position's book moves).
-    #[arg(long)]
-    one_search_a_child: bool,
 }
 
 /// Arguments of `learnbook reevaluate`.
@@ -714,9 +630,9 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Build(args) => args.run(),
-        Command::Analyze(args) => args.run(),
-        Command::Grow(args) => args.run(),
-        Command::Improve(args) => args.run(),
+        Command::Analyze(args) => cli::analyze::analyze(args),
+        Command::Grow(args) => cli::analyze::grow(args),
+        Command::Improve(args) => cli::analyze::improve(args),
         Command::Merge(args) => args.run(),
         Command::Learn(args) => args.run(),
         Command::Show(args) => args.run(),
@@ -785,89 +701,6 @@ impl BuildArgs {
         )?;
         eprint!("{}", summary.report());
         Ok(ExitCode::SUCCESS)
-    }
-}
-
-impl AnalyzeArgs {
-    fn run(self) -> Result<ExitCode> {
-        let AnalyzeArgs {
-            book,
-            analysis,
-            shard,
-            out,
-        } = self;
-        let opts = analysis.options(true)?;
-        learnbook::interrupt::stop_on_sigint();
-        let summary = match (shard, out) {
-            (Some(shard), Some(out)) => {
-                // Only read: the shards may share the book's file.
-                Book::open(&book.book)?;
-                let b = Book::open_read_only(&book.book)?;
-                learnbook::analyze::run_shard(&b, &opts, shard, &out)?
-            }
-            _ => learnbook::analyze::run(&mut Book::open(&book.book)?, &opts)?,
-        };
-        eprint!("{}", summary.report());
-        Ok(exit_code(summary.interrupted))
-    }
-}
-
-impl ImproveArgs {
-    fn run(self) -> Result<ExitCode> {
-        use learnbook::analyze::{self, improve};
-        let opts = improve::ImproveOptions {
-            engine: analyze::parse_engine(Some(&self.engine))?,
-            threads: self.threads.unwrap_or_else(all_cores),
-            plan: improve::parse_plan(&self.plan).context("bad --plan")?,
-            deadline: self.time.map(|t| std::time::Instant::now() + t),
-            journal: self.journal,
-            store_every: self.store_every.max(1),
-            shard: self.shard,
-            multipv: !self.one_search_a_child,
-            progress: true,
-        };
-        let mut b = if opts.shard.is_some() {
-            // Only read: the shards may share the book's file.
-            Book::open(&self.book.book)?;
-            Book::open_read_only(&self.book.book)?
-        } else {
-            Book::open(&self.book.book)?
-        };
-        learnbook::interrupt::stop_on_sigint();
-        let summary = improve::run(&mut b, &opts)?;
-        eprint!("{}", summary.report());
-        Ok(exit_code(learnbook::interrupt::interrupted()))
-    }
-}
-
-impl GrowArgs {
-    fn run(self) -> Result<ExitCode> {
-        use learnbook::analyze::grow;
-        let analysis = AnalysisArgs {
-            search: self.search,
-            min_games: learnbook::analyze::DEFAULT_MIN_GAMES,
-        }
-        .options(true)?;
-        let opts = grow::Options {
-            analysis,
-            alpha: self.alpha,
-            width: self.width,
-            expansions: match (self.expansions, self.time) {
-                (None, None) => Some(100),
-                (e, _) => e,
-            },
-            time: self.time,
-            from: self
-                .from
-                .as_deref()
-                .map(|l| l.split_whitespace().map(str::to_string).collect())
-                .unwrap_or_default(),
-            min_games: self.min_games,
-        };
-        learnbook::interrupt::stop_on_sigint();
-        let summary = grow::run(&mut Book::open(&self.book.book)?, &opts)?;
-        eprint!("{}", summary.report());
-        Ok(exit_code(summary.interrupted))
     }
 }
 

@@ -450,6 +450,14 @@ pub fn run_shard(book: &Book, opts: &Options, shard: Shard, out: &Path) -> Resul
     Ok(s)
 }
 
+/// The book a shard's search reads: opened once with [`Book::open`] (which
+/// upgrades an older book), then read only, as the shards may share the
+/// book's file (`analyze --shard`, `improve --shard`).
+pub fn open_for_shard(path: &Path) -> Result<Book> {
+    Book::open(path)?;
+    Book::open_read_only(path)
+}
+
 /// Searches `positions` (key and board) that this engine at this budget
 /// has not analysed yet, as leaves: `suite --analyze` on its exits.
 pub fn run_on_positions(

@@ -1,5 +1,6 @@
 //! The binary's own modules: what only the command line needs.
 
+pub mod analyze;
 pub mod args;
 pub mod bench;
 pub mod play;
