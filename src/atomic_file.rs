@@ -45,6 +45,11 @@ impl Pending {
         &self.tmp
     }
 
+    /// Where [`Pending::commit`] puts the file.
+    pub fn destination(&self) -> &Path {
+        &self.dest
+    }
+
     /// Moves the written file to its destination (atomically on one file
     /// system) and syncs the directory.
     pub fn commit(mut self) -> Result<()> {

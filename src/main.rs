@@ -966,6 +966,10 @@ impl ImportArgs {
             _ => None,
         };
         let existed = book.book.exists();
+        if !existed {
+            // A crashed book's WAL there goes first; a book in use there stops it.
+            book::db::files::clear_for_new_book(&book.book)?;
+        }
         let imported = import_into(&book.book, &input, format, abk, memory.bytes());
         if imported.is_err() && !existed {
             // A book this import created holds nothing: it goes with the error.

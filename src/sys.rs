@@ -86,3 +86,30 @@ pub fn default_sigint() {
         libc::signal(libc::SIGINT, libc::SIG_DFL);
     }
 }
+
+/// Whether a process holds a POSIX lock on any of the `len` bytes of `file`
+/// from `start` (how SQLite shows that a connection has a database open).
+/// Linux asks as an open file description (`F_OFD_GETLK`), which also sees
+/// this process's own locks; elsewhere `F_GETLK` sees other processes' only.
+pub fn byte_range_locked(file: &std::fs::File, start: u64, len: u64) -> std::io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    let offset = |n: u64| libc::off_t::try_from(n).map_err(std::io::Error::other);
+    // SAFETY: flock is a plain C struct; all zeroes is a valid value (and
+    // F_OFD_GETLK requires l_pid to be 0).
+    let mut query: libc::flock = unsafe { std::mem::zeroed() };
+    // A write lock conflicts with any lock another owner holds.
+    query.l_type = libc::F_WRLCK as libc::c_short;
+    query.l_whence = libc::SEEK_SET as libc::c_short;
+    query.l_start = offset(start)?;
+    query.l_len = offset(len)?;
+    #[cfg(target_os = "linux")]
+    let command = libc::F_OFD_GETLK;
+    #[cfg(not(target_os = "linux"))]
+    let command = libc::F_GETLK;
+    // SAFETY: a GETLK fcntl only reads and fills the struct we own, passed
+    // by pointer, on a descriptor `file` keeps open for the call.
+    if unsafe { libc::fcntl(file.as_raw_fd(), command, &mut query) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(query.l_type != libc::F_UNLCK as libc::c_short)
+}

@@ -7,7 +7,7 @@ use std::{path::PathBuf, sync::Arc, time::Instant};
 
 use anyhow::{bail, Context, Result};
 
-use super::db::{Aggregate, Book, BookSettings};
+use super::db::{files, Aggregate, Book, BookSettings};
 use super::ingest::{Filter, Game, SkipReason};
 use super::keys::KeySet;
 use super::merge_books::merge_books;
@@ -212,7 +212,7 @@ pub fn build_book(
         if let Some(p) = pending {
             book.make_durable()?;
             drop(book);
-            p.commit()?;
+            files::commit_new_book(p, false)?;
         }
         return Ok(summary);
     }
@@ -270,7 +270,7 @@ pub fn build_book(
             .context("writing the book")?;
         book.make_durable()?;
         drop(book);
-        p.commit()?;
+        files::commit_new_book(p, false)?;
         ranges
     } else {
         // The new games' own book, then merged with the old one.
@@ -359,6 +359,8 @@ fn open_target(
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
+    // Fails now, not after the build, where a process has a book open.
+    files::refuse_if_open(path)?;
     let p = atomic_file::Pending::new(path, ".building");
     let book = Book::open_or_create(p.path(), settings)?;
     book.write_unjournaled()?;

@@ -14,7 +14,7 @@ use anyhow::{bail, Context, Result};
 
 use super::db::analysis_file::AnalysisFile;
 use super::db::merge::MergedShard;
-use super::db::{Book, BookSettings};
+use super::db::{files, Book, BookSettings};
 use crate::atomic_file;
 
 /// What `merge` did.
@@ -104,8 +104,11 @@ pub fn merge_books(
             ..MergeSummary::default()
         });
     }
+    // Fails now, not after the merge, where a process has a book open.
+    files::refuse_if_open(out)?;
+    let replaces = out.exists();
     let mut inputs: Vec<PathBuf> = Vec::new();
-    if out.exists() {
+    if replaces {
         inputs.push(out.to_path_buf());
     }
     for s in shards {
@@ -160,7 +163,7 @@ pub fn merge_books(
             .phases
             .push(("links and values", start.elapsed().as_secs_f64() - added));
     }
-    pending.commit()?;
+    files::commit_new_book(pending, replaces)?;
     summary.seconds = start.elapsed().as_secs_f64();
     Ok(summary)
 }

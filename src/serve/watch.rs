@@ -7,9 +7,10 @@
 //! under load one check serves many requests. A round:
 //!
 //! * compares the file at the book's path (device and inode) with the one
-//!   open: a book replaced by a rename (`learnbook build` or `merge` onto
-//!   the served path) is noticed, every connection is closed (waiting for
-//!   those in use) and the new file opened ([`Pool::reopen`]);
+//!   open: a book replaced by a rename (`mv` onto the served path; `build`
+//!   and `merge` refuse to replace a book in use) is noticed, every
+//!   connection is closed (waiting for those in use) and the new file
+//!   opened ([`Pool::reopen`]);
 //! * reads SQLite's `PRAGMA data_version` on a connection of the watcher's
 //!   own, which changes whenever another connection commits (e.g.
 //!   `learnbook learn`).

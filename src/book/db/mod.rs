@@ -9,6 +9,9 @@
 //!
 //! * `book`: [`Book`], opening a file, reads of single positions, totals,
 //!   upkeep of the file;
+//! * `files`: the WAL, index and journal SQLite keeps beside a book, and a
+//!   new book put in place (never over a book in use, never beside a
+//!   stale WAL);
 //! * `schema`: tables, settings in `meta`, migration from older schemas,
 //!   how a [`Key`](crate::book::keys::Key) is stored;
 //! * `node_rows`: the row format read back: a node's columns, the move
@@ -54,6 +57,7 @@ pub mod bulk_parts;
 pub mod bulk_write;
 mod cache;
 pub mod explore;
+pub mod files;
 mod graph;
 pub mod grow;
 pub mod import;
