@@ -144,7 +144,10 @@ pub fn show(book: &Book, pos: &Chess) -> Result<String> {
             100.0 * w.1
         )?;
     }
-    let top_value = moves.iter().filter_map(|m| m.q).fold(f64::NEG_INFINITY, f64::max);
+    let top_value = moves
+        .iter()
+        .filter_map(|m| m.q)
+        .fold(f64::NEG_INFINITY, f64::max);
     let chosen = moves.iter().find(|m| Some(m.mv) == best);
     if chosen.is_some_and(|m| m.q.is_some_and(|q| q < top_value)) {
         writeln!(
