@@ -25,8 +25,17 @@
 #
 # Settings (environment; the defaults are the night's): JOURNAL, LEARNBOOK,
 # OPENINGS, THREADS (2), NODES, ITERATIONS, PAIRS, MATCH_EVERY,
-# MATCH_PAIRS, PARAMS, SEED. Only a new run takes NODES..SEED; a resume
-# takes them from the checkpoint (MATCH_EVERY excepted).
+# MATCH_PAIRS, PARAMS, SEED, START (default), ENGINE (a UCI engine's spec:
+# tune its spin options instead, `tune --engine`; PARAMS may then be an
+# OpenBench or fishtest file, whose starts are the run's start). Only a
+# new run takes NODES..ENGINE; a resume takes them from the checkpoint
+# (MATCH_EVERY excepted).
+#
+# Glaurung 2.2 recovered from a scrambled start (issue 52):
+#   JOURNAL=docs/bench/tune-glaurung PARAMS=data/tune/glaurung-scrambled.openbench \
+#   NODES=20000 ITERATIONS=1000 SEED=52 \
+#   ENGINE="cmd=/usr/games/glaurung,option.Threads=1,option.Hash=16,option.OwnBook=false,option.Ponder=false" \
+#   scripts/tune_night.sh WORK-GLAURUNG 45m
 set -eu
 
 WORK=${1:?usage: scripts/tune_night.sh WORK [PART]}
@@ -42,6 +51,8 @@ MATCH_EVERY=${MATCH_EVERY:-100}
 MATCH_PAIRS=${MATCH_PAIRS:-32}
 PARAMS=${PARAMS:-data/tune/search.toml}
 SEED=${SEED:-51}
+START=${START:-default}
+ENGINE=${ENGINE:-}
 
 mkdir -p "$WORK" "$JOURNAL"
 LB="$(cd "$WORK" && pwd)/learnbook"
@@ -58,8 +69,13 @@ status=0
 if [ -e "$CKPT" ]; then
     set -- tune --resume --checkpoint "$CKPT" --out "$WORK/search-tuned.toml" \
         --threads "$THREADS" --match-every "$MATCH_EVERY" --match-pairs "$MATCH_PAIRS"
+elif [ -n "$ENGINE" ]; then
+    set -- tune --engine "$ENGINE" --params "$PARAMS" --nodes "$NODES" \
+        --pairs-per-iteration "$PAIRS" --iterations "$ITERATIONS" --openings "$OPENINGS" \
+        --seed "$SEED" --threads "$THREADS" --checkpoint "$CKPT" --out "$WORK/search-tuned.toml" \
+        --match-every "$MATCH_EVERY" --match-pairs "$MATCH_PAIRS"
 else
-    set -- tune --start default --params "$PARAMS" --nodes "$NODES" \
+    set -- tune --start "$START" --params "$PARAMS" --nodes "$NODES" \
         --pairs-per-iteration "$PAIRS" --iterations "$ITERATIONS" --openings "$OPENINGS" \
         --seed "$SEED" --threads "$THREADS" --checkpoint "$CKPT" --out "$WORK/search-tuned.toml" \
         --match-every "$MATCH_EVERY" --match-pairs "$MATCH_PAIRS"
