@@ -9,8 +9,6 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use learnbook::book::{
     self,
-    build::{self, Learned},
-    ingest::Filter,
     polyglot::{ExportOptions, WeightMode},
     select::Mode,
     Book, BookSettings,
@@ -20,8 +18,7 @@ use learnbook::shard::Shard;
 mod cli;
 
 use cli::args::{
-    all_cores, exit_code, AnalysisArgs, BookArg, LearnAnalysisArgs, Memory, PoolThreads,
-    SearchArgs, SelfAdjudication, ValueParamArgs,
+    all_cores, exit_code, AnalysisArgs, BookArg, Memory, PoolThreads, SearchArgs, SelfAdjudication,
 };
 
 #[derive(Parser)]
@@ -39,13 +36,13 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Build (or add to) a book from PGN files: .pgn, .pgn.gz, .pgn.zst, or - for stdin.
-    Build(BuildArgs),
+    Build(cli::build::BuildArgs),
     /// Merge books built separately (shards of the games) into one: counts add, a game
     /// in two books counts once, values are recomputed. The same book as one build of all
     /// the games.
-    Merge(MergeArgs),
+    Merge(cli::build::MergeArgs),
     /// Add games one by one, re-evaluating the affected positions after each.
-    Learn(LearnArgs),
+    Learn(cli::build::LearnArgs),
     /// Show a position's book moves with counts, values and the book's choice.
     Show(ShowArgs),
     /// Counts of positions, moves and games.
@@ -154,89 +151,6 @@ enum Command {
     /// the explorer page at /. Prints the URL it listens on; Ctrl-C or SIGTERM stops it
     /// gracefully (exit 130 or 143). `learnbook learn` may write the book meanwhile.
     Serve(cli::serve::ServeArgs),
-}
-
-/// Arguments of `learnbook build`.
-#[derive(Args)]
-struct BuildArgs {
-    #[command(flatten)]
-    book: BookArg,
-    /// Store moves up to this ply (a new book only; an existing book keeps its own).
-    #[arg(long, default_value_t = 40)]
-    max_ply: u32,
-    /// Use only games where both players have at least this Elo.
-    #[arg(long)]
-    min_elo: Option<u32>,
-    #[command(flatten)]
-    threads: PoolThreads,
-    /// Count a game again if it is already in the book, as polyglot make-book does
-    /// (default: a game with the same players, event, site, date, round, moves and result is skipped).
-    #[arg(long)]
-    allow_duplicates: bool,
-    /// Drop the positions and moves fewer than N games reach, as polyglot make-book's
-    /// -min-game does, for a small book (a new book only; such a book does not merge).
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
-    min_games: u32,
-    /// Store every position as a row: no single-game tails (the rest of a game no other
-    /// game shares, kept as its moves). The book reads the same; the file is larger.
-    #[arg(long)]
-    no_tails: bool,
-    #[command(flatten)]
-    memory: Memory,
-    /// Directory for the build's temporary files (default: the book's). They are removed
-    /// when the build ends, and a killed build's by the next build of the same book.
-    #[arg(long, value_name = "DIR")]
-    temp_dir: Option<PathBuf>,
-    #[command(flatten)]
-    values: ValueParamArgs,
-    /// Build shard I of N (0 <= I < N): the games numbered I, I+N, I+2N... over all the
-    /// inputs, into a new book that `merge` takes with the other shards. auto/N takes I from
-    /// SLURM_ARRAY_TASK_ID (less SLURM_ARRAY_TASK_MIN) or JOB_COMPLETION_INDEX.
-    #[arg(long, value_name = "I/N")]
-    shard: Option<Shard>,
-    /// PGN files to read (.pgn, .pgn.gz, .pgn.zst), or - for standard input.
-    #[arg(required = true, value_name = "FILE")]
-    files: Vec<PathBuf>,
-}
-
-/// Arguments of `learnbook merge`.
-#[derive(Args)]
-struct MergeArgs {
-    /// The merged book: created, or (if it exists) the books are added to it. It is
-    /// written beside and renamed into place, so a killed merge leaves the old one unchanged.
-    #[command(flatten)]
-    book: BookArg,
-    /// Count a game found in two books twice, as `build --allow-duplicates` would
-    /// (default: once, matched by the same hash `build` uses).
-    #[arg(long)]
-    allow_duplicates: bool,
-    /// Drop the positions and moves fewer than N games of all the books reach, as
-    /// `build --min-games` does (a new book only).
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
-    min_games: u32,
-    #[command(flatten)]
-    memory: Memory,
-    /// Books to merge, built with the same settings (max-ply and value parameters).
-    #[arg(required = true, value_name = "SHARD.sqlite")]
-    shards: Vec<PathBuf>,
-}
-
-/// Arguments of `learnbook learn`.
-#[derive(Args)]
-struct LearnArgs {
-    #[command(flatten)]
-    book: BookArg,
-    /// Print only the summary, not a line per game.
-    #[arg(long)]
-    quiet: bool,
-    /// After each game, analyse what it added or changed (as `analyze` would).
-    #[arg(long)]
-    analyze: bool,
-    #[command(flatten)]
-    analysis: LearnAnalysisArgs,
-    /// PGN files whose games are added one by one (.pgn, .pgn.gz, .pgn.zst, or -).
-    #[arg(required = true, value_name = "FILE")]
-    files: Vec<PathBuf>,
 }
 
 /// Arguments of `learnbook show`.
@@ -629,12 +543,12 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
-        Command::Build(args) => args.run(),
+        Command::Build(args) => cli::build::build(args),
         Command::Analyze(args) => cli::analyze::analyze(args),
         Command::Grow(args) => cli::analyze::grow(args),
         Command::Improve(args) => cli::analyze::improve(args),
-        Command::Merge(args) => args.run(),
-        Command::Learn(args) => args.run(),
+        Command::Merge(args) => cli::build::merge(args),
+        Command::Learn(args) => cli::build::learn(args),
         Command::Show(args) => args.run(),
         Command::Stats(args) => args.run(),
         Command::Check(args) => args.run(),
@@ -660,107 +574,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
     }
 }
 
-impl BuildArgs {
-    fn run(self) -> Result<ExitCode> {
-        let BuildArgs {
-            book,
-            max_ply,
-            min_elo,
-            threads,
-            allow_duplicates,
-            no_tails,
-            memory,
-            temp_dir,
-            min_games,
-            values,
-            shard,
-            files,
-        } = self;
-        threads.init()?;
-        let settings = BookSettings {
-            max_ply,
-            params: values.params(),
-            min_games,
-            tails: !no_tails,
-        };
-        let summary = build::build_book(
-            &book.book,
-            settings,
-            files,
-            Filter {
-                max_ply,
-                min_elo,
-                allow_duplicates,
-                no_tails,
-            },
-            &build::Spill {
-                memory: memory.bytes(),
-                temp_dir,
-            },
-            shard.unwrap_or(Shard::WHOLE),
-        )?;
-        eprint!("{}", summary.report());
-        Ok(ExitCode::SUCCESS)
-    }
-}
-
-impl LearnArgs {
-    fn run(self) -> Result<ExitCode> {
-        let LearnArgs {
-            book,
-            quiet,
-            analyze,
-            analysis,
-            files,
-        } = self;
-        let mut b = Book::open(&book.book)?;
-        let opts = analyze.then(|| analysis.options()).transpose()?;
-        let summary = build::learn(&mut b, files, |b, game, l: &Learned| {
-            if !quiet {
-                println!("{}", book::report::learned_line(l));
-            }
-            if let Some(opts) = &opts {
-                if let Some(boards) = game.boards() {
-                    let s = learnbook::analyze::run_on_game(b, &boards, opts)?;
-                    if !quiet && s.analysed > 0 {
-                        print!("  {}", s.report());
-                    }
-                }
-            }
-            Ok(())
-        })?;
-        eprint!("{}", summary.report());
-        Ok(ExitCode::SUCCESS)
-    }
-}
-
 impl ShowArgs {
     fn run(self) -> Result<ExitCode> {
         let ShowArgs { book, fen, moves } = self;
         let b = Book::open(&book.book)?;
         let pos = book::report::position_from(fen.as_deref(), moves.as_deref())?;
         print!("{}", book::report::show(&b, &pos)?);
-        Ok(ExitCode::SUCCESS)
-    }
-}
-
-impl MergeArgs {
-    fn run(self) -> Result<ExitCode> {
-        let MergeArgs {
-            book,
-            allow_duplicates,
-            min_games,
-            memory,
-            shards,
-        } = self;
-        let summary = book::merge_books::merge_books(
-            &book.book,
-            &shards,
-            allow_duplicates,
-            min_games,
-            memory.bytes(),
-        )?;
-        eprint!("{}", summary.report());
         Ok(ExitCode::SUCCESS)
     }
 }

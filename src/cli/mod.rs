@@ -3,5 +3,6 @@
 pub mod analyze;
 pub mod args;
 pub mod bench;
+pub mod build;
 pub mod play;
 pub mod serve;
