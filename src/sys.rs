@@ -1,5 +1,5 @@
 //! The operating system's calls through libc, each behind a safe function:
-//! with `book/db/wal_vfs.rs` (SQLite's VFS) the only `unsafe` in the crate.
+//! the only `unsafe` in the crate.
 
 /// The machine's physical memory in bytes, if the system says.
 pub fn physical_memory() -> Option<u64> {

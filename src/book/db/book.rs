@@ -100,12 +100,6 @@ impl Book {
         Book::open_existing(path, open_conn)
     }
 
-    /// [`Book::open`], with a transaction's WAL frames gathered and written
-    /// together (`bench learn`'s comparison; see `schema::open_conn_gathered`).
-    pub fn open_gathered(path: &Path) -> Result<Book> {
-        Book::open_existing(path, super::schema::open_conn_gathered)
-    }
-
     /// Opens an existing book for reading only (a server's connections):
     /// it sees what other connections commit, and never writes. Open it
     /// once with [`Book::open`] first, which upgrades an older book.

@@ -41,7 +41,7 @@
 //!
 //! Submodules name the file they import from (`super::book::Book`, not a
 //! re-export from here), and no two files import each other: `rows`,
-//! `node_rows`, `tail_index` and `wal_vfs` import no other file here; `top_games` only
+//! `node_rows`, `tail_index` and `files` import no other file here; `top_games` only
 //! `schema`; `tails` those; `graph` and `explore` `tails` (never the
 //! reverse). One longer circle is left: `schema` imports `graph` (a
 //! migration re-evaluates the book), which imports `tails`, which reads
@@ -72,7 +72,6 @@ mod tail_index;
 mod tails;
 pub mod top_games;
 mod values;
-mod wal_vfs;
 
 pub use analysis::Analysis;
 pub use book::{Book, BookMove, BookTotals};

@@ -141,24 +141,10 @@ impl Default for BookSettings {
     }
 }
 
-/// A book's writing connection, through SQLite's own default VFS.
+/// A book's writing connection.
 pub(super) fn open_conn(path: &Path) -> Result<Connection> {
     let conn =
         Connection::open(path).with_context(|| format!("cannot open book {}", path.display()))?;
-    configure(conn, path)
-}
-
-/// [`open_conn`] through the VFS that gathers a transaction's WAL frames
-/// ([`super::wal_vfs`]), named on this connection alone (SQLite's default
-/// VFS where that one cannot serve). Not used by the commands: with it,
-/// a reader polling the book under load saw a short read of the WAL
-/// (docs/FASTPATHS.md); `bench learn` and the tests compare the two.
-pub(super) fn open_conn_gathered(path: &Path) -> Result<Connection> {
-    let conn = match super::wal_vfs::name() {
-        Some(vfs) => Connection::open_with_flags_and_vfs(path, rusqlite::OpenFlags::default(), vfs),
-        None => Connection::open(path),
-    }
-    .with_context(|| format!("cannot open book {}", path.display()))?;
     configure(conn, path)
 }
 

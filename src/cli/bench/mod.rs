@@ -162,8 +162,9 @@ pub enum BenchCommand {
     /// book's top-weight and weighted picks, and the Spearman correlation of the book's values
     /// with the judge's evaluations.
     BookQuality(BookQualityArgs),
-    /// Analysis throughput: the same positions of a copy of BOOK analysed with 1 and with 2
-    /// threads, positions per second and their ratio.
+    /// Analysis throughput on `analyze`'s path (the book opened as `analyze` opens it, the
+    /// same searches and stores): the same positions of a copy of BOOK analysed with 1 and
+    /// with 2 threads, positions per second and their ratio.
     Analyze {
         /// The book to copy (it is not changed).
         #[arg(long)]
@@ -298,7 +299,10 @@ pub enum BenchCommand {
         #[arg(long, value_name = "FILE")]
         json: Option<PathBuf>,
     },
-    /// Adding one game and re-evaluating, against a full re-evaluation, on a copy of BOOK.
+    /// Adding one game with incremental re-evaluation on `learn`'s path (the book opened as
+    /// `learn` opens it, each game through the call `learn` makes), against a full
+    /// re-evaluation, on a copy of BOOK: the median per game beside the 1 ms target, then
+    /// the floor (each game's rows and counts alone).
     Learn {
         /// The book to copy (it is not changed).
         #[arg(long)]
