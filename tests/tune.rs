@@ -501,3 +501,86 @@ fn shards_and_steps_reach_the_checkpoint_of_one_tune() {
         fs::read(d.join("one.toml")).unwrap()
     );
 }
+
+/// Issue 52: an `--engine` run (`learnbook uci` with the in-process table,
+/// so its node-limited games repeat) as rounds of 2 tasks ends with the
+/// checkpoint of one `tune --engine`, progress matches included.
+#[test]
+fn an_engine_run_as_shards_reaches_the_checkpoint_of_one_tune() {
+    let (dir, openings, _) = tune_setup();
+    let d = dir.path();
+    let params = d.join("engine-params.toml");
+    fs::write(&params, "knight_mg = {}\nbishop_mg = {}\n").unwrap();
+    let engine = format!("cmd={} uci,option.Hash=2", common::bin());
+    let options = |name: &str| -> Vec<String> {
+        [
+            "tune",
+            "--engine",
+            &engine,
+            "--params",
+            s(&params),
+            "--nodes",
+            "600",
+            "--pairs-per-iteration",
+            "3",
+            "--iterations",
+            "2",
+            "--openings",
+            s(&openings),
+            "--seed",
+            "3",
+            "--match-every",
+            "1",
+            "--match-pairs",
+            "2",
+            "--checkpoint",
+            s(&d.join(format!("{name}.ckpt"))),
+            "--out",
+            s(&d.join(format!("{name}.toml"))),
+        ]
+        .iter()
+        .map(|a| a.to_string())
+        .collect()
+    };
+    ok(&strs(&options("one")));
+    let mut prepare = options("r");
+    prepare.push("--prepare".into());
+    ok(&strs(&prepare));
+    let ckpt = d.join("r.ckpt");
+    let parts = d.join("parts");
+    let mut rounds = 0;
+    loop {
+        for i in 0..2 {
+            ok(&[
+                "tune-shard",
+                "--checkpoint",
+                s(&ckpt),
+                "--shard",
+                &format!("{i}/2"),
+                "--part",
+                s(&parts),
+                "--threads",
+                "1",
+            ]);
+        }
+        let out = ok(&[
+            "tune-step",
+            "--checkpoint",
+            s(&ckpt),
+            "--part",
+            s(&parts),
+            "--out",
+            s(&d.join("r.toml")),
+        ]);
+        rounds += 1;
+        if String::from_utf8_lossy(&out.stdout).contains("finished:") {
+            break;
+        }
+        assert!(rounds < 3, "more rounds than iterations and matches");
+    }
+    // Iterations 1 and 2, the matches after each: the last round is a match.
+    assert_eq!(rounds, 3);
+    let (one, r) = (load(d, "one"), load(d, "r"));
+    assert_eq!(one.matches.len(), 2);
+    assert_eq!(r, one);
+}
