@@ -10,7 +10,6 @@ use clap::{Args, Parser, Subcommand};
 use learnbook::book::{
     self,
     polyglot::{ExportOptions, WeightMode},
-    select::Mode,
     Book, BookSettings,
 };
 use learnbook::shard::Shard;
@@ -44,11 +43,11 @@ enum Command {
     /// Add games one by one, re-evaluating the affected positions after each.
     Learn(cli::build::LearnArgs),
     /// Show a position's book moves with counts, values and the book's choice.
-    Show(ShowArgs),
+    Show(cli::book::ShowArgs),
     /// Counts of positions, moves and games.
-    Stats(StatsArgs),
+    Stats(cli::book::StatsArgs),
     /// Verify the book; exit 0 only if it is consistent.
-    Check(CheckArgs),
+    Check(cli::book::CheckArgs),
     /// Search the book's positions (Buro's analysis): every position with at least
     /// --min-games games gets a search score and the score of its best move outside
     /// the book; their other children get a search score. Resumable: positions
@@ -67,7 +66,7 @@ enum Command {
     /// stores every part: a Slurm array does in a night what one machine does in N.
     Improve(cli::analyze::ImproveArgs),
     /// Recompute every value from scratch (`--engine-margin`: with a new margin).
-    Reevaluate(ReevaluateArgs),
+    Reevaluate(cli::book::ReevaluateArgs),
     /// Write a Polyglot .bin book.
     Export(ExportArgs),
     /// Read a Polyglot .bin book into a book (moves and weights, no results).
@@ -83,7 +82,7 @@ enum Command {
     /// cutechess and `play --openings` read); PGN: the moves with the seven tag roster.
     Suite(SuiteArgs),
     /// Print the book move for a position (exit 1 when the book has none there).
-    Choose(ChooseArgs),
+    Choose(cli::book::ChooseArgs),
     /// Benchmarks. Alone: the engine's fixed-depth search (nodes, nps, signature);
     /// `bench wac`, `bench perft`, `bench play`, `bench selfplay`, `bench tune`, `bench build` (against polyglot
     /// make-book), `bench learn`, `bench analyze`, `bench book-quality`.
@@ -151,48 +150,6 @@ enum Command {
     /// the explorer page at /. Prints the URL it listens on; Ctrl-C or SIGTERM stops it
     /// gracefully (exit 130 or 143). `learnbook learn` may write the book meanwhile.
     Serve(cli::serve::ServeArgs),
-}
-
-/// Arguments of `learnbook show`.
-#[derive(Args)]
-struct ShowArgs {
-    #[command(flatten)]
-    book: BookArg,
-    /// The position as FEN (default: the start position).
-    #[arg(long, conflicts_with = "moves")]
-    fen: Option<String>,
-    /// Moves from the start position, in UCI notation: "e2e4 e7e5".
-    #[arg(long)]
-    moves: Option<String>,
-}
-
-/// Arguments of `learnbook stats`.
-#[derive(Args)]
-struct StatsArgs {
-    #[command(flatten)]
-    book: BookArg,
-}
-
-/// Arguments of `learnbook check`.
-#[derive(Args)]
-struct CheckArgs {
-    #[command(flatten)]
-    book: BookArg,
-    #[command(flatten)]
-    memory: Memory,
-}
-
-/// Arguments of `learnbook reevaluate`.
-#[derive(Args)]
-struct ReevaluateArgs {
-    #[command(flatten)]
-    book: BookArg,
-    /// Set the book's engine margin first (centipawns a deviation or an
-    /// engine move must gain over the game moves to be chosen).
-    #[arg(long, value_name = "CP", allow_hyphen_values = true)]
-    engine_margin: Option<f64>,
-    #[command(flatten)]
-    memory: Memory,
 }
 
 /// Arguments of `learnbook export`.
@@ -313,22 +270,6 @@ struct ImportArgs {
     polyglot: Option<PathBuf>,
     #[command(flatten)]
     memory: Memory,
-}
-
-/// Arguments of `learnbook choose`.
-#[derive(Args)]
-struct ChooseArgs {
-    #[command(flatten)]
-    book: BookArg,
-    /// The position as FEN (default: the start position).
-    #[arg(long)]
-    fen: Option<String>,
-    /// Moves from the start position, in UCI notation: "e2e4 e7e5".
-    #[arg(long)]
-    moves: Option<String>,
-    /// best or weighted.
-    #[arg(long, default_value = "best")]
-    mode: Mode,
 }
 
 /// Arguments of `learnbook bench`.
@@ -549,13 +490,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Improve(args) => cli::analyze::improve(args),
         Command::Merge(args) => cli::build::merge(args),
         Command::Learn(args) => cli::build::learn(args),
-        Command::Show(args) => args.run(),
-        Command::Stats(args) => args.run(),
-        Command::Check(args) => args.run(),
-        Command::Reevaluate(args) => args.run(),
+        Command::Show(args) => cli::book::show(args),
+        Command::Stats(args) => cli::book::stats(args),
+        Command::Check(args) => cli::book::check(args),
+        Command::Reevaluate(args) => cli::book::reevaluate(args),
         Command::Export(args) => args.run(),
         Command::Import(args) => args.run(),
-        Command::Choose(args) => args.run(),
+        Command::Choose(args) => cli::book::choose(args),
         Command::Suite(args) => args.run(),
         Command::Bench(args) => args.run(),
         Command::Uci(args) => cli::play::uci(args),
@@ -571,65 +512,6 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::TuneReport(args) => args.run(),
         Command::Weights(args) => args.run(),
         Command::Serve(args) => cli::serve::serve(args),
-    }
-}
-
-impl ShowArgs {
-    fn run(self) -> Result<ExitCode> {
-        let ShowArgs { book, fen, moves } = self;
-        let b = Book::open(&book.book)?;
-        let pos = book::report::position_from(fen.as_deref(), moves.as_deref())?;
-        print!("{}", book::report::show(&b, &pos)?);
-        Ok(ExitCode::SUCCESS)
-    }
-}
-
-impl StatsArgs {
-    fn run(self) -> Result<ExitCode> {
-        let StatsArgs { book } = self;
-        let b = Book::open(&book.book)?;
-        print!("{}", book::report::stats(&b)?);
-        Ok(ExitCode::SUCCESS)
-    }
-}
-
-impl CheckArgs {
-    fn run(self) -> Result<ExitCode> {
-        let CheckArgs { book, memory } = self;
-        let b = Book::open(&book.book)?;
-        b.limit_memory(memory.bytes())?;
-        let r = book::check::check(&b)?;
-        println!("positions: {}, moves: {}", r.positions, r.moves);
-        for p in &r.problems {
-            println!("problem: {p}");
-        }
-        if r.more_problems > 0 {
-            println!("... and {} more problems", r.more_problems);
-        }
-        if !r.ok() {
-            println!("book is NOT consistent");
-            return Ok(ExitCode::from(1));
-        }
-        println!("book is consistent");
-        Ok(ExitCode::SUCCESS)
-    }
-}
-
-impl ReevaluateArgs {
-    fn run(self) -> Result<ExitCode> {
-        let ReevaluateArgs {
-            book,
-            engine_margin,
-            memory,
-        } = self;
-        let mut b = Book::open(&book.book)?;
-        b.limit_memory(memory.bytes())?;
-        let n = match engine_margin {
-            Some(cp) => b.set_engine_margin(cp)?,
-            None => b.reevaluate_all()?,
-        };
-        println!("{n} positions changed");
-        Ok(ExitCode::SUCCESS)
     }
 }
 
@@ -848,27 +730,6 @@ fn import_into(
         BookFormat::Pgn => bail!("import reads bin, abk or exp; PGN games are read by `build`"),
     }
     Ok(())
-}
-
-impl ChooseArgs {
-    fn run(self) -> Result<ExitCode> {
-        let ChooseArgs {
-            book,
-            fen,
-            moves,
-            mode,
-        } = self;
-        let b = Book::open(&book.book)?;
-        let pos = book::report::position_from(fen.as_deref(), moves.as_deref())?;
-        match book::select::choose(&b, &pos, mode, &mut rand::rng())? {
-            Some(m) => println!("{}", m.to_uci(shakmaty::CastlingMode::Standard)),
-            None => {
-                println!("(none)");
-                return Ok(ExitCode::from(1));
-            }
-        }
-        Ok(ExitCode::SUCCESS)
-    }
 }
 
 impl BenchArgs {

@@ -48,6 +48,24 @@ impl CheckReport {
     pub fn ok(&self) -> bool {
         self.problems.is_empty()
     }
+
+    /// The text `check` prints: the counts, the problems (the first 20, then
+    /// how many more), whether the book is consistent.
+    pub fn report(&self) -> String {
+        let mut out = format!("positions: {}, moves: {}\n", self.positions, self.moves);
+        for p in &self.problems {
+            out.push_str(&format!("problem: {p}\n"));
+        }
+        if self.more_problems > 0 {
+            out.push_str(&format!("... and {} more problems\n", self.more_problems));
+        }
+        out.push_str(if self.ok() {
+            "book is consistent\n"
+        } else {
+            "book is NOT consistent\n"
+        });
+        out
+    }
     fn problem(&mut self, p: String) {
         if self.problems.len() < 20 {
             self.problems.push(p);

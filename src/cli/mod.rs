@@ -3,6 +3,7 @@
 pub mod analyze;
 pub mod args;
 pub mod bench;
+pub mod book;
 pub mod build;
 pub mod play;
 pub mod serve;
