@@ -7,18 +7,11 @@ use std::{
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
-use learnbook::book::{
-    self,
-    polyglot::{ExportOptions, WeightMode},
-    Book, BookSettings,
-};
 use learnbook::shard::Shard;
 
 mod cli;
 
-use cli::args::{
-    all_cores, exit_code, AnalysisArgs, BookArg, Memory, PoolThreads, SearchArgs, SelfAdjudication,
-};
+use cli::args::{all_cores, exit_code, PoolThreads, SelfAdjudication};
 
 #[derive(Parser)]
 #[command(
@@ -68,9 +61,9 @@ enum Command {
     /// Recompute every value from scratch (`--engine-margin`: with a new margin).
     Reevaluate(cli::book::ReevaluateArgs),
     /// Write a Polyglot .bin book.
-    Export(ExportArgs),
+    Export(cli::formats::ExportArgs),
     /// Read a Polyglot .bin book into a book (moves and weights, no results).
-    Import(ImportArgs),
+    Import(cli::formats::ImportArgs),
     /// Write an opening suite for engine tests (EPD or PGN) from the book's lines.
     ///
     /// Lines of book moves from the start end at --plies; an exit qualifies by its games,
@@ -80,7 +73,7 @@ enum Command {
     /// with --seed (the same command writes the same file), --stratify spreads the suite
     /// over the openings in proportion to their games. EPD: one FEN a line (what fastchess,
     /// cutechess and `play --openings` read); PGN: the moves with the seven tag roster.
-    Suite(SuiteArgs),
+    Suite(cli::formats::SuiteArgs),
     /// Print the book move for a position (exit 1 when the book has none there).
     Choose(cli::book::ChooseArgs),
     /// Benchmarks. Alone: the engine's fixed-depth search (nodes, nps, signature);
@@ -150,126 +143,6 @@ enum Command {
     /// the explorer page at /. Prints the URL it listens on; Ctrl-C or SIGTERM stops it
     /// gracefully (exit 130 or 143). `learnbook learn` may write the book meanwhile.
     Serve(cli::serve::ServeArgs),
-}
-
-/// Arguments of `learnbook export`.
-#[derive(Args)]
-struct ExportArgs {
-    #[command(flatten)]
-    book: BookArg,
-    /// The book to write: OUT.bin (Polyglot), OUT.abk (Arena), OUT.exp (BrainLearn
-    /// experience) or OUT.pgn (the book's lines), the format from the extension.
-    #[arg(
-        long,
-        value_name = "FILE",
-        required_unless_present = "polyglot",
-        conflicts_with = "polyglot"
-    )]
-    out: Option<PathBuf>,
-    /// The format of --out: bin, abk, exp or pgn (default: from its extension).
-    #[arg(long, requires = "out")]
-    format: Option<book::formats::BookFormat>,
-    /// The Polyglot book to write (as --out OUT.bin).
-    #[arg(long, value_name = "OUT.bin")]
-    polyglot: Option<PathBuf>,
-    /// value, games, polyglot (as polyglot make-book) or imported.
-    #[arg(long, default_value = "value")]
-    weights: WeightMode,
-    /// Keep moves played in at least N games.
-    #[arg(long, default_value_t = 1)]
-    min_games: u32,
-    /// Keep moves of positions before this ply (PGN: 12 unless given).
-    #[arg(long)]
-    max_ply: Option<u32>,
-    /// Leave out the engine moves `grow` added (kept by --weights value, by their value).
-    #[arg(long)]
-    no_engine_moves: bool,
-    /// Keep only the moves of positions where this side is to move.
-    #[arg(long, value_enum, default_value = "both")]
-    side: cli::args::SideToMove,
-    /// PGN: one game a line instead of one game with variations.
-    #[arg(long)]
-    pgn_lines: bool,
-    #[command(flatten)]
-    memory: Memory,
-}
-
-/// Arguments of `learnbook suite`.
-#[derive(Args)]
-struct SuiteArgs {
-    #[command(flatten)]
-    book: BookArg,
-    /// The suite to write: .epd or .pgn.
-    #[arg(long, value_name = "S.epd|S.pgn")]
-    out: PathBuf,
-    /// Plies at which lines end: 16 (after 8 moves) or a range, 12..16.
-    #[arg(long, default_value = "16")]
-    plies: book::suite::Interval<u32>,
-    /// Games through every position of a line, its exit included.
-    #[arg(long, default_value_t = 20)]
-    min_games: u32,
-    /// Keep exits whose analysed score for White is in this range, pawns: 0.80..1.09
-    /// (UHO), -0.20..0.20 (balanced). Needs the exits analysed (`learnbook analyze`).
-    #[arg(long, value_name = "LO..HI", allow_hyphen_values = true)]
-    window: Option<book::suite::Interval<f64>>,
-    /// Keep exits whose predicted draw rate is in this range: 0.48..0.52. The model
-    /// (win/loss logistic in the score) is fitted on the book's analysed positions.
-    #[arg(long, value_name = "LO..HI")]
-    draw_rate: Option<book::suite::Interval<f64>>,
-    /// The side to move at the exits.
-    #[arg(long, value_enum, default_value = "both")]
-    side: cli::args::SideToMove,
-    /// Exits to keep (default all that qualify), sampled with --seed.
-    #[arg(long)]
-    count: Option<usize>,
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// Spread the exits over openings in proportion to their games.
-    #[arg(long, value_enum)]
-    stratify: Option<cli::args::Stratify>,
-    /// Keep exits whose book value calls the side to move lost.
-    #[arg(long)]
-    keep_lost: bool,
-    /// First search the exits not yet analysed by --engine at this budget (stored in the
-    /// book as `analyze` stores its leaves; resumable: Ctrl-C keeps what is done).
-    #[arg(long)]
-    analyze: bool,
-    /// With --analyze: builtin (the search core) or a UCI engine: "cmd=stockfish,option.Threads=1".
-    #[arg(long, requires = "analyze")]
-    engine: Option<String>,
-    /// With --analyze: nodes per search.
-    #[arg(long, requires = "analyze", default_value_t = learnbook::analyze::DEFAULT_NODES)]
-    nodes: u64,
-    /// With --analyze: milliseconds per search, instead of --nodes.
-    #[arg(long, requires = "analyze")]
-    movetime: Option<u64>,
-    /// With --analyze: engines searching in parallel (default: all cores).
-    #[arg(long, requires = "analyze")]
-    threads: Option<usize>,
-}
-
-/// Arguments of `learnbook import`.
-#[derive(Args)]
-struct ImportArgs {
-    #[command(flatten)]
-    book: BookArg,
-    /// The book to read: IN.bin (Polyglot), IN.abk (Arena) or IN.exp (BrainLearn
-    /// experience), the format from the extension.
-    #[arg(
-        long = "in",
-        value_name = "FILE",
-        required_unless_present = "polyglot",
-        conflicts_with = "polyglot"
-    )]
-    input: Option<PathBuf>,
-    /// The format of --in: bin, abk or exp (default: from its extension).
-    #[arg(long, requires = "input")]
-    format: Option<book::formats::BookFormat>,
-    /// The Polyglot book to read (as --in IN.bin).
-    #[arg(long, value_name = "IN.bin")]
-    polyglot: Option<PathBuf>,
-    #[command(flatten)]
-    memory: Memory,
 }
 
 /// Arguments of `learnbook bench`.
@@ -494,10 +367,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Stats(args) => cli::book::stats(args),
         Command::Check(args) => cli::book::check(args),
         Command::Reevaluate(args) => cli::book::reevaluate(args),
-        Command::Export(args) => args.run(),
-        Command::Import(args) => args.run(),
+        Command::Export(args) => cli::formats::export(args),
+        Command::Import(args) => cli::formats::import(args),
         Command::Choose(args) => cli::book::choose(args),
-        Command::Suite(args) => args.run(),
+        Command::Suite(args) => cli::formats::suite(args),
         Command::Bench(args) => args.run(),
         Command::Uci(args) => cli::play::uci(args),
         Command::Play(args) => cli::play::play(args),
@@ -513,223 +386,6 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Weights(args) => args.run(),
         Command::Serve(args) => cli::serve::serve(args),
     }
-}
-
-impl ExportArgs {
-    fn run(self) -> Result<ExitCode> {
-        use book::formats::BookFormat;
-        let ExportArgs {
-            book,
-            out,
-            format,
-            polyglot,
-            weights,
-            min_games,
-            max_ply,
-            no_engine_moves,
-            side,
-            pgn_lines,
-            memory,
-        } = self;
-        let (out, format) = match (out, polyglot) {
-            (Some(out), _) => {
-                let format = BookFormat::resolve(format, &out)?;
-                (out, format)
-            }
-            (None, Some(p)) => (p, BookFormat::Bin),
-            (None, None) => bail!("give --out FILE (or --polyglot OUT.bin)"),
-        };
-        if pgn_lines && format != BookFormat::Pgn {
-            bail!("--pgn-lines is for PGN: give --format pgn or an OUT.pgn");
-        }
-        // A tree of one side's moves ends at the other side's first move.
-        if format == BookFormat::Pgn && !matches!(side, cli::args::SideToMove::Both) {
-            bail!("--side is for bin, abk and exp: a PGN tree needs both sides' moves");
-        }
-        let layout = if pgn_lines {
-            book::pgn_tree::Layout::Lines
-        } else {
-            book::pgn_tree::Layout::Tree
-        };
-        let b = Book::open(&book.book)?;
-        b.limit_memory(memory.bytes())?;
-        let opts = ExportOptions {
-            weights,
-            min_games,
-            max_ply,
-            engine_moves: !no_engine_moves,
-            side: side.into(),
-        };
-        let (n, what) = match format {
-            BookFormat::Bin => (book::polyglot::export(&b, &out, &opts)?, "entries"),
-            BookFormat::Abk => {
-                let s = book::abk::export(&b, &out, &opts)?;
-                println!(
-                    "{} moves in a tree of {} entries, {} plies deep ({} entries copy transposed positions' moves, {} moves left without replies that are elsewhere, {} selected moves not reached from the start position)",
-                    s.moves, s.entries, s.depth, s.copies, s.leaves, s.unreached
-                );
-                (s.entries, "entries")
-            }
-            BookFormat::Exp => {
-                let s = book::experience::export(&b, &out, &opts)?;
-                println!(
-                    "wrote {} entries for {} positions to {} ({} selected moves have no search score)",
-                    s.entries,
-                    s.positions,
-                    out.display(),
-                    s.unscored
-                );
-                return Ok(ExitCode::SUCCESS);
-            }
-            BookFormat::Pgn => (book::pgn_tree::export(&b, &out, &opts, layout)?, "lines"),
-        };
-        println!("wrote {n} {what} to {}", out.display());
-        Ok(ExitCode::SUCCESS)
-    }
-}
-
-impl SuiteArgs {
-    fn run(self) -> Result<ExitCode> {
-        if self.analyze {
-            let opts = AnalysisArgs {
-                search: SearchArgs {
-                    nodes: self.nodes,
-                    movetime: self.movetime,
-                    depth: None,
-                    threads: self.threads,
-                    engine: self.engine.clone(),
-                },
-                min_games: self.min_games,
-            }
-            .options(true)?;
-            let mut b = Book::open(&self.book.book)?;
-            let exits = book::suite::exits(&b, self.plies, self.min_games)?;
-            let positions: Vec<_> = exits.into_iter().map(|e| (e.key, e.pos)).collect();
-            learnbook::interrupt::stop_on_sigint();
-            let summary = learnbook::analyze::run_on_positions(&mut b, &positions, &opts)?;
-            eprint!("exits: {}", summary.report());
-            if summary.interrupted {
-                return Ok(exit_code(true));
-            }
-        }
-        let b = Book::open_read_only(&self.book.book)?;
-        let opts = book::suite::SuiteOptions {
-            plies: self.plies,
-            min_games: self.min_games,
-            window: self.window,
-            draw_rate: self.draw_rate,
-            side: self.side.into(),
-            count: self.count,
-            seed: self.seed,
-            stratify: self.stratify.map(Into::into),
-            keep_lost: self.keep_lost,
-        };
-        let (exits, summary) = book::suite::select(&b, &opts)?;
-        let event = format!(
-            "learnbook suite {}",
-            self.book
-                .book
-                .file_name()
-                .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
-        );
-        book::suite::write(&self.out, &exits, &event)?;
-        println!("{}", summary.text());
-        println!("wrote {} positions to {}", exits.len(), self.out.display());
-        Ok(ExitCode::SUCCESS)
-    }
-}
-
-impl ImportArgs {
-    fn run(self) -> Result<ExitCode> {
-        use book::formats::BookFormat;
-        let ImportArgs {
-            book,
-            input,
-            format,
-            polyglot,
-            memory,
-        } = self;
-        let (input, format) = match (input, polyglot) {
-            (Some(i), _) => {
-                let format = BookFormat::resolve(format, &i)?;
-                (i, format)
-            }
-            (None, Some(p)) => (p, BookFormat::Bin),
-            (None, None) => bail!("give --in FILE (or --polyglot IN.bin)"),
-        };
-        if format == BookFormat::Pgn {
-            bail!("import reads bin, abk or exp; PGN games are read by `build`");
-        }
-        // An ABK book is read and checked whole before the book is opened
-        // (or created): a bad file changes nothing.
-        let abk = match format {
-            BookFormat::Abk => Some(book::abk::read_file(&input)?),
-            _ => None,
-        };
-        let existed = book.book.exists();
-        if !existed {
-            // A crashed book's WAL there goes first; a book in use there stops it.
-            book::db::files::clear_for_new_book(&book.book)?;
-        }
-        let imported = import_into(&book.book, &input, format, abk, memory.bytes());
-        if imported.is_err() && !existed {
-            // A book this import created holds nothing: it goes with the error.
-            for suffix in ["", "-wal", "-shm"] {
-                let mut p = book.book.clone().into_os_string();
-                p.push(suffix);
-                let _ = std::fs::remove_file(PathBuf::from(p));
-            }
-        }
-        imported?;
-        Ok(ExitCode::SUCCESS)
-    }
-}
-
-/// `import`'s work once the file is known good enough to open the book.
-fn import_into(
-    path: &std::path::Path,
-    input: &std::path::Path,
-    format: book::formats::BookFormat,
-    abk: Option<book::abk::AbkBook>,
-    memory: u64,
-) -> Result<()> {
-    use book::formats::BookFormat;
-    // Dropped (closed) on return, before the caller removes a new book.
-    let mut b = Book::open_or_create(path, BookSettings::default())?;
-    b.limit_memory(memory)?;
-    match format {
-        BookFormat::Bin => {
-            let s = book::polyglot::import(&mut b, input)?;
-            println!(
-                "imported {} entries ({} reached from the start position, {} illegal there)",
-                s.entries, s.reached, s.illegal
-            );
-        }
-        BookFormat::Abk => {
-            let abk = abk.context("the ABK book was read above")?;
-            let s = book::abk::store(&mut b, &abk)?;
-            println!(
-                    "imported {} moves of {} positions from {} entries of {} ({} deleted or empty skipped, {} not reached from the start position)",
-                    s.moves, s.positions, s.entries, input.display(), s.void, s.unreached
-                );
-        }
-        BookFormat::Exp => {
-            let s = book::experience::import(&mut b, input)?;
-            println!(
-                    "imported {} entries from {}: {} of book moves, {} added as engine moves, {} duplicates, {} of positions not reached; {} search scores stored, {} kept (as deep or deeper)",
-                    s.entries,
-                    input.display(),
-                    s.book_moves,
-                    s.engine_moves,
-                    s.duplicates,
-                    s.unmatched,
-                    s.stored,
-                    s.kept
-                );
-        }
-        BookFormat::Pgn => bail!("import reads bin, abk or exp; PGN games are read by `build`"),
-    }
-    Ok(())
 }
 
 impl BenchArgs {

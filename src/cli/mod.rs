@@ -5,5 +5,6 @@ pub mod args;
 pub mod bench;
 pub mod book;
 pub mod build;
+pub mod formats;
 pub mod play;
 pub mod serve;
