@@ -79,7 +79,7 @@ enum Command {
     /// Benchmarks. Alone: the engine's fixed-depth search (nodes, nps, signature);
     /// `bench wac`, `bench perft`, `bench play`, `bench selfplay`, `bench tune`, `bench build` (against polyglot
     /// make-book), `bench learn`, `bench analyze`, `bench book-quality`.
-    Bench(BenchArgs),
+    Bench(cli::bench::BenchArgs),
     /// Run as a UCI engine (for GUIs and match runners).
     Uci(cli::play::UciArgs),
     /// Play a match between two engines (UCI, xboard, or the built-in search core).
@@ -143,19 +143,6 @@ enum Command {
     /// the explorer page at /. Prints the URL it listens on; Ctrl-C or SIGTERM stops it
     /// gracefully (exit 130 or 143). `learnbook learn` may write the book meanwhile.
     Serve(cli::serve::ServeArgs),
-}
-
-/// Arguments of `learnbook bench`.
-#[derive(Args)]
-struct BenchArgs {
-    #[command(subcommand)]
-    what: Option<cli::bench::BenchCommand>,
-    /// Search depth of the fixed-position bench.
-    #[arg(long, default_value_t = 12)]
-    depth: i32,
-    /// Transposition table, MB.
-    #[arg(long, default_value_t = 64)]
-    hash: usize,
 }
 
 /// Arguments of `learnbook tune`.
@@ -371,7 +358,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Import(args) => cli::formats::import(args),
         Command::Choose(args) => cli::book::choose(args),
         Command::Suite(args) => cli::formats::suite(args),
-        Command::Bench(args) => args.run(),
+        Command::Bench(args) => cli::bench::bench(args),
         Command::Uci(args) => cli::play::uci(args),
         Command::Play(args) => cli::play::play(args),
         Command::Duel(args) => cli::play::duel(args),
@@ -385,17 +372,6 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::TuneReport(args) => args.run(),
         Command::Weights(args) => args.run(),
         Command::Serve(args) => cli::serve::serve(args),
-    }
-}
-
-impl BenchArgs {
-    fn run(self) -> Result<ExitCode> {
-        let BenchArgs { what, depth, hash } = self;
-        match what {
-            Some(what) => cli::bench::run(what)?,
-            None => print!("{}", cli::bench::search(depth, hash)?),
-        };
-        Ok(ExitCode::SUCCESS)
     }
 }
 

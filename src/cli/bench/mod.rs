@@ -24,6 +24,29 @@ use games::{bench_fit, bench_play, bench_selfplay, bench_tune};
 
 pub use search::search;
 
+/// Arguments of `learnbook bench`.
+#[derive(Args)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    what: Option<BenchCommand>,
+    /// Search depth of the fixed-position bench.
+    #[arg(long, default_value_t = 12)]
+    depth: i32,
+    /// Transposition table, MB.
+    #[arg(long, default_value_t = 64)]
+    hash: usize,
+}
+
+/// The named bench, or alone the engine's fixed-depth search.
+pub fn bench(args: BenchArgs) -> Result<std::process::ExitCode> {
+    let BenchArgs { what, depth, hash } = args;
+    match what {
+        Some(what) => run(what)?,
+        None => print!("{}", search(depth, hash)?),
+    };
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
 #[derive(Subcommand, Debug)]
 pub enum BenchCommand {
     /// An EPD test suite (bm/am), a fixed time per position: solved/total and the misses.
