@@ -167,7 +167,7 @@ fn tune_and_read_back(
     }
     let toml = fs::read_to_string(&out).unwrap();
     assert!(
-        toml.contains(&format!("run.toml.{suffix}")),
+        toml.contains(&format!(".{suffix}")) && toml.contains(".uci"),
         "--out names the files beside it: {toml}"
     );
 
