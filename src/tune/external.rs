@@ -509,11 +509,23 @@ pub fn options_toml(state: &State, target: &EngineTarget, out: &Path) -> String 
         state.settings.seed,
         spec_line(&target.spec, &values)
     );
+    // Suffixes, not names: the same run written to another --out reads the same.
+    let own = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let beside: Vec<String> = written_beside(state, target, out)
         .iter()
         .filter_map(|(p, _)| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .map(|n| {
+            n.strip_prefix(own.as_str())
+                .map_or(n.clone(), str::to_string)
+        })
         .collect();
-    s.push_str(&format!("# also written: {}\n", beside.join(", ")));
+    s.push_str(&format!(
+        "# also written beside this file, its name with: {}\n",
+        beside.join(", ")
+    ));
     let tuned = state.settings.params.len();
     for (i, (name, v)) in values.iter().enumerate() {
         if i == tuned {
