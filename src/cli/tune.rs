@@ -22,7 +22,8 @@ pub struct TuneArgs {
     #[arg(long, value_name = "W.toml", required_unless_present_any = ["resume", "engine"])]
     start: Option<String>,
     /// Which parameters to tune (TOML: `name = { c_end = .., r_end = .., min = .., max = .. }`;
-    /// default all); with --engine, spin options of the engine (required).
+    /// default all); with --engine, spin options of the engine (required), as TOML or as
+    /// OpenBench's, fishtest's or Weather Factory's file (--params-format).
     #[arg(long, value_name = "P.toml")]
     params: Option<PathBuf>,
     /// Tune the spin options of this UCI engine (`cmd=path args,option.X=V,...`) instead of
