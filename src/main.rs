@@ -56,9 +56,9 @@ enum Command {
     Improve(cli::analyze::ImproveArgs),
     /// Recompute every value from scratch (`--engine-margin`: with a new margin).
     Reevaluate(cli::book::ReevaluateArgs),
-    /// Write a Polyglot .bin book.
+    /// Write the book for engines and GUIs: Polyglot .bin, Arena .abk, BrainLearn experience .exp or PGN.
     Export(cli::formats::ExportArgs),
-    /// Read a Polyglot .bin book into a book (moves and weights, no results).
+    /// Read a Polyglot .bin, Arena .abk or BrainLearn .exp book into a book (moves and weights or scores, no results).
     Import(cli::formats::ImportArgs),
     /// Write an opening suite for engine tests (EPD or PGN) from the book's lines.
     ///
