@@ -43,8 +43,9 @@ use learnbook::{
     },
     engine::{eval::evaluate, params::Weights, presets::preset},
     tune::{
-        checkpoint::{AdjudicationSpec, Iteration, LimitSpec, Settings, State},
+        checkpoint::{Iteration, State},
         report, run,
+        settings::{AdjudicationSpec, LimitSpec, Settings},
         spsa::{self, all_params, read_param_file, Schedule},
     },
     uci,

@@ -112,7 +112,7 @@ pub fn tune(args: TuneArgs) -> Result<ExitCode> {
     } = args;
     use learnbook::{
         engine::params::Weights,
-        tune::{checkpoint::*, external, run},
+        tune::{external, run, settings::*},
     };
     if match_every.is_some() && match_pairs == 0 {
         bail!("--match-pairs must be at least 1");

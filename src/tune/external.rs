@@ -18,13 +18,12 @@ use std::{
 };
 
 use anyhow::{anyhow, bail, Context, Result};
-use serde::{Deserialize, Serialize};
 use shakmaty::Color;
 
 use super::{
-    checkpoint::{Settings, State},
+    checkpoint::State,
     paramfile::{self, Entry, Format},
-    run::{adjudication_of, draw, limit_of, Draw},
+    settings::{adjudication_of, draw, limit_of, Draw, EngineTarget, Settings, SpinOption},
     spsa::{self, TuneParam},
 };
 use crate::play::{
@@ -84,15 +83,6 @@ pub fn parse_option_line(line: &str) -> Option<UciOption> {
         min: number(&min),
         max: number(&max),
     })
-}
-
-/// A spin option: what can be tuned.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SpinOption {
-    pub name: String,
-    pub default: i64,
-    pub min: i64,
-    pub max: i64,
 }
 
 impl UciOption {
@@ -189,22 +179,6 @@ fn not_a_spin(name: &str, options: &[UciOption]) -> String {
             spins.len()
         )
     }
-}
-
-/// The engine of an `--engine` run, as recorded in its checkpoint.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct EngineTarget {
-    /// `--engine` as given.
-    pub spec: String,
-    /// The tuned options as the engine declared them, in parameter order.
-    pub options: Vec<SpinOption>,
-    /// Options `--start` set that are not tuned: sent once to each process.
-    pub fixed: Vec<(String, i64)>,
-    /// The format `--params` was read in, which the tuned values are also
-    /// written back in, beside `--out` (absent: TOML, and checkpoints
-    /// written before there were other formats).
-    #[serde(default, skip_serializing_if = "Format::is_toml")]
-    pub format: Format,
 }
 
 /// `--engine SPEC --params P [--start S.toml]`: the engine, and the

@@ -11,5 +11,6 @@ pub mod fit;
 pub mod paramfile;
 pub mod report;
 pub mod run;
+pub mod settings;
 pub mod shard;
 pub mod spsa;

@@ -1,6 +1,6 @@
 //! `learnbook tune` as rounds of a job array: one SPSA iteration a round.
 //! Iteration `k` is a function of the seed, `k` and theta alone
-//! ([`run::draw`]), and with a node limit every game of it is a function of
+//! ([`settings::draw`]), and with a node limit every game of it is a function of
 //! the two sides and its opening, so N tasks can each play a share of the
 //! iteration's pairs from the same checkpoint ([`play_shard`], `tune-shard
 //! --shard I/N`: the pairs `p` with `p % N == I`), each writing a small part
@@ -23,8 +23,8 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     checkpoint::{parse_framed, save_framed, State},
-    external,
-    run::{self, Draw},
+    external, run,
+    settings::{self, Draw},
     spsa,
 };
 use crate::{
@@ -246,7 +246,7 @@ pub fn play_shard(
             } else {
                 let Draw {
                     picks, plus, minus, ..
-                } = run::draw(s, &state.theta, round.k, openings.len());
+                } = settings::draw(s, &state.theta, round.k, openings.len());
                 let plus = spsa::weights_at(&base, &s.params, &plus);
                 let minus = spsa::weights_at(&base, &s.params, &minus);
                 let mine: Vec<usize> = pairs.iter().map(|&p| picks[p]).collect();
@@ -422,7 +422,7 @@ pub fn step(checkpoint: &Path, dir: &Path, out: &Path) -> Result<StepOutcome> {
     }
     let iteration = round.iteration.then(|| {
         let s = &state.settings;
-        let flip = run::draw(s, &state.theta, round.k, s.openings_count).flip;
+        let flip = settings::draw(s, &state.theta, round.k, s.openings_count).flip;
         run::record_iteration(&mut state, &flip, &wdl);
         wdl
     });
