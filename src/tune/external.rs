@@ -4,7 +4,7 @@
 //! processes of the engine, one given theta + c (rounded) and one theta - c
 //! by `setoption` before `ucinewgame`, played by the match runner's game loop
 //! ([`crate::play::game::play_game`]) through its UCI client
-//! ([`crate::play::protocol::UciEngine`]). Each worker keeps its two
+//! ([`crate::engine_io::protocol::UciEngine`]). Each worker keeps its two
 //! processes from game to game and from iteration to iteration; a process is
 //! replaced only after a fault, and the game is then played again (with a
 //! node limit it comes out the same). A game that fails three times in a
@@ -26,9 +26,9 @@ use super::{
     settings::{adjudication_of, draw, limit_of, Draw, EngineTarget, Settings, SpinOption},
     spsa::{self, TuneParam},
 };
+use crate::engine_io::protocol::{EngineSpec, Process, Proto, UciEngine};
 use crate::play::{
     game::{play_game, Adjudication, Limit, Opening},
-    protocol::{EngineSpec, Process, Proto, UciEngine},
     runner::PlayerSpec,
     spec::parse_player,
     stats::Wdl,
@@ -118,7 +118,7 @@ pub fn uci_spec(spec: &str) -> Result<EngineSpec> {
 
 /// Starts the engine, sends `uci` and reads the options it declares.
 pub fn probe(spec: &EngineSpec) -> Result<Vec<UciOption>> {
-    let fault = |f: crate::play::protocol::Fault| {
+    let fault = |f: crate::engine_io::protocol::Fault| {
         anyhow!(
             "cannot read the options of engine {:?} ({}): {f}",
             spec.name,
