@@ -437,6 +437,72 @@ pub fn step(checkpoint: &Path, dir: &Path, out: &Path) -> Result<StepOutcome> {
     })
 }
 
+impl ShardOutcome {
+    /// What `tune-shard` says about it: shard `shard`'s part in `dir` of
+    /// the run in `checkpoint`, played in `seconds`.
+    pub fn line(&self, shard: Shard, dir: &Path, checkpoint: &Path, seconds: f64) -> String {
+        match self {
+            ShardOutcome::Played { round, games } => format!(
+                "{round}: shard {shard} played {games} games in {seconds:.1} s, written to {}\n",
+                part_path(dir, round.k, shard).display()
+            ),
+            ShardOutcome::AlreadyPlayed(round) => format!(
+                "{round}: {} is already shard {shard}'s part: nothing to do\n",
+                part_path(dir, round.k, shard).display()
+            ),
+            ShardOutcome::Finished => {
+                format!("{} is finished: nothing to play\n", checkpoint.display())
+            }
+            ShardOutcome::Interrupted => "interrupted: no part written\n".into(),
+        }
+    }
+}
+
+/// What `tune-step` says after a step: the round and its parts, its match,
+/// its iteration, then the next round, or the run's summary and its end.
+/// `state` is the checkpoint as the step left it.
+pub fn step_report(outcome: &StepOutcome, state: &State, checkpoint: &Path, out: &Path) -> String {
+    let total = state.settings.schedule.iterations;
+    let mut text = String::new();
+    if let StepOutcome::Stepped {
+        round,
+        parts,
+        iteration,
+        progress_match,
+        next,
+    } = outcome
+    {
+        text += &format!("{round}: {parts} parts\n");
+        if progress_match.is_some() {
+            if let Some(m) = state.matches.last() {
+                text += &format!("{}\n", run::match_line(m));
+            }
+        }
+        if let Some(wdl) = iteration {
+            text += &format!(
+                "iteration {} of {total}: +{} ={} -{}, theta stepped; {} and {} written\n",
+                round.k + 1,
+                wdl.wins,
+                wdl.draws,
+                wdl.losses,
+                checkpoint.display(),
+                out.display()
+            );
+        }
+        if let Some(next) = next {
+            text += &format!("next round: {next}\n");
+            return text;
+        }
+        text += &run::summary(state);
+    }
+    text += &format!(
+        "finished: {} iterations of {total}, {} games\n",
+        state.iteration(),
+        state.games()
+    );
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
