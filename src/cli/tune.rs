@@ -3,10 +3,7 @@
 //! `fit` (Texel tuning), `tune-report` (a run's trajectory), `weights` (a
 //! parameter set as TOML).
 
-use std::{
-    path::{Path, PathBuf},
-    process::ExitCode,
-};
+use std::{path::PathBuf, process::ExitCode};
 
 use anyhow::Result;
 use clap::Args;
@@ -315,15 +312,10 @@ pub fn fit(args: FitArgs) -> Result<ExitCode> {
     let (state, outcome) = fit::run(&opts)?;
     print!("{}", fit::summary(&state));
     if outcome == fit::Outcome::Interrupted {
-        match &args.checkpoint {
-            Some(c) => println!(
-                "interrupted at epoch {}; `learnbook fit --resume --checkpoint {} --positions ... --out {}` continues",
-                state.epoch,
-                c.display(),
-                args.out.display()
-            ),
-            None => println!("interrupted at epoch {} (no --checkpoint: it cannot be resumed)", state.epoch),
-        }
+        print!(
+            "{}",
+            fit::interrupted_line(&state, args.checkpoint.as_deref(), &args.out)
+        );
         return Ok(exit_code(true));
     }
     println!("fitted weights written to {}", args.out.display());
@@ -356,35 +348,13 @@ pub fn tune_report(args: TuneReportArgs) -> Result<ExitCode> {
         csv,
         compare,
     } = args;
-    use learnbook::tune::{checkpoint::State, report, run};
-    let state = State::load(&checkpoint)?;
-    print!("{}", run::summary(&state));
-    let other = compare
-        .as_deref()
-        .map(|p| State::load(p).map(|st| (p, st)))
-        .transpose()?;
-    let name = |p: &Path| {
-        p.file_name()
-            .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into())
-    };
-    if let Some((path, b)) = &other {
-        let labels = [name(&checkpoint), name(path)];
-        print!("{}", report::compare(&state, b, [&labels[0], &labels[1]])?);
-    }
-    if let Some(p) = csv {
-        report::write_csv(&state, &p)?;
-        println!("trajectory written to {}", p.display());
-    }
-    if let Some(p) = plot {
-        match &other {
-            None => report::plot(&state, &p)?,
-            Some((path, b)) => {
-                let labels = [name(&checkpoint), name(path)];
-                report::plot_compare(&state, b, [&labels[0], &labels[1]], &p)?
-            }
-        }
-        println!("plot written to {}", p.display());
-    }
+    learnbook::tune::report::report(
+        &checkpoint,
+        compare.as_deref(),
+        csv.as_deref(),
+        plot.as_deref(),
+        &mut std::io::stdout().lock(),
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 
