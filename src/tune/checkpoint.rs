@@ -251,7 +251,10 @@ pub fn parse_framed<'a>(text: &'a str, magic: &str, version: u32) -> Result<&'a 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tune::spsa::all_params;
+    use crate::tune::{
+        settings::{AdjudicationSpec, LimitSpec, MatchPlan},
+        spsa::{all_params, Schedule},
+    };
 
     fn state() -> State {
         let w = Weights::default();
