@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The long fuzzing run (issue item 4): every target of tests/fuzz.rs for
+# The long fuzzing run (issue item 4): every target of tests/fuzz_*.rs for
 # SECS seconds each (default 600), one after the other (the machine is
 # shared), from SEED (default: today's date as a number, printed, so a
 # failure replays with LEARNBOOK_FUZZ_SEED and LEARNBOOK_FUZZ_CASE).
@@ -16,6 +16,11 @@ OUT=${3:-target/fuzz}
 shift $(( $# < 3 ? $# : 3 ))
 TARGETS=("$@")
 [ ${#TARGETS[@]} -eq 0 ] && TARGETS=(pgn polyglot checkpoint weights uci serve-query abk experience)
+# The test file of each target (tests/fuzz_FILE.rs).
+declare -A FILE=(
+  [pgn]=pgn [polyglot]=books [checkpoint]=tune [weights]=tune
+  [uci]=uci [serve-query]=serve [abk]=books [experience]=books
+)
 declare -A TEST=(
   [pgn]=pgn_ingest_survives_random_and_mutated_games
   [polyglot]=polyglot_books_survive_random_and_mutated_entries
@@ -27,14 +32,14 @@ declare -A TEST=(
   [experience]=experience_files_survive_random_and_mutated_entries
 )
 mkdir -p "$OUT"
-cargo test --release --test fuzz --no-run
+for t in "${TARGETS[@]}"; do echo "--test fuzz_${FILE[$t]}"; done | sort -u | xargs cargo test --release --no-run
 echo "commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ' (with local changes)'), seed $SEED, $SECS s per target, $(date -u +%Y-%m-%dT%H:%MZ)"
 status=0
 for t in "${TARGETS[@]}"; do
   log="$OUT/$t.log"
   start=$(date +%s)
   if LEARNBOOK_FUZZ_SECS=$SECS LEARNBOOK_FUZZ_SEED=$SEED RUST_BACKTRACE=0 \
-    cargo test --release --test fuzz "${TEST[$t]}" -- --exact --nocapture --test-threads=1 >"$log" 2>&1; then
+    cargo test --release --test "fuzz_${FILE[$t]}" "${TEST[$t]}" -- --exact --nocapture --test-threads=1 >"$log" 2>&1; then
     result=ok
   else
     result=FAILED

@@ -7,6 +7,7 @@ pub mod analyze;
 pub mod atomic_file;
 pub mod book;
 pub mod engine;
+pub mod engine_io;
 pub mod fnv;
 pub mod interrupt;
 pub mod peak_memory;

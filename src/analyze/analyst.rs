@@ -12,7 +12,7 @@ use crate::{
         position::Position,
         search::{Limits, Searcher},
     },
-    play::protocol::{EngineSpec, UciEngine},
+    engine_io::protocol::{EngineSpec, UciEngine},
 };
 
 /// One search's result: score in centipawns from the side to move (mate:

@@ -562,7 +562,7 @@ pub fn parse_engine(spec: Option<&str>) -> Result<EngineChoice> {
             builtin(weights.as_deref())
         }
         PlayerSpec::External(e) => {
-            if e.proto != crate::play::protocol::Proto::Uci {
+            if e.proto != crate::engine_io::protocol::Proto::Uci {
                 return Err(anyhow!("--engine: analysis needs a UCI engine (proto=uci)"));
             }
             EngineChoice::uci(e)

@@ -37,7 +37,7 @@ use crate::{
         select::choice_of,
         Book,
     },
-    play::protocol::{EngineSpec, UciEngine},
+    engine_io::protocol::{EngineSpec, UciEngine},
 };
 
 /// `bench book-quality`'s settings (the binary's `BookQualityArgs` fills them).

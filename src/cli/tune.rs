@@ -3,12 +3,9 @@
 //! `fit` (Texel tuning), `tune-report` (a run's trajectory), `weights` (a
 //! parameter set as TOML).
 
-use std::{
-    path::{Path, PathBuf},
-    process::ExitCode,
-};
+use std::{path::PathBuf, process::ExitCode};
 
-use anyhow::{bail, Context, Result};
+use anyhow::Result;
 use clap::Args;
 use learnbook::shard::Shard;
 
@@ -90,6 +87,11 @@ pub struct TuneArgs {
 /// A new run (or --resume) played to its end or Ctrl-C (130), or with --prepare only
 /// its checkpoint written.
 pub fn tune(args: TuneArgs) -> Result<ExitCode> {
+    use learnbook::tune::{
+        request::{self, Request},
+        run,
+        settings::AdjudicationSpec,
+    };
     let TuneArgs {
         start,
         params,
@@ -110,78 +112,33 @@ pub fn tune(args: TuneArgs) -> Result<ExitCode> {
         prepare,
         params_format,
     } = args;
-    use learnbook::{
-        engine::params::Weights,
-        tune::{checkpoint::*, external, run},
-    };
-    if match_every.is_some() && match_pairs == 0 {
-        bail!("--match-pairs must be at least 1");
+    let (mut state, openings) = Request {
+        start,
+        params,
+        params_format,
+        engine,
+        nodes,
+        tc,
+        pairs_per_iteration,
+        iterations,
+        openings,
+        seed,
+        checkpoint: checkpoint.clone(),
+        resume,
+        match_every,
+        match_pairs,
     }
-    let progress_match = match_every.filter(|&n| n > 0).map(|every| MatchPlan {
-        every,
-        pairs: match_pairs,
-    });
-    let (mut state, openings) = if resume {
-        let (mut state, openings) = run::resume(&checkpoint, engine.as_deref())?;
-        if match_every.is_some() {
-            state.settings.progress_match = progress_match;
-        }
-        (state, openings)
-    } else {
-        let (start, params, engine) = match &engine {
-            None => {
-                if params_format.is_some_and(|f| !f.is_toml()) {
-                    bail!("--params-format other than toml needs --engine");
-                }
-                let start = run::load_start(start.as_deref().unwrap_or("default"))?;
-                let params = run::load_params(params.as_deref(), &start)?;
-                (start, params, None)
-            }
-            Some(spec) => {
-                let params = params
-                    .as_deref()
-                    .context("--engine needs --params: which spin options to tune")?;
-                let (target, params) = external::prepare(
-                    spec,
-                    params,
-                    start.as_deref().map(Path::new),
-                    params_format,
-                )?;
-                (Weights::default(), params, Some(target))
-            }
-        };
-        let adjudication = adjudication.adjudication()?;
-        run::Plan {
-            params,
-            start,
-            engine,
-            limit: match (nodes, tc) {
-                (_, Some(tc)) => LimitSpec::Clock(tc),
-                (n, None) => LimitSpec::Nodes(n.unwrap_or(2000)),
-            },
-            pairs_per_iteration,
-            iterations,
-            openings: openings.context("--openings is required (a new run)")?,
-            seed,
-            adjudication: AdjudicationSpec {
-                draw: adjudication.draw,
-                resign: adjudication.resign,
-                max_moves: adjudication.max_moves,
-            },
-            progress_match,
-        }
-        .begin(&checkpoint)?
-    };
+    .open(|| {
+        let a = adjudication.adjudication()?;
+        Ok(AdjudicationSpec {
+            draw: a.draw,
+            resign: a.resign,
+            max_moves: a.max_moves,
+        })
+    })?;
     if prepare {
         run::write_weights(&state, &out)?;
-        println!(
-            "{} prepared: {} parameters, {} iterations of {} pairs; `learnbook tune-shard` \
-             and `tune-step` play its rounds",
-            checkpoint.display(),
-            state.settings.params.len(),
-            state.settings.schedule.iterations,
-            state.settings.pairs_per_iteration
-        );
+        print!("{}", request::prepared_line(&state, &checkpoint));
         return Ok(ExitCode::SUCCESS);
     }
     let threads = threads.unwrap_or_else(all_cores);
@@ -190,22 +147,10 @@ pub fn tune(args: TuneArgs) -> Result<ExitCode> {
     run::write_weights(&state, &out)?;
     print!("{}", run::summary(&state));
     if outcome == run::Outcome::Interrupted {
-        println!(
-        "interrupted after iteration {}; `learnbook tune --resume --checkpoint {} --out {}` continues",
-        state.iteration(),
-        checkpoint.display(),
-        out.display()
-    );
+        print!("{}", request::interrupted_line(&state, &checkpoint, &out));
         return Ok(exit_code(true));
     }
-    match &state.settings.engine {
-        None => println!("tuned weights written to {}", out.display()),
-        Some(target) => println!(
-            "tuned options written to {}; as an engine:\n{}",
-            out.display(),
-            external::spec_line(&target.spec, &external::values_at(&state, target))
-        ),
-    }
+    print!("{}", request::finished_lines(&state, &out));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -239,25 +184,12 @@ pub fn tune_shard(args: TuneShardArgs) -> Result<ExitCode> {
     } = args;
     let started = std::time::Instant::now();
     let threads = threads.unwrap_or_else(all_cores);
-    match shard::play_shard(&checkpoint, shard, &part, threads)? {
-        ShardOutcome::Played { round, games } => println!(
-            "{round}: shard {shard} played {games} games in {:.1} s, written to {}",
-            started.elapsed().as_secs_f64(),
-            shard::part_path(&part, round.k, shard).display()
-        ),
-        ShardOutcome::AlreadyPlayed(round) => println!(
-            "{round}: {} is already shard {shard}'s part: nothing to do",
-            shard::part_path(&part, round.k, shard).display()
-        ),
-        ShardOutcome::Finished => {
-            println!("{} is finished: nothing to play", checkpoint.display())
-        }
-        ShardOutcome::Interrupted => {
-            println!("interrupted: no part written");
-            return Ok(exit_code(true));
-        }
-    }
-    Ok(ExitCode::SUCCESS)
+    let outcome = shard::play_shard(&checkpoint, shard, &part, threads)?;
+    print!(
+        "{}",
+        outcome.line(shard, &part, &checkpoint, started.elapsed().as_secs_f64())
+    );
+    Ok(exit_code(outcome == ShardOutcome::Interrupted))
 }
 
 /// Arguments of `learnbook tune-step`.
@@ -276,11 +208,7 @@ pub struct TuneStepArgs {
 
 /// The checkpoint stepped from its round's parts.
 pub fn tune_step(args: TuneStepArgs) -> Result<ExitCode> {
-    use learnbook::tune::{
-        checkpoint::State,
-        run,
-        shard::{self, StepOutcome},
-    };
+    use learnbook::tune::{checkpoint::State, shard};
     let TuneStepArgs {
         checkpoint,
         part,
@@ -288,42 +216,9 @@ pub fn tune_step(args: TuneStepArgs) -> Result<ExitCode> {
     } = args;
     let outcome = shard::step(&checkpoint, &part, &out)?;
     let state = State::load(&checkpoint)?;
-    let total = state.settings.schedule.iterations;
-    if let StepOutcome::Stepped {
-        round,
-        parts,
-        iteration,
-        progress_match,
-        next,
-    } = &outcome
-    {
-        println!("{round}: {parts} parts");
-        if progress_match.is_some() {
-            if let Some(m) = state.matches.last() {
-                println!("{}", run::match_line(m));
-            }
-        }
-        if let Some(wdl) = iteration {
-            println!(
-                "iteration {} of {total}: +{} ={} -{}, theta stepped; {} and {} written",
-                round.k + 1,
-                wdl.wins,
-                wdl.draws,
-                wdl.losses,
-                checkpoint.display(),
-                out.display()
-            );
-        }
-        if let Some(next) = next {
-            println!("next round: {next}");
-            return Ok(ExitCode::SUCCESS);
-        }
-        print!("{}", run::summary(&state));
-    }
-    println!(
-        "finished: {} iterations of {total}, {} games",
-        state.iteration(),
-        state.games()
+    print!(
+        "{}",
+        shard::step_report(&outcome, &state, &checkpoint, &out)
     );
     Ok(ExitCode::SUCCESS)
 }
@@ -417,15 +312,10 @@ pub fn fit(args: FitArgs) -> Result<ExitCode> {
     let (state, outcome) = fit::run(&opts)?;
     print!("{}", fit::summary(&state));
     if outcome == fit::Outcome::Interrupted {
-        match &args.checkpoint {
-            Some(c) => println!(
-                "interrupted at epoch {}; `learnbook fit --resume --checkpoint {} --positions ... --out {}` continues",
-                state.epoch,
-                c.display(),
-                args.out.display()
-            ),
-            None => println!("interrupted at epoch {} (no --checkpoint: it cannot be resumed)", state.epoch),
-        }
+        print!(
+            "{}",
+            fit::interrupted_line(&state, args.checkpoint.as_deref(), &args.out)
+        );
         return Ok(exit_code(true));
     }
     println!("fitted weights written to {}", args.out.display());
@@ -458,35 +348,13 @@ pub fn tune_report(args: TuneReportArgs) -> Result<ExitCode> {
         csv,
         compare,
     } = args;
-    use learnbook::tune::{checkpoint::State, report, run};
-    let state = State::load(&checkpoint)?;
-    print!("{}", run::summary(&state));
-    let other = compare
-        .as_deref()
-        .map(|p| State::load(p).map(|st| (p, st)))
-        .transpose()?;
-    let name = |p: &Path| {
-        p.file_name()
-            .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into())
-    };
-    if let Some((path, b)) = &other {
-        let labels = [name(&checkpoint), name(path)];
-        print!("{}", report::compare(&state, b, [&labels[0], &labels[1]])?);
-    }
-    if let Some(p) = csv {
-        report::write_csv(&state, &p)?;
-        println!("trajectory written to {}", p.display());
-    }
-    if let Some(p) = plot {
-        match &other {
-            None => report::plot(&state, &p)?,
-            Some((path, b)) => {
-                let labels = [name(&checkpoint), name(path)];
-                report::plot_compare(&state, b, [&labels[0], &labels[1]], &p)?
-            }
-        }
-        println!("plot written to {}", p.display());
-    }
+    learnbook::tune::report::report(
+        &checkpoint,
+        compare.as_deref(),
+        csv.as_deref(),
+        plot.as_deref(),
+        &mut std::io::stdout().lock(),
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 

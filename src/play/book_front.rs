@@ -7,8 +7,8 @@
 
 use rand::{rngs::StdRng, Rng, SeedableRng};
 
-use super::protocol::{Budget, Fault, Player, Reply, Request};
 use crate::book::select::{Decision, Mode, OpeningBook};
+use crate::engine_io::protocol::{Budget, Fault, Player, Reply, Request};
 
 /// A player that answers from `book` until the book has no move in a
 /// game, then leaves the rest of that game to `inner`.

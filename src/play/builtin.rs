@@ -5,7 +5,7 @@ use std::{path::Path, sync::atomic::AtomicBool};
 
 use rand::{rngs::StdRng, SeedableRng};
 
-use super::protocol::{Budget, Fault, Player, Reply, Request};
+use crate::engine_io::protocol::{Budget, Fault, Player, Reply, Request};
 use crate::{
     book::select::{Decision, Mode, OpeningBook},
     engine::{

@@ -20,14 +20,16 @@ use shakmaty::{zobrist::Zobrist64, Chess, Color, EnPassantMode, Position};
 
 use super::{
     game::{Adjudication, Eval, GameRecord, Limit, Opening},
-    protocol::EngineSpec,
     resolution::{Interval, Resolution},
     runner::{self, MatchConfig, PlayerSpec, Standing},
     stats::Pentanomial,
 };
-use crate::book::{
-    ingest::{open_input, GameStream},
-    select::Mode,
+use crate::{
+    book::{
+        ingest::{open_input, GameStream},
+        select::Mode,
+    },
+    engine_io::protocol::EngineSpec,
 };
 
 /// Scores beyond this many centipawns (mates too) count as this much in

@@ -8,7 +8,7 @@ use shakmaty::{
     Position,
 };
 
-use super::protocol::{Budget, Player, Reply, Request};
+use crate::engine_io::protocol::{Budget, Player, Reply, Request};
 
 /// `moves/seconds+increment` (cutechess `tc=`): `40/60+0.6`, `10+0.1`, `60`.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -118,7 +118,7 @@ impl Opening {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Eval {
     /// Centipawns from the mover's view; mate in `n` plies as `+-(30000 - n)`
-    /// (the search core's and [`super::protocol::parse_info`]'s convention).
+    /// (the search core's and [`crate::engine_io::protocol::parse_info`]'s convention).
     pub score_cp: i32,
     pub depth: u32,
 }

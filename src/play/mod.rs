@@ -1,4 +1,5 @@
-//! Games between engines: protocol clients, statistics.
+//! Games between engines (the processes through [`crate::engine_io`]):
+//! the match runner, statistics.
 
 pub mod book_front;
 pub mod builtin;
@@ -7,7 +8,6 @@ pub mod duel;
 pub mod game;
 pub mod journal;
 pub mod merge_games;
-pub mod protocol;
 pub mod report;
 pub mod resolution;
 pub mod runner;

@@ -20,7 +20,6 @@ use super::{
     book_front::{BookFront, DeepStart, NodeJitter},
     builtin::Builtin,
     game::{play_game, Adjudication, GameRecord, Limit, Opening},
-    protocol::{self, EngineSpec, Fault, Player},
     stats::{Pentanomial, Sprt, SprtState, Wdl},
 };
 use crate::{
@@ -30,6 +29,7 @@ use crate::{
         Book,
     },
     engine::{epd::Epd, params::Weights},
+    engine_io::protocol::{self, EngineSpec, Fault, Player},
 };
 
 /// One side of the match.

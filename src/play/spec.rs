@@ -13,11 +13,13 @@ use anyhow::{anyhow, bail, Result};
 
 use super::{
     game::{Limit, TimeControl},
-    protocol::{EngineSpec, Proto},
     runner::PlayerSpec,
     stats::Sprt,
 };
-use crate::book::select::Mode;
+use crate::{
+    book::select::Mode,
+    engine_io::protocol::{EngineSpec, Proto},
+};
 
 fn pairs(s: &str) -> Result<Vec<(String, String)>> {
     s.split(',')

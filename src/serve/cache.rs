@@ -3,7 +3,7 @@
 //! Explorer traffic is mostly the same few thousand popular positions, and
 //! an answer costs a dozen SQLite reads; kept, it costs a look-up. An
 //! answer is valid for one state of the book: each is tagged with the
-//! book's generation when it was asked for ([`super::watch`]: it moves on
+//! book's generation when it was asked for (the book watcher's, `watch.rs`: it moves on
 //! whenever another connection commits to the book, or the file is
 //! replaced), and a look-up under another generation misses. The
 //! generation is read before the answer's snapshot is taken, so an answer

@@ -7,7 +7,8 @@
 //! (`serve --pool-timeout`); past it, it is answered 503 ([`PoolError::Busy`])
 //! rather than queued without end behind a book that does not answer.
 //! [`Pool::reopen`] closes every connection (waiting for those in use) and
-//! opens the book again: for a book replaced on disk ([`super::watch`]).
+//! opens the book again: for a book replaced on disk (which the book watcher,
+//! `watch.rs`, notices).
 
 use std::{
     path::{Path, PathBuf},

@@ -7,73 +7,16 @@
 //! [`super::spsa::iteration_rng`]`(seed, k)`, so the iteration count is
 //! the whole position in the random stream.
 
-use std::{
-    fs,
-    path::{Path, PathBuf},
-};
+use std::{fs, path::Path};
 
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::{
-    external::EngineTarget,
-    spsa::{Schedule, TuneParam},
-};
+use super::settings::Settings;
 use crate::{atomic_file, engine::params::Weights, fnv::fnv1a};
 
 const MAGIC: &str = "learnbook-tune-checkpoint";
 const VERSION: u32 = 1;
-
-/// How long each move may take, in the checkpoint's words.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub enum LimitSpec {
-    Nodes(u64),
-    /// `moves/seconds+increment` as `--tc` takes it.
-    Clock(String),
-}
-
-/// Early ends of tuning games (cutechess `-draw`, `-resign`, `-maxmoves`).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct AdjudicationSpec {
-    pub draw: Option<(u32, u32, i32)>,
-    pub resign: Option<(u32, i32)>,
-    pub max_moves: Option<u32>,
-}
-
-/// What a run was started with; a resume takes these, not the command line.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Settings {
-    pub limit: LimitSpec,
-    pub pairs_per_iteration: usize,
-    pub schedule: Schedule,
-    pub seed: u64,
-    pub openings: PathBuf,
-    /// Checked on resume: the openings file must still hold as many.
-    pub openings_count: usize,
-    pub adjudication: AdjudicationSpec,
-    /// Every number of the start weights, in [`Weights::params`] order
-    /// (empty for an `--engine` run).
-    pub base: Vec<i32>,
-    pub params: Vec<TuneParam>,
-    /// `--engine` runs: the engine whose options are tuned (absent in
-    /// in-process runs, and in checkpoints written before `--engine` was).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub engine: Option<EngineTarget>,
-    /// `--match-every`: a short match of the current values against the
-    /// start now and then, so a run shows its gain as it goes (absent in
-    /// checkpoints written before it existed: no matches).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub progress_match: Option<MatchPlan>,
-}
-
-/// How often the current values meet the start, and for how many pairs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MatchPlan {
-    /// After every this many iterations.
-    pub every: u64,
-    /// Game pairs (one opening, colours swapped) a match.
-    pub pairs: usize,
-}
 
 /// The result of one progress match: the values after `iteration` (rounded
 /// as an engine plays them) against the start, from their point of view.
@@ -308,7 +251,10 @@ pub fn parse_framed<'a>(text: &'a str, magic: &str, version: u32) -> Result<&'a 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tune::spsa::all_params;
+    use crate::tune::{
+        settings::{AdjudicationSpec, LimitSpec, MatchPlan},
+        spsa::{all_params, Schedule},
+    };
 
     fn state() -> State {
         let w = Weights::default();
@@ -348,7 +294,7 @@ mod tests {
 
     #[test]
     fn an_engine_run_round_trips_and_must_match_its_options() {
-        use crate::tune::external::{EngineTarget, SpinOption};
+        use crate::tune::settings::{EngineTarget, SpinOption};
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("e.ckpt");
         let mut s = state();

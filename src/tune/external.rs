@@ -4,7 +4,7 @@
 //! processes of the engine, one given theta + c (rounded) and one theta - c
 //! by `setoption` before `ucinewgame`, played by the match runner's game loop
 //! ([`crate::play::game::play_game`]) through its UCI client
-//! ([`crate::play::protocol::UciEngine`]). Each worker keeps its two
+//! ([`crate::engine_io::protocol::UciEngine`]). Each worker keeps its two
 //! processes from game to game and from iteration to iteration; a process is
 //! replaced only after a fault, and the game is then played again (with a
 //! node limit it comes out the same). A game that fails three times in a
@@ -18,18 +18,17 @@ use std::{
 };
 
 use anyhow::{anyhow, bail, Context, Result};
-use serde::{Deserialize, Serialize};
 use shakmaty::Color;
 
 use super::{
-    checkpoint::{Settings, State},
+    checkpoint::State,
     paramfile::{self, Entry, Format},
-    run::{adjudication_of, draw, limit_of, Draw},
+    settings::{adjudication_of, draw, limit_of, Draw, EngineTarget, Settings, SpinOption},
     spsa::{self, TuneParam},
 };
+use crate::engine_io::protocol::{EngineSpec, Process, Proto, UciEngine};
 use crate::play::{
     game::{play_game, Adjudication, Limit, Opening},
-    protocol::{EngineSpec, Process, Proto, UciEngine},
     runner::PlayerSpec,
     spec::parse_player,
     stats::Wdl,
@@ -86,15 +85,6 @@ pub fn parse_option_line(line: &str) -> Option<UciOption> {
     })
 }
 
-/// A spin option: what can be tuned.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SpinOption {
-    pub name: String,
-    pub default: i64,
-    pub min: i64,
-    pub max: i64,
-}
-
 impl UciOption {
     fn spin(&self) -> Option<SpinOption> {
         if self.kind != "spin" {
@@ -128,7 +118,7 @@ pub fn uci_spec(spec: &str) -> Result<EngineSpec> {
 
 /// Starts the engine, sends `uci` and reads the options it declares.
 pub fn probe(spec: &EngineSpec) -> Result<Vec<UciOption>> {
-    let fault = |f: crate::play::protocol::Fault| {
+    let fault = |f: crate::engine_io::protocol::Fault| {
         anyhow!(
             "cannot read the options of engine {:?} ({}): {f}",
             spec.name,
@@ -189,22 +179,6 @@ fn not_a_spin(name: &str, options: &[UciOption]) -> String {
             spins.len()
         )
     }
-}
-
-/// The engine of an `--engine` run, as recorded in its checkpoint.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct EngineTarget {
-    /// `--engine` as given.
-    pub spec: String,
-    /// The tuned options as the engine declared them, in parameter order.
-    pub options: Vec<SpinOption>,
-    /// Options `--start` set that are not tuned: sent once to each process.
-    pub fixed: Vec<(String, i64)>,
-    /// The format `--params` was read in, which the tuned values are also
-    /// written back in, beside `--out` (absent: TOML, and checkpoints
-    /// written before there were other formats).
-    #[serde(default, skip_serializing_if = "Format::is_toml")]
-    pub format: Format,
 }
 
 /// `--engine SPEC --params P [--start S.toml]`: the engine, and the

@@ -10,6 +10,8 @@ pub mod external;
 pub mod fit;
 pub mod paramfile;
 pub mod report;
+pub mod request;
 pub mod run;
+pub mod settings;
 pub mod shard;
 pub mod spsa;

@@ -20,7 +20,7 @@
 //! with `#` are skipped (neither site takes comments, and none are written).
 //! A line's numbers must be finite; an `int` line's bounds integers. The
 //! readers check the file alone; whether the engine has the options, and
-//! their ranges, is [`super::external`]'s to check. [`write`] gives the same
+//! their ranges, is the external engine's side to check (`tune/external.rs`). [`write`] gives the same
 //! format back with the tuned values as the start, so the file read again
 //! holds exactly the tuned values.
 

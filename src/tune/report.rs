@@ -5,7 +5,7 @@ use std::{fmt::Write as _, path::Path};
 
 use anyhow::Result;
 
-use super::checkpoint::State;
+use super::{checkpoint::State, run};
 use crate::atomic_file;
 
 /// `iteration,games,wins,draws,losses,<parameter>...`; row 0 holds the start values.
@@ -313,4 +313,49 @@ pub fn plot_compare(a: &State, b: &State, labels: [&str; 2], path: &Path) -> Res
         b.games()
     );
     draw_panels(path, &title, a.games().max(b.games()), &panels)
+}
+
+/// `learnbook tune-report`: the run's summary; with `compare`, the
+/// parameters both runs tuned side by side; the trajectory as CSV and as a
+/// plot (both runs' with `compare`). Each line goes to `say` as its file is
+/// written.
+pub fn report(
+    checkpoint: &Path,
+    compare: Option<&Path>,
+    csv: Option<&Path>,
+    plot: Option<&Path>,
+    say: &mut dyn std::io::Write,
+) -> Result<()> {
+    let state = State::load(checkpoint)?;
+    write!(say, "{}", run::summary(&state))?;
+    let other = compare
+        .map(|p| State::load(p).map(|st| (p, st)))
+        .transpose()?;
+    let name = |p: &Path| {
+        p.file_name()
+            .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into())
+    };
+    if let Some((path, b)) = &other {
+        let labels = [name(checkpoint), name(path)];
+        write!(
+            say,
+            "{}",
+            self::compare(&state, b, [&labels[0], &labels[1]])?
+        )?;
+    }
+    if let Some(p) = csv {
+        write_csv(&state, p)?;
+        writeln!(say, "trajectory written to {}", p.display())?;
+    }
+    if let Some(p) = plot {
+        match &other {
+            None => self::plot(&state, p)?,
+            Some((path, b)) => {
+                let labels = [name(checkpoint), name(path)];
+                plot_compare(&state, b, [&labels[0], &labels[1]], p)?
+            }
+        }
+        writeln!(say, "plot written to {}", p.display())?;
+    }
+    Ok(())
 }

@@ -11,8 +11,12 @@ use rayon::prelude::*;
 use shakmaty::Color;
 
 use super::{
-    checkpoint::{AdjudicationSpec, Iteration, LimitSpec, MatchPlan, MatchPoint, Settings, State},
-    external::{self, EngineTarget},
+    checkpoint::{Iteration, MatchPoint, State},
+    external,
+    settings::{
+        adjudication_of, draw, limit_of, AdjudicationSpec, Draw, EngineTarget, LimitSpec,
+        MatchPlan, Settings,
+    },
     spsa::{self, Schedule, TuneParam},
 };
 use crate::{
@@ -153,53 +157,6 @@ pub fn reopen(state: &State) -> Result<Vec<Opening>> {
         );
     }
     Ok(openings)
-}
-
-pub fn limit_of(spec: &LimitSpec) -> Result<Limit> {
-    Ok(match spec {
-        LimitSpec::Nodes(n) => Limit::Nodes(*n),
-        LimitSpec::Clock(tc) => Limit::Clock(tc.parse().map_err(anyhow::Error::msg)?),
-    })
-}
-
-pub fn adjudication_of(a: &AdjudicationSpec) -> Adjudication {
-    Adjudication {
-        draw: a.draw,
-        resign: a.resign,
-        max_moves: a.max_moves,
-    }
-}
-
-/// What iteration `k` plays, drawn from its own random stream: the
-/// perturbation, each pair's opening, and the two sides' parameters.
-pub struct Draw {
-    pub flip: Vec<f64>,
-    /// One opening index per pair.
-    pub picks: Vec<usize>,
-    /// theta + c_k * flip and theta - c_k * flip, clamped and rounded
-    /// stochastically to integers.
-    pub plus: Vec<f64>,
-    pub minus: Vec<f64>,
-}
-
-/// The draw of iteration `k` (0-based) from `theta`.
-pub fn draw(settings: &Settings, theta: &[f64], k: u64, n_openings: usize) -> Draw {
-    let mut rng = spsa::iteration_rng(settings.seed, k);
-    let flip = spsa::flips(&mut rng, settings.params.len());
-    let picks: Vec<usize> = (0..settings.pairs_per_iteration)
-        .map(|_| rng.random_range(0..n_openings))
-        .collect();
-    let (mut plus, mut minus) =
-        spsa::perturbed(&settings.schedule, &settings.params, theta, &flip, k);
-    for x in plus.iter_mut().chain(minus.iter_mut()) {
-        *x = spsa::round_stochastic(&mut rng, *x);
-    }
-    Draw {
-        flip,
-        picks,
-        plus,
-        minus,
-    }
 }
 
 /// Iteration `k` (0-based) from `theta`: its perturbation and the results

@@ -1,6 +1,6 @@
 //! `learnbook tune` as rounds of a job array: one SPSA iteration a round.
 //! Iteration `k` is a function of the seed, `k` and theta alone
-//! ([`run::draw`]), and with a node limit every game of it is a function of
+//! ([`settings::draw`]), and with a node limit every game of it is a function of
 //! the two sides and its opening, so N tasks can each play a share of the
 //! iteration's pairs from the same checkpoint ([`play_shard`], `tune-shard
 //! --shard I/N`: the pairs `p` with `p % N == I`), each writing a small part
@@ -23,8 +23,8 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     checkpoint::{parse_framed, save_framed, State},
-    external,
-    run::{self, Draw},
+    external, run,
+    settings::{self, Draw},
     spsa,
 };
 use crate::{
@@ -246,7 +246,7 @@ pub fn play_shard(
             } else {
                 let Draw {
                     picks, plus, minus, ..
-                } = run::draw(s, &state.theta, round.k, openings.len());
+                } = settings::draw(s, &state.theta, round.k, openings.len());
                 let plus = spsa::weights_at(&base, &s.params, &plus);
                 let minus = spsa::weights_at(&base, &s.params, &minus);
                 let mine: Vec<usize> = pairs.iter().map(|&p| picks[p]).collect();
@@ -422,7 +422,7 @@ pub fn step(checkpoint: &Path, dir: &Path, out: &Path) -> Result<StepOutcome> {
     }
     let iteration = round.iteration.then(|| {
         let s = &state.settings;
-        let flip = run::draw(s, &state.theta, round.k, s.openings_count).flip;
+        let flip = settings::draw(s, &state.theta, round.k, s.openings_count).flip;
         run::record_iteration(&mut state, &flip, &wdl);
         wdl
     });
@@ -435,6 +435,72 @@ pub fn step(checkpoint: &Path, dir: &Path, out: &Path) -> Result<StepOutcome> {
         progress_match,
         next: round_of(&state),
     })
+}
+
+impl ShardOutcome {
+    /// What `tune-shard` says about it: shard `shard`'s part in `dir` of
+    /// the run in `checkpoint`, played in `seconds`.
+    pub fn line(&self, shard: Shard, dir: &Path, checkpoint: &Path, seconds: f64) -> String {
+        match self {
+            ShardOutcome::Played { round, games } => format!(
+                "{round}: shard {shard} played {games} games in {seconds:.1} s, written to {}\n",
+                part_path(dir, round.k, shard).display()
+            ),
+            ShardOutcome::AlreadyPlayed(round) => format!(
+                "{round}: {} is already shard {shard}'s part: nothing to do\n",
+                part_path(dir, round.k, shard).display()
+            ),
+            ShardOutcome::Finished => {
+                format!("{} is finished: nothing to play\n", checkpoint.display())
+            }
+            ShardOutcome::Interrupted => "interrupted: no part written\n".into(),
+        }
+    }
+}
+
+/// What `tune-step` says after a step: the round and its parts, its match,
+/// its iteration, then the next round, or the run's summary and its end.
+/// `state` is the checkpoint as the step left it.
+pub fn step_report(outcome: &StepOutcome, state: &State, checkpoint: &Path, out: &Path) -> String {
+    let total = state.settings.schedule.iterations;
+    let mut text = String::new();
+    if let StepOutcome::Stepped {
+        round,
+        parts,
+        iteration,
+        progress_match,
+        next,
+    } = outcome
+    {
+        text += &format!("{round}: {parts} parts\n");
+        if progress_match.is_some() {
+            if let Some(m) = state.matches.last() {
+                text += &format!("{}\n", run::match_line(m));
+            }
+        }
+        if let Some(wdl) = iteration {
+            text += &format!(
+                "iteration {} of {total}: +{} ={} -{}, theta stepped; {} and {} written\n",
+                round.k + 1,
+                wdl.wins,
+                wdl.draws,
+                wdl.losses,
+                checkpoint.display(),
+                out.display()
+            );
+        }
+        if let Some(next) = next {
+            text += &format!("next round: {next}\n");
+            return text;
+        }
+        text += &run::summary(state);
+    }
+    text += &format!(
+        "finished: {} iterations of {total}, {} games\n",
+        state.iteration(),
+        state.games()
+    );
+    text
 }
 
 #[cfg(test)]

@@ -2,6 +2,11 @@
 //! reading a book back.
 #![allow(dead_code)] // each test crate uses a different subset
 
+pub mod browser;
+pub mod fuzz;
+pub mod serve;
+pub mod slurm;
+
 use rusqlite::Connection;
 use std::{
     io::Read,

@@ -129,8 +129,8 @@ pub(super) fn bench_tune(nodes: u64, pairs: usize, iterations: u64, openings: &P
     use learnbook::{
         engine::params::Weights,
         tune::{
-            checkpoint::{AdjudicationSpec, LimitSpec},
             run::{run, Plan},
+            settings::{AdjudicationSpec, LimitSpec},
             spsa::all_params,
         },
     };

@@ -405,6 +405,23 @@ pub fn run(opts: &Options) -> Result<(State, Outcome)> {
     Ok((state, outcome))
 }
 
+/// After Ctrl-C: the epoch reached, and how the fit continues (from its
+/// `checkpoint`, if it has one).
+pub fn interrupted_line(state: &State, checkpoint: Option<&Path>, out: &Path) -> String {
+    match checkpoint {
+        Some(c) => format!(
+            "interrupted at epoch {}; `learnbook fit --resume --checkpoint {} --positions ... --out {}` continues\n",
+            state.epoch,
+            c.display(),
+            out.display()
+        ),
+        None => format!(
+            "interrupted at epoch {} (no --checkpoint: it cannot be resumed)\n",
+            state.epoch
+        ),
+    }
+}
+
 /// The weights that moved most, for the summary.
 pub fn summary(state: &State) -> String {
     let params = Weights::default().params();

@@ -1,0 +1,7 @@
+//! Other engines as processes: the UCI and xboard clients that start an
+//! engine, speak its protocol and time its answers ([`protocol`]). Below
+//! the parts that use them (the match runner in `play`, the analysts of
+//! `analyze`, the external-engine tuner in `tune`); it imports none of
+//! them. Not the search core: that is `engine`, which plays in-process.
+
+pub mod protocol;

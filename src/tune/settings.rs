@@ -1,0 +1,141 @@
+//! The tuner's settings, as a run is started with them and as its checkpoint
+//! records them: the move limit, adjudication, SPSA schedule and parameters,
+//! the engine of an `--engine` run; and what iteration `k` plays ([`draw`]),
+//! which the in-process loop, the external engine's arena and the job-array
+//! rounds share. A leaf below them all: it names no other
+//! part of the tuner but the SPSA arithmetic and the parameter file formats.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+
+use super::{
+    paramfile::Format,
+    spsa::{self, Schedule, TuneParam},
+};
+use crate::play::game::{Adjudication, Limit};
+
+/// How long each move may take, in the checkpoint's words.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum LimitSpec {
+    Nodes(u64),
+    /// `moves/seconds+increment` as `--tc` takes it.
+    Clock(String),
+}
+
+/// Early ends of tuning games (cutechess `-draw`, `-resign`, `-maxmoves`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AdjudicationSpec {
+    pub draw: Option<(u32, u32, i32)>,
+    pub resign: Option<(u32, i32)>,
+    pub max_moves: Option<u32>,
+}
+
+/// What a run was started with; a resume takes these, not the command line.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
+    pub limit: LimitSpec,
+    pub pairs_per_iteration: usize,
+    pub schedule: Schedule,
+    pub seed: u64,
+    pub openings: PathBuf,
+    /// Checked on resume: the openings file must still hold as many.
+    pub openings_count: usize,
+    pub adjudication: AdjudicationSpec,
+    /// Every number of the start weights, in [`crate::engine::params::Weights::params`] order
+    /// (empty for an `--engine` run).
+    pub base: Vec<i32>,
+    pub params: Vec<TuneParam>,
+    /// `--engine` runs: the engine whose options are tuned (absent in
+    /// in-process runs, and in checkpoints written before `--engine` was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<EngineTarget>,
+    /// `--match-every`: a short match of the current values against the
+    /// start now and then, so a run shows its gain as it goes (absent in
+    /// checkpoints written before it existed: no matches).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress_match: Option<MatchPlan>,
+}
+
+/// How often the current values meet the start, and for how many pairs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MatchPlan {
+    /// After every this many iterations.
+    pub every: u64,
+    /// Game pairs (one opening, colours swapped) a match.
+    pub pairs: usize,
+}
+
+/// A spin option: what can be tuned.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpinOption {
+    pub name: String,
+    pub default: i64,
+    pub min: i64,
+    pub max: i64,
+}
+
+/// The engine of an `--engine` run, as recorded in its checkpoint.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EngineTarget {
+    /// `--engine` as given.
+    pub spec: String,
+    /// The tuned options as the engine declared them, in parameter order.
+    pub options: Vec<SpinOption>,
+    /// Options `--start` set that are not tuned: sent once to each process.
+    pub fixed: Vec<(String, i64)>,
+    /// The format `--params` was read in, which the tuned values are also
+    /// written back in, beside `--out` (absent: TOML, and checkpoints
+    /// written before there were other formats).
+    #[serde(default, skip_serializing_if = "Format::is_toml")]
+    pub format: Format,
+}
+
+pub fn limit_of(spec: &LimitSpec) -> Result<Limit> {
+    Ok(match spec {
+        LimitSpec::Nodes(n) => Limit::Nodes(*n),
+        LimitSpec::Clock(tc) => Limit::Clock(tc.parse().map_err(anyhow::Error::msg)?),
+    })
+}
+
+pub fn adjudication_of(a: &AdjudicationSpec) -> Adjudication {
+    Adjudication {
+        draw: a.draw,
+        resign: a.resign,
+        max_moves: a.max_moves,
+    }
+}
+
+/// What iteration `k` plays, drawn from its own random stream: the
+/// perturbation, each pair's opening, and the two sides' parameters.
+pub struct Draw {
+    pub flip: Vec<f64>,
+    /// One opening index per pair.
+    pub picks: Vec<usize>,
+    /// theta + c_k * flip and theta - c_k * flip, clamped and rounded
+    /// stochastically to integers.
+    pub plus: Vec<f64>,
+    pub minus: Vec<f64>,
+}
+
+/// The draw of iteration `k` (0-based) from `theta`.
+pub fn draw(settings: &Settings, theta: &[f64], k: u64, n_openings: usize) -> Draw {
+    let mut rng = spsa::iteration_rng(settings.seed, k);
+    let flip = spsa::flips(&mut rng, settings.params.len());
+    let picks: Vec<usize> = (0..settings.pairs_per_iteration)
+        .map(|_| rng.random_range(0..n_openings))
+        .collect();
+    let (mut plus, mut minus) =
+        spsa::perturbed(&settings.schedule, &settings.params, theta, &flip, k);
+    for x in plus.iter_mut().chain(minus.iter_mut()) {
+        *x = spsa::round_stochastic(&mut rng, *x);
+    }
+    Draw {
+        flip,
+        picks,
+        plus,
+        minus,
+    }
+}
