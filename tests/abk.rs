@@ -424,7 +424,7 @@ fn malformed_abk_files_are_refused_with_a_clear_error_and_change_nothing() {
 
 #[test]
 fn side_keeps_one_sides_moves() {
-    use learnbook::book::abk::read_file;
+    use learnbook::book::formats::abk::read_file;
     let dir = TempDir::new().expect("tmp");
     let book = sample_book(dir.path());
     let depth: HashMap<i64, i64> = common::positions(&book)

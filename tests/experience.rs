@@ -16,9 +16,11 @@ use std::{
 use common::{count, have, have_program, have_shared, ok, run, s, sample, shared};
 use learnbook::book::{
     db::Book,
-    experience::{self, move_score, to_internal, ExpEntry, ENTRY_SIZE},
+    formats::{
+        experience::{self, move_score, to_internal, ExpEntry, ENTRY_SIZE},
+        sf_keys::{sf_key, SfKey, SfMove},
+    },
     keys::{polyglot_key, Key},
-    sf_keys::{sf_key, SfKey, SfMove},
 };
 use shakmaty::{fen::Fen, CastlingMode, Chess, EnPassantMode, Position};
 use tempfile::TempDir;

@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 use common::{ok, s, sample, sample_text};
 use learnbook::book::{
     db::{MoveRating, TopEntry},
-    explorer_view::{game_pgn, parse_game_id},
-    ingest::{Filter, GameStream},
     keys::Key,
+    pgn::ingest::{Filter, GameStream},
+    view::explorer::{game_pgn, parse_game_id},
     Book,
 };
 use tempfile::TempDir;
@@ -156,7 +156,7 @@ fn every_game_reads_back_from_its_pgn_as_the_same_game() {
     for id in ids {
         let text = game_pgn(&book, id).expect("read").expect("a game");
         assert_eq!(
-            parse_game_id(&learnbook::book::explorer_view::game_id_text(id)),
+            parse_game_id(&learnbook::book::view::explorer::game_id_text(id)),
             Some(id)
         );
         let mut stream = GameStream::from_bytes(text.clone().into_bytes());

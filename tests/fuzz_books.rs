@@ -13,8 +13,8 @@ use std::{
 use common::fuzz::*;
 use learnbook::book::{
     check::check,
-    polyglot::{import, ExportOptions, WeightMode},
-    select::{Decision, Mode, OpeningBook},
+    formats::polyglot::{import, ExportOptions, WeightMode},
+    values::select::{Decision, Mode, OpeningBook},
     Book, BookSettings,
 };
 use rand::{rngs::StdRng, Rng, SeedableRng};
@@ -153,10 +153,10 @@ fn abk_seed() -> &'static [u8] {
             min_games: 2,
             max_ply: None,
             engine_moves: true,
-            side: learnbook::book::suite::SideToMove::Both,
+            side: learnbook::book::formats::suite::SideToMove::Both,
         };
         let path = dir.join("seed.abk");
-        learnbook::book::abk::export(&book, &path, &opts).expect("export");
+        learnbook::book::formats::abk::export(&book, &path, &opts).expect("export");
         std::fs::read(&path).expect("read")
     })
 }
@@ -164,7 +164,7 @@ fn abk_seed() -> &'static [u8] {
 /// Values that hit an ABK field's edges: none, zero, the root, just past
 /// the end, the largest.
 fn abk_word(rng: &mut StdRng, entries: u32) -> u32 {
-    let root = learnbook::book::abk::ROOT;
+    let root = learnbook::book::formats::abk::ROOT;
     match rng.random_range(0..8) {
         0 => u32::MAX,
         1 => 0,
@@ -178,7 +178,7 @@ fn abk_word(rng: &mut StdRng, entries: u32) -> u32 {
 }
 
 fn gen_abk(rng: &mut StdRng) -> Vec<u8> {
-    use learnbook::book::abk::{ENTRIES_START, ENTRY_LEN};
+    use learnbook::book::formats::abk::{ENTRIES_START, ENTRY_LEN};
     let seed = abk_seed();
     match rng.random_range(0..8) {
         0 => random_bytes(rng, 1024),
@@ -226,7 +226,7 @@ fn gen_abk(rng: &mut StdRng) -> Vec<u8> {
 }
 
 fn run_abk(dir: &Path, bytes: Vec<u8>) -> CaseResult {
-    use learnbook::book::abk;
+    use learnbook::book::formats::abk;
     let file = dir.join("case.abk");
     std::fs::write(&file, &bytes).map_err(|e| e.to_string())?;
     let path = dir.join("case.sqlite");
@@ -289,9 +289,11 @@ fn abk_books_survive_random_and_mutated_entries() {
 /// codes), scores and depths varied. Made once.
 fn experience_seed() -> &'static (tempfile::TempDir, PathBuf, Vec<u8>) {
     use learnbook::book::{
-        experience::{write_entries, ExpEntry},
+        formats::{
+            experience::{write_entries, ExpEntry},
+            sf_keys::{sf_key, SfMove},
+        },
         keys::polyglot_key,
-        sf_keys::{sf_key, SfMove},
     };
     static SEED: OnceLock<(tempfile::TempDir, PathBuf, Vec<u8>)> = OnceLock::new();
     SEED.get_or_init(|| {
@@ -376,7 +378,7 @@ fn gen_experience(rng: &mut StdRng) -> Vec<u8> {
 /// Imported into a copy of the seed's book: accepted and the book stays
 /// consistent, or refused with a message and the book unchanged.
 fn run_experience(dir: &Path, bytes: Vec<u8>) -> CaseResult {
-    use learnbook::book::experience::import;
+    use learnbook::book::formats::experience::import;
     let exp = dir.join("case.exp");
     std::fs::write(&exp, &bytes).map_err(|e| e.to_string())?;
     let path = dir.join("case.sqlite");

@@ -5,7 +5,7 @@ mod common;
 use std::{sync::OnceLock, time::Duration};
 
 use common::fuzz::*;
-use learnbook::book::{
+use learnbook::book::pgn::{
     ingest::{Filter, GameStream, RawGame},
     movetext::main_line_moves,
 };

@@ -119,7 +119,7 @@ fn gen_serve_query(rng: &mut StdRng) -> Vec<u8> {
 
 fn run_serve_query(bytes: Vec<u8>) -> CaseResult {
     use learnbook::{
-        book::{explorer_view::Explored, keys::polyglot_key},
+        book::{keys::polyglot_key, view::explorer::Explored},
         serve::{json, query},
     };
     let q = match query::parse(&bytes) {

@@ -277,7 +277,7 @@ fn san_at_start(uci: &str) -> String {
 
 #[test]
 fn export_keeps_engine_moves_by_value_unless_told_not_to() {
-    use learnbook::book::polyglot::read_bin;
+    use learnbook::book::formats::polyglot::read_bin;
     let dir = TempDir::new().expect("tmp");
     let book = analysed_sample(&dir);
     // Below a line with few games, where engine moves win choices.

@@ -9,9 +9,9 @@ use std::path::Path;
 use common::{sample, shared};
 use learnbook::book::{
     build::build_book,
-    ingest::{open_input, Filter, Game, GameResult, GameStream, Header},
     keys::polyglot_key,
-    select::{choose, Mode},
+    pgn::ingest::{open_input, Filter, Game, GameResult, GameStream, Header},
+    values::select::{choose, Mode},
     Book, BookSettings,
 };
 use rand::{rngs::StdRng, Rng, SeedableRng};
@@ -181,7 +181,7 @@ fn a_game_given_as_moves_is_the_game_read_from_its_pgn() {
     }
     assert!(compared >= 20, "only {compared} games compared");
     // An illegal move is refused, not stored.
-    let e4 = learnbook::book::ingest::parse_uci(&Chess::default(), "e2e4").expect("e4");
+    let e4 = learnbook::book::pgn::ingest::parse_uci(&Chess::default(), "e2e4").expect("e4");
     let header = Header {
         white: "a",
         black: "b",
@@ -243,7 +243,7 @@ fn learning_stays_exact_when_others_write_to_the_book() {
         if i == 62 {
             // This connection, outside add_game: new moves from the root.
             let bin = shared().join("polyglot/gnuchess-book.bin");
-            learnbook::book::polyglot::import(&mut a, &bin).expect("import");
+            learnbook::book::formats::polyglot::import(&mut a, &bin).expect("import");
         }
         if i % 10 == 9 || i == 63 {
             assert_exact(&a, &format!("after game {i}"));
@@ -334,7 +334,7 @@ fn one_lucky_game_does_not_outrank_a_solid_line() {
     for uci in [
         "h2h4", "e7e5", "h1h3", "d8h4", "h3e3", "f8c5", "e3e5", "e8f8", "e5e8",
     ] {
-        let m = learnbook::book::ingest::parse_uci(&p, uci).expect("legal");
+        let m = learnbook::book::pgn::ingest::parse_uci(&p, uci).expect("legal");
         p.play_unchecked(m);
         moves.push(m);
     }

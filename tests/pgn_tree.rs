@@ -141,7 +141,7 @@ fn assert_analyses_are_the_books(book: &Path, c: &Check) {
             (
                 a.engine.as_str(),
                 a.depth,
-                learnbook::book::report::format_cp(-a.score).as_str()
+                learnbook::book::view::report::format_cp(-a.score).as_str()
             ),
             "{child:x}"
         );

@@ -250,7 +250,7 @@ fn a_polyglot_book_is_read_as_python_chess_reads_it_and_played_by_weight() {
     if !(common::have_shared() && common::have_python_chess()) {
         return;
     }
-    use learnbook::book::polyglot::PolyglotBook;
+    use learnbook::book::formats::polyglot::PolyglotBook;
     use rand::SeedableRng;
     use shakmaty::{fen::Fen, CastlingMode, Chess};
 

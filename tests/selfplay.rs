@@ -15,7 +15,7 @@ use std::{
 
 use common::{ok, repo, run, s};
 use learnbook::{
-    book::ingest::{Filter, GameStream, RawGame},
+    book::pgn::ingest::{Filter, GameStream, RawGame},
     play::game::Eval,
 };
 
@@ -62,7 +62,7 @@ fn games_text(path: &Path) -> String {
 
 /// Every game of the file, with its comments, read by the crate's reader.
 fn read_games(path: &Path) -> Vec<RawGame> {
-    let input = learnbook::book::ingest::open_input(path).expect("open");
+    let input = learnbook::book::pgn::ingest::open_input(path).expect("open");
     let mut stream = GameStream::with_comments(input);
     let mut games = Vec::new();
     loop {

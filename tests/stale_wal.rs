@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use common::{count, differences, ok, positions, run, s, sample_text};
 use learnbook::book::{
-    ingest::{open_input, Filter, Game, GameStream},
+    pgn::ingest::{open_input, Filter, Game, GameStream},
     Book,
 };
 use tempfile::TempDir;

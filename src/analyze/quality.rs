@@ -31,10 +31,12 @@ use shakmaty::{CastlingMode, Chess, Move, Position};
 
 use crate::{
     book::{
+        formats::polyglot::PolyglotBook,
         keys::{polyglot_key, Key},
-        minimax::{option_weights, Choice},
-        polyglot::PolyglotBook,
-        select::choice_of,
+        values::{
+            minimax::{option_weights, Choice},
+            select::choice_of,
+        },
         Book,
     },
     engine_io::protocol::{EngineSpec, UciEngine},
@@ -67,7 +69,7 @@ pub struct Options {
     pub skip: usize,
     /// Instead of the most played: --positions drawn at random (--seed) from every
     /// position the book's games reach with this many games, 3..20 (where games run out).
-    pub games: Option<crate::book::suite::Interval<u32>>,
+    pub games: Option<crate::book::formats::suite::Interval<u32>>,
     /// The draw of --games.
     pub seed: u64,
     /// Positions at most this many plies from the start.
@@ -269,7 +271,7 @@ fn add_engine_picks(
 fn in_band(
     book: &Book,
     max_ply: u32,
-    band: crate::book::suite::Interval<u32>,
+    band: crate::book::formats::suite::Interval<u32>,
     count: usize,
     seed: u64,
 ) -> Result<Vec<(Chess, u32, u32)>> {

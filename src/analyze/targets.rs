@@ -16,8 +16,7 @@ use super::Budget;
 use crate::book::{
     db::Analysis,
     keys::{Key, KeyMap, MoveCode},
-    minimax::option_weights,
-    select::choice_of,
+    values::{minimax::option_weights, select::choice_of},
     Book,
 };
 

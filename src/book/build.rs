@@ -1,6 +1,6 @@
 //! Running PGN inputs into a book: `build` (bulk) and `learn` (game by game).
 //!
-//! The games come from [`super::read_games`]; the calling thread owns the
+//! The games come from [`super::pgn::read_games`]; the calling thread owns the
 //! book.
 
 use std::{path::PathBuf, sync::Arc, time::Instant};
@@ -8,11 +8,10 @@ use std::{path::PathBuf, sync::Arc, time::Instant};
 use anyhow::{bail, Context, Result};
 
 use super::db::{files, Aggregate, Book, BookSettings};
-use super::ingest::{Filter, Game, SkipReason};
 use super::keys::KeySet;
 use super::merge_books::merge_books;
-use super::minimax::ChoiceChange;
-use super::read_games::{for_each_game, for_each_game_with, Prepare, Summary, LOG_EVERY};
+use super::pgn::ingest::{Filter, Game, SkipReason};
+use super::pgn::read_games::{for_each_game, for_each_game_with, Prepare, Summary, LOG_EVERY};
 use super::spill::{
     self, count_part, count_shared, plain_size, Counter, Distinct, GamesInOrder, Journal,
     JournalReader, KeyRange, PairSorter, SharedFilter, TempFiles, AGGREGATE_SHARE,
@@ -20,6 +19,7 @@ use super::spill::{
     JOURNAL_MEMORY_SHARE, PART_BYTES_PER_POSITION, PART_SHARE, SORT_SHARE,
 };
 pub use super::spill::{default_memory, parse_size, Spill};
+use super::values::minimax::ChoiceChange;
 use crate::atomic_file;
 use crate::peak_memory;
 use crate::shard::Shard;

@@ -30,10 +30,10 @@ use shakmaty::{fen::Fen, CastlingMode, Chess, Position};
 use super::db::stream::tail_listing;
 use super::db::top_games::{mover_elo, rank_of, TopEntry, TopList};
 use super::db::Book;
-use super::ingest::{next_key, Counts};
 use super::keys::{polyglot_key, Key, KeyMap, KeySet};
-use super::minimax::node_value_with;
+use super::pgn::ingest::{next_key, Counts};
 use super::spill::{SortRecord, Sorter};
+use super::values::minimax::node_value_with;
 
 #[derive(Clone, Debug, Default)]
 pub struct CheckReport {

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use learnbook::book::{build, minimax::ValueParams};
+use learnbook::book::{build, values::minimax::ValueParams};
 use learnbook::play::{game::Adjudication, spec};
 
 /// The exit code of a run stopped by Ctrl-C after storing what it did.
@@ -196,7 +196,7 @@ pub enum SideToMove {
     Black,
 }
 
-impl From<SideToMove> for learnbook::book::suite::SideToMove {
+impl From<SideToMove> for learnbook::book::formats::suite::SideToMove {
     fn from(side: SideToMove) -> Self {
         match side {
             SideToMove::Both => Self::Both,
@@ -215,7 +215,7 @@ pub enum Stratify {
     FirstMoves,
 }
 
-impl From<Stratify> for learnbook::book::suite::Stratify {
+impl From<Stratify> for learnbook::book::formats::suite::Stratify {
     fn from(s: Stratify) -> Self {
         match s {
             Stratify::Eco => Self::Eco,

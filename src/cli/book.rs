@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
-use learnbook::book::{self, select::Mode, Book};
+use learnbook::book::{self, values::select::Mode, Book};
 
 use super::args::{BookArg, Memory};
 
@@ -27,8 +27,8 @@ pub struct ShowArgs {
 pub fn show(args: ShowArgs) -> Result<ExitCode> {
     let ShowArgs { book, fen, moves } = args;
     let b = Book::open(&book.book)?;
-    let pos = book::report::position_from(fen.as_deref(), moves.as_deref())?;
-    print!("{}", book::report::show(&b, &pos)?);
+    let pos = book::view::report::position_from(fen.as_deref(), moves.as_deref())?;
+    print!("{}", book::view::report::show(&b, &pos)?);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -43,7 +43,7 @@ pub struct StatsArgs {
 pub fn stats(args: StatsArgs) -> Result<ExitCode> {
     let StatsArgs { book } = args;
     let b = Book::open(&book.book)?;
-    print!("{}", book::report::stats(&b)?);
+    print!("{}", book::view::report::stats(&b)?);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -94,8 +94,8 @@ pub fn choose(args: ChooseArgs) -> Result<ExitCode> {
         mode,
     } = args;
     let b = Book::open(&book.book)?;
-    let pos = book::report::position_from(fen.as_deref(), moves.as_deref())?;
-    match book::select::choose(&b, &pos, mode, &mut rand::rng())? {
+    let pos = book::view::report::position_from(fen.as_deref(), moves.as_deref())?;
+    match book::values::select::choose(&b, &pos, mode, &mut rand::rng())? {
         Some(m) => println!("{}", m.to_uci(shakmaty::CastlingMode::Standard)),
         None => {
             println!("(none)");

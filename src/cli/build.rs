@@ -8,7 +8,7 @@ use clap::Args;
 use learnbook::book::{
     self,
     build::{self, Learned},
-    ingest::Filter,
+    pgn::ingest::Filter,
     Book, BookSettings,
 };
 use learnbook::shard::Shard;
@@ -174,7 +174,7 @@ pub fn learn(args: LearnArgs) -> Result<ExitCode> {
     let opts = analyze.then(|| analysis.options()).transpose()?;
     let summary = build::learn(&mut b, files, |b, game, l: &Learned| {
         if !quiet {
-            println!("{}", book::report::learned_line(l));
+            println!("{}", book::view::report::learned_line(l));
         }
         if let Some(opts) = &opts {
             if let Some(boards) = game.boards() {

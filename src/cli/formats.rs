@@ -8,8 +8,10 @@ use anyhow::{bail, Result};
 use clap::Args;
 use learnbook::book::{
     self,
-    formats::BookFormat,
-    polyglot::{ExportOptions, WeightMode},
+    formats::{
+        polyglot::{ExportOptions, WeightMode},
+        BookFormat,
+    },
     Book,
 };
 
@@ -88,9 +90,9 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
         bail!("--side is for bin, abk and exp: a PGN tree needs both sides' moves");
     }
     let layout = if pgn_lines {
-        book::pgn_tree::Layout::Lines
+        book::formats::pgn_tree::Layout::Lines
     } else {
-        book::pgn_tree::Layout::Tree
+        book::formats::pgn_tree::Layout::Tree
     };
     let b = Book::open(&book.book)?;
     b.limit_memory(memory.bytes())?;
@@ -162,18 +164,18 @@ pub struct SuiteArgs {
     out: PathBuf,
     /// Plies at which lines end: 16 (after 8 moves) or a range, 12..16.
     #[arg(long, default_value = "16")]
-    plies: book::suite::Interval<u32>,
+    plies: book::formats::suite::Interval<u32>,
     /// Games through every position of a line, its exit included.
     #[arg(long, default_value_t = 20)]
     min_games: u32,
     /// Keep exits whose analysed score for White is in this range, pawns: 0.80..1.09
     /// (UHO), -0.20..0.20 (balanced). Needs the exits analysed (`learnbook analyze`).
     #[arg(long, value_name = "LO..HI", allow_hyphen_values = true)]
-    window: Option<book::suite::Interval<f64>>,
+    window: Option<book::formats::suite::Interval<f64>>,
     /// Keep exits whose predicted draw rate is in this range: 0.48..0.52. The model
     /// (win/loss logistic in the score) is fitted on the book's analysed positions.
     #[arg(long, value_name = "LO..HI")]
-    draw_rate: Option<book::suite::Interval<f64>>,
+    draw_rate: Option<book::formats::suite::Interval<f64>>,
     /// The side to move at the exits.
     #[arg(long, value_enum, default_value = "both")]
     side: SideToMove,
@@ -222,7 +224,7 @@ pub fn suite(args: SuiteArgs) -> Result<ExitCode> {
         }
         .options(true)?;
         let mut b = Book::open(&args.book.book)?;
-        let exits = book::suite::exits(&b, args.plies, args.min_games)?;
+        let exits = book::formats::suite::exits(&b, args.plies, args.min_games)?;
         let positions: Vec<_> = exits.into_iter().map(|e| (e.key, e.pos)).collect();
         learnbook::interrupt::stop_on_sigint();
         let summary = learnbook::analyze::run_on_positions(&mut b, &positions, &opts)?;
@@ -232,7 +234,7 @@ pub fn suite(args: SuiteArgs) -> Result<ExitCode> {
         }
     }
     let b = Book::open_read_only(&args.book.book)?;
-    let opts = book::suite::SuiteOptions {
+    let opts = book::formats::suite::SuiteOptions {
         plies: args.plies,
         min_games: args.min_games,
         window: args.window,
@@ -243,7 +245,7 @@ pub fn suite(args: SuiteArgs) -> Result<ExitCode> {
         stratify: args.stratify.map(Into::into),
         keep_lost: args.keep_lost,
     };
-    let (exits, summary) = book::suite::select(&b, &opts)?;
+    let (exits, summary) = book::formats::suite::select(&b, &opts)?;
     let event = format!(
         "learnbook suite {}",
         args.book
@@ -251,7 +253,7 @@ pub fn suite(args: SuiteArgs) -> Result<ExitCode> {
             .file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
     );
-    book::suite::write(&args.out, &exits, &event)?;
+    book::formats::suite::write(&args.out, &exits, &event)?;
     println!("{}", summary.text());
     println!("wrote {} positions to {}", exits.len(), args.out.display());
     Ok(ExitCode::SUCCESS)

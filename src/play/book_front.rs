@@ -7,7 +7,7 @@
 
 use rand::{rngs::StdRng, Rng, SeedableRng};
 
-use crate::book::select::{Decision, Mode, OpeningBook};
+use crate::book::values::select::{Decision, Mode, OpeningBook};
 use crate::engine_io::protocol::{Budget, Fault, Player, Reply, Request};
 
 /// A player that answers from `book` until the book has no move in a
@@ -295,7 +295,7 @@ mod tests {
         let (e4, d4) = (uci(&start, "e2e4"), uci(&start, "d2d4"));
         let after_e4 = start.clone().play(e4).unwrap();
         let e5 = uci(&after_e4, "e7e5");
-        let entry = |pos: &Chess, m: Move, weight: u16| crate::book::polyglot::Entry {
+        let entry = |pos: &Chess, m: Move, weight: u16| crate::book::formats::polyglot::Entry {
             key: crate::book::keys::polyglot_key(pos),
             mv: crate::book::keys::MoveCode::from_move(&m).0,
             weight,
@@ -306,7 +306,7 @@ mod tests {
             entry(&start, d4, 1),
             entry(&after_e4, e5, 1),
         ];
-        crate::book::polyglot::write_bin(path, &mut entries).unwrap();
+        crate::book::formats::polyglot::write_bin(path, &mut entries).unwrap();
         (start, e4, d4, after_e4, e5)
     }
 

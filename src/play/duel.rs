@@ -26,8 +26,8 @@ use super::{
 };
 use crate::{
     book::{
-        ingest::{open_input, GameStream},
-        select::Mode,
+        pgn::ingest::{open_input, GameStream},
+        values::select::Mode,
     },
     engine_io::protocol::EngineSpec,
 };

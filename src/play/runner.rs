@@ -24,8 +24,8 @@ use super::{
 };
 use crate::{
     book::{
-        ingest::{open_input, Game, GameResult, GameStream, Header, RawGame},
-        select::{Mode, OpeningBook},
+        pgn::ingest::{open_input, Game, GameResult, GameStream, Header, RawGame},
+        values::select::{Mode, OpeningBook},
         Book,
     },
     engine::{epd::Epd, params::Weights},

@@ -36,7 +36,7 @@ use super::{
     game::{play_game, Adjudication, GameRecord, Limit, Opening},
 };
 use crate::{
-    book::ingest::{Filter, GameStream, RawGame, SkipReason},
+    book::pgn::ingest::{Filter, GameStream, RawGame, SkipReason},
     engine::params::Weights,
     shard::Shard,
 };

@@ -17,7 +17,7 @@ use super::{
     stats::Sprt,
 };
 use crate::{
-    book::select::Mode,
+    book::values::select::Mode,
     engine_io::protocol::{EngineSpec, Proto},
 };
 

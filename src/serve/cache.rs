@@ -33,7 +33,7 @@ use axum::body::Bytes;
 use shakmaty::{fen::Fen, EnPassantMode};
 
 use super::query::MastersQuery;
-use crate::book::openings::{self, Opening};
+use crate::book::view::openings::{self, Opening};
 
 /// Answers kept at most by default.
 pub const DEFAULT_ENTRIES: usize = 20_000;

@@ -39,7 +39,7 @@ use super::{
     query,
     watch::BookWatch,
 };
-use crate::book::explorer_view::{game_id_text, game_pgn, parse_game_id};
+use crate::book::view::explorer::{game_id_text, game_pgn, parse_game_id};
 
 /// The body of `/bench/constant`.
 pub const CONSTANT_BODY: &str = r#"{"constant":true}"#;

@@ -28,10 +28,12 @@ use shakmaty::{fen::Fen, san::SanPlus, uci::UciMove, Chess, Color, EnPassantMode
 
 use super::query::MastersQuery;
 use crate::book::{
-    explorer_view::{Explored, ExploredMove, GameSummary, Score},
-    ingest::Counts,
     keys::polyglot_key,
-    openings::{self, Opening},
+    pgn::ingest::Counts,
+    view::{
+        explorer::{Explored, ExploredMove, GameSummary, Score},
+        openings::{self, Opening},
+    },
 };
 
 #[derive(Serialize)]

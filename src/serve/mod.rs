@@ -63,7 +63,7 @@ use tokio::{
     sync::Semaphore,
 };
 
-use crate::book::{openings, Book};
+use crate::book::{view::openings, Book};
 use pool::Pool;
 
 /// A client must send a whole request head within this time.

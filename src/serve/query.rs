@@ -29,7 +29,7 @@ pub const MAX_QUERY_BYTES: usize = 16 * 1024;
 /// `moves` when the query does not say.
 pub const DEFAULT_MOVES: usize = 12;
 /// `topGames` when the query does not say, and its maximum.
-pub const MAX_TOP_GAMES: usize = crate::book::explorer_view::MAX_TOP_GAMES;
+pub const MAX_TOP_GAMES: usize = crate::book::view::explorer::MAX_TOP_GAMES;
 /// Quoted input in an error message is cut to this many characters.
 const QUOTE_CHARS: usize = 40;
 

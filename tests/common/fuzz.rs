@@ -35,8 +35,8 @@ use std::{
 
 use learnbook::book::{
     build::build,
-    ingest::Filter,
-    polyglot::{export_entries, write_bin, ExportOptions, WeightMode},
+    formats::polyglot::{export_entries, write_bin, ExportOptions, WeightMode},
+    pgn::ingest::Filter,
     Book, BookSettings,
 };
 use rand::{rngs::StdRng, Rng, SeedableRng};
@@ -396,7 +396,7 @@ pub fn polyglot_seed() -> &'static [u8] {
             min_games: 2,
             max_ply: None,
             engine_moves: true,
-            side: learnbook::book::suite::SideToMove::Both,
+            side: learnbook::book::formats::suite::SideToMove::Both,
         };
         let mut entries = export_entries(&book, &opts).expect("export");
         let path = dir.join("seed.bin");

@@ -428,7 +428,7 @@ pub fn some_game_ids(server: &Server, book: &Path) -> Vec<String> {
             hashes
                 .iter()
                 .step_by(hashes.len() / 20 + 1)
-                .map(|h| learnbook::book::explorer_view::game_id_text(*h)),
+                .map(|h| learnbook::book::view::explorer::game_id_text(*h)),
         );
     }
     ids.sort();

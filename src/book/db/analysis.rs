@@ -8,7 +8,7 @@ use super::book::Book;
 use super::learn::reevaluate_keys;
 use super::tails::materialize_keys;
 use crate::book::keys::{Key, MoveCode};
-use crate::book::minimax::Reevaluation;
+use crate::book::values::minimax::Reevaluation;
 
 /// A position's search scores.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

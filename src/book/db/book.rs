@@ -14,9 +14,9 @@ use super::schema::{
 };
 use super::tails::tail_node;
 use super::values::reevaluate_within;
-use crate::book::ingest::Counts;
 use crate::book::keys::{Key, KeySet, MoveCode};
-use crate::book::minimax::{self, Graph, NodeInfo};
+use crate::book::pgn::ingest::Counts;
+use crate::book::values::minimax::{self, Graph, NodeInfo};
 use crate::shard::Shard;
 
 /// An open book.
@@ -57,7 +57,7 @@ pub struct BookMove {
     /// Added by `grow` (an engine move), and no game has played it since.
     pub engine: bool,
     /// The child is a position no game reached, valued by search
-    /// ([`minimax::NodeInfo::engine_only`]).
+    /// ([`NodeInfo::engine_only`]).
     pub child_engine: bool,
 }
 

@@ -14,7 +14,7 @@ use super::node_rows::{node_from_row, NODE_COLS, NODE_WIDTH};
 use super::tails::{tail_node, Expansion};
 use super::top_games::{top_from_blob, TopList};
 use crate::book::keys::{Key, KeyMap, MoveCode};
-use crate::book::minimax::{NodeInfo, ValueParams};
+use crate::book::values::minimax::{NodeInfo, ValueParams};
 
 /// Above this many positions the cache starts again (about 150 bytes each).
 const CACHE_LIMIT: usize = 1 << 18;

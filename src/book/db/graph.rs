@@ -7,7 +7,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use super::node_rows::{node_from_row, NODE_COLS, NODE_WIDTH};
 use super::tails::for_each_tail;
 use crate::book::keys::{Key, MoveCode};
-use crate::book::minimax::{Graph, ValueParams};
+use crate::book::values::minimax::{Graph, ValueParams};
 
 /// Loads every position and move through `conn` (inside a transaction, this
 /// sees its uncommitted rows), tails expanded. The first `rows` nodes are

@@ -12,7 +12,7 @@ use super::graph::link_parent;
 use super::learn::reevaluate_keys;
 use super::tails::materialize_keys;
 use crate::book::keys::{Key, MoveCode};
-use crate::book::minimax::Reevaluation;
+use crate::book::values::minimax::Reevaluation;
 
 /// A move `grow` adds: its code and UCI, the position it leads to, and that
 /// position's search score (from the side to move there; stored only where

@@ -9,8 +9,8 @@ use super::book::Book;
 use super::graph::link_parent;
 use super::tails::materialize_keys;
 use super::values::reevaluate_within;
-use crate::book::ingest::Counts;
 use crate::book::keys::{Key, MoveCode};
+use crate::book::pgn::ingest::Counts;
 
 /// One Polyglot entry as a book move.
 #[derive(Clone, Debug)]

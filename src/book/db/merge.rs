@@ -25,10 +25,10 @@ use super::top_games::{merge_top, top_from_blob};
 use super::values::{reevaluate_by_depth, GRAPH_BYTES_PER_POSITION};
 use shakmaty::fen::Fen;
 
-use crate::book::ingest::GameResult;
 use crate::book::keys::Key;
-use crate::book::minimax::ValueParams;
+use crate::book::pgn::ingest::GameResult;
 use crate::book::spill::PairSorter;
+use crate::book::values::minimax::ValueParams;
 
 /// What one added book brought.
 #[derive(Clone, Debug, Default)]

@@ -19,7 +19,7 @@
 //! * `rows`: the typed record of each table a new book's bulk writer
 //!   writes, its columns listed once;
 //! * `graph`: parent links, the whole book as a
-//!   [`Graph`](crate::book::minimax::Graph) and its full re-evaluation;
+//!   [`Graph`](crate::book::values::minimax::Graph) and its full re-evaluation;
 //! * `cache`: what the incremental pass keeps between games;
 //! * `learn`: `add_game`, one game in one transaction;
 //! * `bulk`: `build`'s aggregate of many games; `bulk_graph`: the rows,
@@ -52,9 +52,6 @@ pub mod analysis;
 pub mod analysis_file;
 pub mod book;
 pub mod bulk;
-mod bulk_graph;
-pub mod bulk_parts;
-pub mod bulk_write;
 mod cache;
 pub mod explore;
 pub mod files;
@@ -75,7 +72,7 @@ mod values;
 
 pub use analysis::Analysis;
 pub use book::{Book, BookMove, BookTotals};
-pub use bulk::Aggregate;
+pub use bulk::aggregate::Aggregate;
 pub use explore::{GameInfo, MoveRating};
 pub use schema::{BookSettings, SCHEMA_VERSION};
 pub use top_games::TopEntry;

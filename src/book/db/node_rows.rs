@@ -2,8 +2,8 @@
 //! from, the statement that adds a move's counts, and a node's search
 //! inputs from its analysis.
 
-use crate::book::ingest::Counts;
-use crate::book::minimax::{self, NodeInfo};
+use crate::book::pgn::ingest::Counts;
+use crate::book::values::minimax::{self, NodeInfo};
 
 /// Adds one move's counts (a new move, or more games for a known one).
 pub(super) const MOVE_UPSERT: &str = "INSERT INTO moves(parent, move, uci, child, white, draws, black, rating_sum, rated) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)

@@ -6,8 +6,8 @@ use anyhow::Result;
 use super::book::Book;
 use super::tail_index::{for_each_bucket, prefix};
 use super::tails::for_each_tail;
-use crate::book::ingest::Counts;
 use crate::book::keys::{Key, KeySet, MoveCode};
+use crate::book::pgn::ingest::Counts;
 
 /// A row of `moves`, with the depth of its parent position.
 #[derive(Clone, Copy, Debug)]

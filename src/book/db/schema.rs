@@ -9,7 +9,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use super::graph::reevaluate_all;
 use super::tail_index::migrate_rows;
 use crate::book::keys::Key;
-use crate::book::minimax::ValueParams;
+use crate::book::values::minimax::ValueParams;
 use crate::shard::Shard;
 
 pub const SCHEMA_VERSION: u32 = 8;

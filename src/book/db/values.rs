@@ -13,8 +13,8 @@ use rusqlite::{params, Connection};
 use super::cache::{NodeCache, Sql};
 use super::graph::reevaluate_all;
 use crate::book::keys::{Key, MoveCode};
-use crate::book::minimax::{node_value_with, NodeInfo, ValueParams};
 use crate::book::spill::PairSorter;
+use crate::book::values::minimax::{node_value_with, NodeInfo, ValueParams};
 
 /// Positions the cache holds before it starts again (about 200 bytes each).
 const CACHE_POSITIONS: usize = 1 << 16;

@@ -9,8 +9,8 @@ use super::filter::SharedFilter;
 use super::journal::{Journal, JournalReader};
 use super::key_range::KeyRange;
 use crate::book::db::Aggregate;
-use crate::book::ingest::Game;
 use crate::book::keys::{Key, KeySet};
+use crate::book::pgn::ingest::Game;
 
 /// Counts games in memory while they fit; past the budget, in a filter of
 /// shared positions (see [`crate::book::spill`]). Every game is journalled.

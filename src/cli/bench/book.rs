@@ -4,7 +4,7 @@ use std::{path::Path, time::Instant};
 
 use anyhow::{bail, Context, Result};
 use learnbook::book::{
-    ingest::{open_input, Filter, GameStream, SkipReason},
+    pgn::ingest::{open_input, Filter, GameStream, SkipReason},
     Book,
 };
 

@@ -8,7 +8,7 @@ use std::{
 };
 
 use anyhow::{bail, Context, Result};
-use learnbook::book::ingest::{open_input, Filter};
+use learnbook::book::pgn::ingest::{open_input, Filter};
 
 use super::{median, tempfile_dir};
 

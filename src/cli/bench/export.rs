@@ -91,7 +91,7 @@ fn peer(format: BookFormat, jja: PathBuf) -> Result<Peer> {
 /// The start position's moves of an ABK book as `jja edit` lists them
 /// (`*,uci,priority,ngames,nwon,nlost`).
 fn start_moves_csv(abk: &Path) -> Result<String> {
-    let book = learnbook::book::abk::read_file(abk)?;
+    let book = learnbook::book::formats::abk::read_file(abk)?;
     let mut csv = String::from("*,uci,priority,ngames,nwon,nlost\n");
     for (i, m) in book.moves.iter().filter(|m| m.depth == 0).enumerate() {
         // White moves first: won and lost are White's.

@@ -452,7 +452,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             min_book_games,
         } => {
             let start = Instant::now();
-            let opts = learnbook::book::generate::Options {
+            let opts = learnbook::book::pgn::generate::Options {
                 book,
                 out,
                 games,
@@ -460,7 +460,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
                 max_ply,
                 min_book_games,
             };
-            let bytes = learnbook::book::generate::generate(&opts)?;
+            let bytes = learnbook::book::pgn::generate::generate(&opts)?;
             let secs = start.elapsed().as_secs_f64();
             println!(
                 "{}: {games} games, {:.1} MB of PGN ({:.0} bytes a game) in {secs:.1} s, {:.0} games/s",
@@ -631,7 +631,7 @@ pub struct BookQualityArgs {
     /// Instead of the most played: --positions drawn at random (--seed) from every
     /// position the book's games reach with this many games, 3..20 (where games run out).
     #[arg(long, value_name = "LO..HI")]
-    pub games: Option<learnbook::book::suite::Interval<u32>>,
+    pub games: Option<learnbook::book::formats::suite::Interval<u32>>,
     /// The draw of --games.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,

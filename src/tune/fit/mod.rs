@@ -12,12 +12,10 @@ use anyhow::{bail, Context, Result};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use self::{
-    model::Model,
-    samples::{Samples, Selection},
-};
 use super::checkpoint::{parse_framed, save_framed};
 use crate::engine::params::Weights;
+use model::Model;
+use samples::{Samples, Selection};
 
 /// Rows per parallel chunk: fixed, so that sums are added in one order.
 const CHUNK: usize = 8192;

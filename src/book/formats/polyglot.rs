@@ -2,7 +2,7 @@
 //!
 //! A Polyglot book is a sequence of 16-byte big-endian entries
 //! `(key u64, move u16, weight u16, learn u32)` sorted by key. The book
-//! stores keys and moves in exactly this encoding (see [`super::keys`]), so
+//! stores keys and moves in exactly this encoding (see [`crate::book::keys`]), so
 //! export is a copy plus a weight.
 
 use std::{
@@ -15,15 +15,15 @@ use std::{
 use anyhow::{bail, Context, Result};
 use shakmaty::{CastlingMode, Chess, Position};
 
-use super::db::import::ImportedMove;
-use super::db::scan::StoredMove;
-use super::db::Book;
-use super::ingest::Counts;
-use super::keys::{polyglot_key, Key, KeyMap, MoveCode};
-use super::minimax::{self, option_weights, NodeInfo};
-use super::spill::Sorter;
 use super::suite::SideToMove;
 use crate::atomic_file;
+use crate::book::db::import::ImportedMove;
+use crate::book::db::scan::StoredMove;
+use crate::book::db::Book;
+use crate::book::keys::{polyglot_key, Key, KeyMap, MoveCode};
+use crate::book::pgn::ingest::Counts;
+use crate::book::spill::Sorter;
+use crate::book::values::minimax::{self, option_weights, NodeInfo};
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Entry {

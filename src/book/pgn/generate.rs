@@ -19,10 +19,10 @@ use rand::{rngs::StdRng, Rng, SeedableRng};
 use rayon::prelude::*;
 use shakmaty::{san::SanPlus, Chess, Position};
 
-use super::db::Book;
 use super::ingest::Counts;
-use super::keys::{polyglot_key, Key, KeyMap, MoveCode};
 use crate::atomic_file;
+use crate::book::db::Book;
+use crate::book::keys::{polyglot_key, Key, KeyMap, MoveCode};
 
 /// What to generate.
 #[derive(Clone, Debug)]

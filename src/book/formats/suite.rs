@@ -17,10 +17,10 @@ use shakmaty::{
     fen::Fen, san::SanPlus, uci::UciMove, CastlingMode, Chess, Color, EnPassantMode, Move, Position,
 };
 
-use super::db::book::Book;
-use super::keys::{polyglot_key, Key};
-use super::openings;
-use super::pgn_out::wrap_movetext;
+use crate::book::db::book::Book;
+use crate::book::keys::{polyglot_key, Key};
+use crate::book::pgn::write::wrap_movetext;
+use crate::book::view::openings;
 
 /// A closed interval `lo..hi` (a single number is both ends).
 #[derive(Clone, Copy, Debug, PartialEq)]

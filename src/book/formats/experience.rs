@@ -38,14 +38,14 @@ use std::{
 use anyhow::{Context, Result};
 use shakmaty::{fen::Fen, CastlingMode, Chess, EnPassantMode, Position};
 
-use super::db::import::EngineMove;
-use super::db::scan::StoredMove;
-use super::db::{Analysis, Book};
-use super::keys::{polyglot_key, Key, KeyMap, MoveCode};
 use super::polyglot::ExportOptions;
 use super::sf_keys::{sf_key, SfKey, SfMove};
 use crate::analyze::child_score;
 use crate::atomic_file;
+use crate::book::db::import::EngineMove;
+use crate::book::db::scan::StoredMove;
+use crate::book::db::{Analysis, Book};
+use crate::book::keys::{polyglot_key, Key, KeyMap, MoveCode};
 
 /// Bytes of one entry.
 pub const ENTRY_SIZE: usize = 24;

@@ -1,15 +1,25 @@
 //! The book file formats `export` writes and `import` reads, chosen by
-//! `--format` or the file's extension, and the two commands' dispatch to
-//! each format's module.
+//! `--format` or the file's extension, each in its own file: Polyglot
+//! `.bin` (with the move selection the other exports share), Arena's
+//! `.abk`, BrainLearn's `.exp` (with Stockfish's keys), the book as PGN,
+//! and opening suites cut from the book. This file is the two commands'
+//! dispatch to each format's module.
+
+pub mod abk;
+pub mod experience;
+pub mod pgn_tree;
+pub mod polyglot;
+pub mod sf_keys;
+pub mod suite;
 
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
 use super::db::files;
-use super::pgn_tree::Layout;
-use super::polyglot::ExportOptions;
-use super::{abk, experience, pgn_tree, polyglot, Book, BookSettings};
+use super::{Book, BookSettings};
+use pgn_tree::Layout;
+use polyglot::ExportOptions;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum BookFormat {

@@ -1,7 +1,7 @@
 //! Stockfish's own position keys and move encoding, as the learning engines
 //! of the Stockfish family (BrainLearn, ShashChess, ...) key their
 //! experience files. The book keys positions by Polyglot's Zobrist key
-//! ([`super::keys`]); these are a different set of random numbers and a
+//! ([`crate::book::keys`]); these are a different set of random numbers and a
 //! different move code, needed only to write and read `.exp` files.
 //!
 //! Keys: Stockfish fills its tables from its PRNG (xorshift64*, seed

@@ -47,8 +47,8 @@ use std::collections::{BinaryHeap, HashSet};
 use anyhow::{bail, Result};
 use rayon::prelude::*;
 
-use super::ingest::Counts;
-use super::keys::{Key, KeyMap, MoveCode};
+use crate::book::keys::{Key, KeyMap, MoveCode};
+use crate::book::pgn::ingest::Counts;
 
 /// The value formula's parameters. Stored in the book's meta table so every
 /// evaluation of one book uses the same numbers.
@@ -688,7 +688,7 @@ pub fn reevaluate_from<T: Tree>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::book::ingest::expected_milli;
+    use crate::book::pgn::ingest::expected_milli;
 
     fn node(key: u64, depth: u32, w: u32, d: u32, b: u32) -> NodeInfo {
         NodeInfo::from_counts(

@@ -17,18 +17,16 @@ use anyhow::{anyhow, Context, Result};
 use rayon::prelude::*;
 use rusqlite::{params, Transaction};
 
-use super::book::Book;
-use super::bulk::{prune, Aggregate, EdgeAgg, NodeAgg};
-use super::bulk_graph::for_each_tail_batch;
-use super::bulk_write::{
-    insert_chunked, insert_game_tails, insert_moves, insert_pairs, source_ids,
-};
-use super::tail_index::IndexWriter;
-use super::top_games::write_top_blob;
-use crate::book::ingest::Counts;
+use super::aggregate::{prune, Aggregate, EdgeAgg, NodeAgg};
+use super::graph::for_each_tail_batch;
+use super::write::{insert_chunked, insert_game_tails, insert_moves, insert_pairs, source_ids};
+use crate::book::db::book::Book;
+use crate::book::db::tail_index::IndexWriter;
+use crate::book::db::top_games::write_top_blob;
 use crate::book::keys::{Key, KeySet, MoveCode};
-use crate::book::minimax::{node_value_with, NodeInfo, ValueParams};
+use crate::book::pgn::ingest::Counts;
 use crate::book::spill::{GamesInOrder, PairSorter};
+use crate::book::values::minimax::{node_value_with, NodeInfo, ValueParams};
 
 /// The keys of the rows, 8 bytes each: a hash set of them would take twice
 /// that, and more while it grows (they are most of what the budget does not
@@ -245,7 +243,7 @@ impl PartsWriter<'_> {
             for (i, t) in batch.iter().enumerate() {
                 let id = written + i as i64 + 1;
                 for &k in &t.keys {
-                    tail_entries.push((super::tail_index::prefix(k), id))?;
+                    tail_entries.push((crate::book::db::tail_index::prefix(k), id))?;
                 }
                 if let Some(h) = &t.head {
                     self.add_head(h)?;

@@ -5,12 +5,12 @@ use std::fmt::Write;
 use anyhow::{Context, Result};
 use shakmaty::{fen::Fen, CastlingMode, Chess, EnPassantMode, Position};
 
-use super::build::Learned;
-use super::db::{Book, BookMove};
-use super::ingest::parse_uci;
-use super::keys::polyglot_key;
-use super::minimax::option_weights;
-use super::select::{best_of, choice_of};
+use crate::book::build::Learned;
+use crate::book::db::{Book, BookMove};
+use crate::book::keys::polyglot_key;
+use crate::book::pgn::ingest::parse_uci;
+use crate::book::values::minimax::option_weights;
+use crate::book::values::select::{best_of, choice_of};
 
 /// The position given by `--fen` or `--moves` (from the start), or the start.
 pub fn position_from(fen: Option<&str>, moves: Option<&str>) -> Result<Chess> {

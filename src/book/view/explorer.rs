@@ -8,17 +8,17 @@
 use anyhow::Result;
 use shakmaty::{san::San, Chess, Color};
 
-use super::db::{Book, BookMove};
-use super::ingest::{Counts, GameResult};
-use super::keys::{polyglot_key, Key, MoveCode};
-use super::minimax::{deviation_score, option_weights};
-use super::select::{best_of, choice_of};
+use crate::book::db::{Book, BookMove};
+use crate::book::keys::{polyglot_key, Key, MoveCode};
+use crate::book::pgn::ingest::{Counts, GameResult};
+use crate::book::values::minimax::{deviation_score, option_weights};
+use crate::book::values::select::{best_of, choice_of};
 
 /// At most this many top games per position, as lichess keeps.
-pub use super::db::top_games::TOP_GAMES as MAX_TOP_GAMES;
+pub use crate::book::db::top_games::TOP_GAMES as MAX_TOP_GAMES;
 
 /// A game as a row of the explorer: who played it, when, and who won.
-pub use super::db::explore::GameHeader as GameSummary;
+pub use crate::book::db::explore::GameHeader as GameSummary;
 
 impl GameSummary {
     pub fn id_text(&self) -> String {

@@ -46,13 +46,13 @@ use std::{collections::hash_map, io::Write, path::Path};
 use anyhow::{bail, Result};
 use shakmaty::{san::SanPlus, Chess, Position};
 
-use super::db::Book;
-use super::explorer_view::ExploredMove;
-use super::keys::{polyglot_key, Key, KeyMap, MoveCode};
-use super::pgn_out::MovetextWriter;
 use super::polyglot::{export_entries, ExportOptions};
-use super::report::format_cp;
 use crate::atomic_file;
+use crate::book::db::Book;
+use crate::book::keys::{polyglot_key, Key, KeyMap, MoveCode};
+use crate::book::pgn::write::MovetextWriter;
+use crate::book::view::explorer::ExploredMove;
+use crate::book::view::report::format_cp;
 
 /// `--max-ply` of a PGN export when none is given: 12 plies (six moves)
 /// keep the master book's file to tens of megabytes (docs/FORMATS.md).

@@ -7,10 +7,10 @@
 use rayon::prelude::*;
 use shakmaty::Chess;
 
-use super::schema::moves_to_blob;
-use super::top_games::{mover_elo, rank_of, TopEntry, TopList, HELD_BYTES};
-use crate::book::ingest::{Counts, Game, GameTags};
+use crate::book::db::schema::moves_to_blob;
+use crate::book::db::top_games::{mover_elo, rank_of, TopEntry, TopList, HELD_BYTES};
 use crate::book::keys::{polyglot_key, Key, KeyMap};
+use crate::book::pgn::ingest::{Counts, Game, GameTags};
 
 /// In-memory aggregate of many games, for `build`.
 #[derive(Default)]
@@ -25,7 +25,7 @@ pub struct Aggregate {
     /// The names [`GameRow::source`] indexes.
     pub sources: Vec<String>,
     /// A new book keeps single-game tails as their game's moves
-    /// ([`super::tails`]) rather than as rows.
+    /// ([`crate::book::db::tails`]) rather than as rows.
     pub tails: bool,
     /// Heap bytes the games hold beside their rows (names, moves, keys),
     /// for [`Aggregate::approx_bytes`].
@@ -47,7 +47,7 @@ impl GameRow {
 
     /// The row without the names and tags, which a caller that owns the
     /// game can move into it instead of copying them.
-    pub(super) fn without_names(
+    pub(in crate::book::db) fn without_names(
         game: &Game,
         source: u32,
         copies: u32,
@@ -107,7 +107,7 @@ pub struct EdgeAgg {
 }
 
 impl EdgeAgg {
-    pub(super) fn new(child: Key, castle: bool) -> EdgeAgg {
+    pub(in crate::book::db) fn new(child: Key, castle: bool) -> EdgeAgg {
         EdgeAgg {
             child,
             castle,
@@ -118,7 +118,7 @@ impl EdgeAgg {
     }
 
     /// Counts one game with result counts `c` and the mover's rating.
-    pub(super) fn add(&mut self, c: Counts, mover_elo: Option<u32>) {
+    pub(in crate::book::db) fn add(&mut self, c: Counts, mover_elo: Option<u32>) {
         self.counts.add(c);
         if let Some(r) = mover_elo {
             self.rating_sum += u64::from(r);
@@ -271,7 +271,7 @@ impl Aggregate {
 
     /// The games in the order that gives their ids: by source name, then
     /// hash (the same for any split of the input into runs or shards).
-    pub(super) fn games_in_id_order(&mut self) -> Vec<GameRow> {
+    pub(in crate::book::db) fn games_in_id_order(&mut self) -> Vec<GameRow> {
         let mut games = std::mem::take(&mut self.games);
         let sources = &self.sources;
         games.par_sort_unstable_by(|a, b| {
@@ -283,7 +283,7 @@ impl Aggregate {
 
 /// `--min-games`: drops the positions and moves fewer than `min_games` games
 /// reach (a move to a dropped position has fewer games than it, so goes too).
-pub(super) fn prune(
+pub(in crate::book::db) fn prune(
     mut nodes: KeyMap<Key, NodeAgg>,
     mut edges: KeyMap<(Key, u16), EdgeAgg>,
     min_games: u32,
@@ -301,9 +301,9 @@ pub(super) fn prune(
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+pub(in crate::book::db) mod tests {
     use super::*;
-    use crate::book::ingest::{Filter, GameStream};
+    use crate::book::pgn::ingest::{Filter, GameStream};
 
     /// Games read from PGN text, each validated as `build` does.
     pub(in crate::book::db) fn games(pgn: &str) -> Vec<Game> {

@@ -1,5 +1,5 @@
 //! What a new book's rows are made of, from `build`'s aggregate
-//! ([`super::bulk`]): the moves in the tables' order and each position's
+//! ([`super::aggregate`]): the moves in the tables' order and each position's
 //! parents, the single-game tails (found, and valued from their last
 //! position back), and the graph of the rest, valued, as position rows.
 
@@ -7,35 +7,35 @@ use anyhow::{anyhow, bail, Result};
 use rayon::prelude::*;
 use shakmaty::Chess;
 
-use super::bulk::{EdgeAgg, GameRow, NodeAgg};
-use super::schema::moves_from_blob;
-use super::tail_index::prefix;
-use super::tails::value_chain;
-use super::top_games::{mover_elo, rank_of, TopEntry, TopList};
-use crate::book::ingest::Game;
+use super::aggregate::{EdgeAgg, GameRow, NodeAgg};
+use crate::book::db::schema::moves_from_blob;
+use crate::book::db::tail_index::prefix;
+use crate::book::db::tails::value_chain;
+use crate::book::db::top_games::{mover_elo, rank_of, TopEntry, TopList};
 use crate::book::keys::{polyglot_key, Key, KeyMap, MoveCode};
-use crate::book::minimax::{Graph, NodeInfo, ValueParams};
+use crate::book::pgn::ingest::Game;
 use crate::book::spill::GamesInOrder;
+use crate::book::values::minimax::{Graph, NodeInfo, ValueParams};
 
 /// What the thread that prepares the rows sends before it values them:
 /// the moves and the parent links.
-pub(super) type MoveRows = (Vec<((i64, u16), EdgeAgg)>, Links);
+pub(in crate::book::db) type MoveRows = (Vec<((i64, u16), EdgeAgg)>, Links);
 /// The rows' top lists, in key order.
-pub(super) type Tops = Vec<TopList>;
+pub(in crate::book::db) type Tops = Vec<TopList>;
 /// `(child, parent)` of every move, sorted (see [`parent_links`]).
-pub(super) type Links = Vec<(i64, i64)>;
+pub(in crate::book::db) type Links = Vec<(i64, i64)>;
 
 /// Frees `value` on a thread of its own: a build's tables hold millions of
 /// small allocations, and the book is complete before they are freed.
-pub(super) fn drop_apart<T: Send + 'static>(value: T) {
+pub(in crate::book::db) fn drop_apart<T: Send + 'static>(value: T) {
     std::thread::spawn(move || drop(value));
 }
 
-/// A position row before it is written ([`super::rows::PositionRecord`]
+/// A position row before it is written ([`crate::book::db::rows::PositionRecord`]
 /// once encoded): the valued node, its best move, its first parent, its
 /// top list.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct PositionRow<'a> {
+pub(in crate::book::db) struct PositionRow<'a> {
     pub node: &'a NodeInfo,
     pub best: Option<u16>,
     pub parent: Option<i64>,
@@ -43,7 +43,7 @@ pub(super) struct PositionRow<'a> {
 }
 
 /// The first `rows` nodes of the valued graph as rows, in key order.
-pub(super) fn position_rows<'a>(
+pub(in crate::book::db) fn position_rows<'a>(
     g: &'a Graph,
     rows: usize,
     tops: &'a [TopList],
@@ -73,7 +73,7 @@ pub(super) fn position_rows<'a>(
 /// first ply, the value of the first position, the keys), the tail
 /// positions the aggregate counted (to take out of the rows), and the
 /// positions before the tail it did not count (to add to them).
-pub(super) struct GameTail {
+pub(in crate::book::db) struct GameTail {
     pub row: GameRow,
     pub tail: Option<u32>,
     pub head: Option<NodeInfo>,
@@ -88,7 +88,7 @@ pub(super) struct GameTail {
 /// The games in id order made into [`GameTail`]s on every core (`lookup`:
 /// the counted rows), handed to `write` a batch at a time with the number
 /// of games before it, while the next batch is made.
-pub(super) fn for_each_tail_batch<'a>(
+pub(in crate::book::db) fn for_each_tail_batch<'a>(
     games: GamesInOrder<'_>,
     tails: bool,
     lookup: impl Fn(&Key) -> Option<&'a NodeAgg> + Sync,
@@ -132,7 +132,7 @@ pub(super) fn for_each_tail_batch<'a>(
     })
 }
 
-pub(super) fn game_tail<'a>(
+pub(in crate::book::db) fn game_tail<'a>(
     mut game: Game,
     source: u32,
     copies: u32,
@@ -212,7 +212,7 @@ pub(super) fn game_tail<'a>(
 
 /// Aggregated moves as rows (the first of each position in `nodes`, and
 /// the others), in the table's order (keys as SQLite stores them, signed).
-pub(super) fn sorted_edges<'a>(
+pub(in crate::book::db) fn sorted_edges<'a>(
     nodes: impl Iterator<Item = (&'a Key, &'a NodeAgg)>,
     others: KeyMap<(Key, u16), EdgeAgg>,
 ) -> Vec<((i64, u16), EdgeAgg)> {
@@ -226,7 +226,7 @@ pub(super) fn sorted_edges<'a>(
 
 /// `(child, parent)` of every move, sorted and without repeats, so grouped
 /// by child.
-pub(super) fn parent_links(edge_rows: &[((i64, u16), EdgeAgg)]) -> Vec<(i64, i64)> {
+pub(in crate::book::db) fn parent_links(edge_rows: &[((i64, u16), EdgeAgg)]) -> Vec<(i64, i64)> {
     let mut links: Vec<(i64, i64)> = edge_rows
         .iter()
         .map(|&((p, _), ref e)| (e.child.to_sql(), p))
@@ -238,7 +238,10 @@ pub(super) fn parent_links(edge_rows: &[((i64, u16), EdgeAgg)]) -> Vec<(i64, i64
 
 /// The entries of the tails index: `(prefix, game id)` of every tail position, in
 /// order, without repeats (ids are ranks in `games`).
-pub(super) fn tail_entries(games: &[GameRow], tail_of: &[(usize, usize)]) -> Vec<(i64, i64)> {
+pub(in crate::book::db) fn tail_entries(
+    games: &[GameRow],
+    tail_of: &[(usize, usize)],
+) -> Vec<(i64, i64)> {
     let mut listed: Vec<(i64, i64)> = Vec::new();
     for &(i, t) in tail_of {
         if let Some(keys) = &games[i].keys {
@@ -252,7 +255,7 @@ pub(super) fn tail_entries(games: &[GameRow], tail_of: &[(usize, usize)]) -> Vec
 
 /// What [`Book::bulk_load`] values, tails left out (the moves to write go
 /// ahead, as [`MoveRows`]).
-pub(super) struct Prepared {
+pub(in crate::book::db) struct Prepared {
     pub edge_list: Vec<(Key, MoveCode, Key)>,
     /// The rows in key order, then the first position of each tail.
     pub node_list: Vec<NodeInfo>,
@@ -264,7 +267,7 @@ pub(super) struct Prepared {
 /// and moves out: only its first position enters the graph, with its value
 /// fixed (as `reevaluate_all` does), so the graph holds the rows and no
 /// more.
-pub(super) fn prepare_rows(
+pub(in crate::book::db) fn prepare_rows(
     mut nodes: KeyMap<Key, NodeAgg>,
     edges: KeyMap<(Key, u16), EdgeAgg>,
     games: &[GameRow],
@@ -302,7 +305,7 @@ pub(super) fn prepare_rows(
 /// `nodes`: the table would grow, copying all it holds.)
 /// The moves go to `moves_ready` as soon as they are sorted, so that they
 /// are written while the rest is prepared.
-pub(super) fn prepare_graph(
+pub(in crate::book::db) fn prepare_graph(
     nodes: KeyMap<Key, NodeAgg>,
     more: Vec<(Key, NodeAgg)>,
     mut edges: KeyMap<(Key, u16), EdgeAgg>,
@@ -354,7 +357,7 @@ pub(super) fn prepare_graph(
 }
 
 /// A node of the graph from its aggregate.
-pub(super) fn node_info(key: Key, n: &NodeAgg) -> NodeInfo {
+pub(in crate::book::db) fn node_info(key: Key, n: &NodeAgg) -> NodeInfo {
     NodeInfo {
         expected: n.expected,
         exact: n.exact,
@@ -366,7 +369,10 @@ pub(super) fn node_info(key: Key, n: &NodeAgg) -> NodeInfo {
 /// the tail starts. A tail is the longest suffix of a game's positions that
 /// no other game reaches (one occurrence, so one move each, leading to the
 /// next), never its start.
-pub(super) fn find_tails(games: &[GameRow], nodes: &KeyMap<Key, NodeAgg>) -> Vec<(usize, usize)> {
+pub(in crate::book::db) fn find_tails(
+    games: &[GameRow],
+    nodes: &KeyMap<Key, NodeAgg>,
+) -> Vec<(usize, usize)> {
     games
         .par_iter()
         .enumerate()
@@ -382,7 +388,7 @@ pub(super) fn find_tails(games: &[GameRow], nodes: &KeyMap<Key, NodeAgg>) -> Vec
 
 #[cfg(test)]
 mod tests {
-    use super::super::bulk::tests::{aggregate, key_at};
+    use super::super::aggregate::tests::{aggregate, key_at};
     use super::*;
 
     #[test]

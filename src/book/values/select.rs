@@ -19,10 +19,10 @@ use shakmaty::{Chess, Move, Position as _};
 
 use std::path::Path;
 
-use super::db::{Book, BookMove};
-use super::keys::{polyglot_key, MoveCode};
 use super::minimax::{self, option_weights, Choice, NodeInfo, ValueParams};
-use super::polyglot::{is_polyglot_path, PolyglotBook};
+use crate::book::db::{Book, BookMove};
+use crate::book::formats::polyglot::{is_polyglot_path, PolyglotBook};
+use crate::book::keys::{polyglot_key, MoveCode};
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -185,8 +185,8 @@ pub fn best_of(parent: &NodeInfo, moves: &[BookMove], p: &ValueParams) -> Option
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::book::ingest::Counts;
     use crate::book::keys::Key;
+    use crate::book::pgn::ingest::Counts;
 
     fn book_move(mv: u16, q: f64, games: u32) -> BookMove {
         BookMove {

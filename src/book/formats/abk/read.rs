@@ -17,8 +17,8 @@ use super::{
 };
 use crate::book::db::import::{CountedMove, CountedPosition, ImportedMove};
 use crate::book::db::Book;
-use crate::book::ingest::Counts;
 use crate::book::keys::{polyglot_key, Key, KeyMap, MoveCode};
+use crate::book::pgn::ingest::Counts;
 
 /// A move read from an ABK book, merged over the paths that reach its
 /// position.

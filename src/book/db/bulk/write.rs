@@ -1,7 +1,7 @@
 //! `build`'s aggregate written into a book: into an empty one in key order
 //! ([`Book::bulk_load`]; [`Book::bulk_load_games`] for a build that
 //! journals its games), or added to a book ([`Book::merge`]). Each row is a
-//! typed record ([`super::rows`]) bound to SQLite's inserts, many rows a
+//! typed record ([`crate::book::db::rows`]) bound to SQLite's inserts, many rows a
 //! statement. (Writing a new book's tables as SQLite's pages instead was
 //! measured and removed: docs/FASTPATHS.md.)
 
@@ -11,22 +11,24 @@ use anyhow::{anyhow, Result};
 use rayon::prelude::*;
 use rusqlite::{params, Connection};
 
-use super::book::Book;
-use super::bulk::{prune, Aggregate, EdgeAgg, GameRow, NodeAgg};
-use super::bulk_graph::{
+use super::aggregate::{prune, Aggregate, EdgeAgg, GameRow, NodeAgg};
+use super::graph::{
     drop_apart, find_tails, for_each_tail_batch, parent_links, position_rows, prepare_graph,
     prepare_rows, sorted_edges, tail_entries, GameTail, Links, MoveRows, PositionRow, Tops,
 };
-use super::graph::reevaluate_all;
-use super::node_rows::MOVE_UPSERT;
-use super::rows::{insert_head, GameRecord, MoveRecord, ParentRecord, PositionRecord, Record};
-use super::schema::{hash_to_sql, source_id};
-use super::tail_index::{prefix, IndexWriter};
-use super::tails::materialize_keys;
-use super::top_games::{merge_top, write_top_blob};
+use crate::book::db::book::Book;
+use crate::book::db::graph::reevaluate_all;
+use crate::book::db::node_rows::MOVE_UPSERT;
+use crate::book::db::rows::{
+    insert_head, GameRecord, MoveRecord, ParentRecord, PositionRecord, Record,
+};
+use crate::book::db::schema::{hash_to_sql, source_id};
+use crate::book::db::tail_index::{prefix, IndexWriter};
+use crate::book::db::tails::materialize_keys;
+use crate::book::db::top_games::{merge_top, write_top_blob};
 use crate::book::keys::{Key, MoveCode};
-use crate::book::minimax::Graph;
 use crate::book::spill::{GamesInOrder, PairSorter};
+use crate::book::values::minimax::Graph;
 
 impl Book {
     /// Writes aggregated games into an empty book in key order, with values.
@@ -349,7 +351,7 @@ fn insert_game_rows(tx: &Connection, rows: &[(i64, &GameRow, Option<u32>, i64)])
 
 /// Inserts the games of `batch` with their tails, with the ids after
 /// `written`.
-pub(super) fn insert_game_tails(
+pub(in crate::book::db) fn insert_game_tails(
     tx: &Connection,
     batch: &[GameTail],
     written: i64,
@@ -368,7 +370,11 @@ pub(super) fn insert_game_tails(
 
 /// Inserts sorted rows of two integers (`head` names the table and its two
 /// columns) in ascending order, their pages packed full.
-pub(super) fn insert_pairs(tx: &Connection, head: &str, rows: &[(i64, i64)]) -> Result<()> {
+pub(in crate::book::db) fn insert_pairs(
+    tx: &Connection,
+    head: &str,
+    rows: &[(i64, i64)],
+) -> Result<()> {
     insert_chunked_in(tx, head, 2, rows, true, |st, i, &(a, b)| {
         st.raw_bind_parameter(i, a)?;
         st.raw_bind_parameter(i + 1, b)
@@ -410,7 +416,10 @@ fn insert_parents(tx: &Connection, links: &[(i64, i64)]) -> Result<()> {
 
 /// Inserts counted moves `((parent, move code), counts)` into a table
 /// that has none of them.
-pub(super) fn insert_moves(tx: &Connection, edge_rows: &[((i64, u16), EdgeAgg)]) -> Result<()> {
+pub(in crate::book::db) fn insert_moves(
+    tx: &Connection,
+    edge_rows: &[((i64, u16), EdgeAgg)],
+) -> Result<()> {
     insert_chunked(
         tx,
         &insert_head::<MoveRecord>(),
@@ -482,7 +491,7 @@ fn insert_position_rows(
     tx: &Connection,
     g: &Graph,
     rows: usize,
-    tops: &[super::top_games::TopList],
+    tops: &[crate::book::db::top_games::TopList],
     links: &[(i64, i64)],
 ) -> Result<()> {
     insert_positions(tx, &position_rows(g, rows, tops, links))
@@ -491,7 +500,7 @@ fn insert_position_rows(
 /// Inserts `rows` into a fresh table many at a time (one statement step per
 /// chunk of rows instead of per row): `bind` binds one row's `cols` values
 /// starting at parameter index `i`.
-pub(super) fn insert_chunked<T>(
+pub(in crate::book::db) fn insert_chunked<T>(
     tx: &Connection,
     head: &str,
     cols: usize,
@@ -565,7 +574,7 @@ fn write_moves<'a>(
 }
 
 /// The `sources` id of each name (added where new).
-pub(super) fn source_ids(tx: &Connection, names: &[String]) -> Result<Vec<i64>> {
+pub(in crate::book::db) fn source_ids(tx: &Connection, names: &[String]) -> Result<Vec<i64>> {
     let mut ids: HashMap<&str, i64> = HashMap::new();
     let mut out = Vec::with_capacity(names.len());
     for name in names {

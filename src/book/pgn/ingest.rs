@@ -22,8 +22,8 @@ use shakmaty::{
     EnPassantMode, Position,
 };
 
-use super::keys::{polyglot_key, Key, MoveCode};
 use super::movetext::first_bad_token;
+use crate::book::keys::{polyglot_key, Key, MoveCode};
 use crate::fnv::Fnv64;
 
 /// How a game ended, as far as the book is concerned. `*` counts as a draw,

@@ -16,13 +16,13 @@ use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 
 use super::ingest::{open_input, Filter, Game, GameStream, RawGame, SkipReason};
-use super::keys::KeySet;
+use crate::book::keys::KeySet;
 use crate::peak_memory;
 use crate::shard::Shard;
 
 const BATCH: usize = 2048;
 /// Games between two log lines when stderr is not a terminal.
-pub(super) const LOG_EVERY: u64 = 50_000;
+pub(in crate::book) const LOG_EVERY: u64 = 50_000;
 /// Examples kept per skip reason, for the summary.
 const EXAMPLES: usize = 3;
 
@@ -37,7 +37,7 @@ pub struct Summary {
     pub seconds: f64,
     /// Each phase's wall time and peak memory, for the summary.
     pub phases: Vec<Phase>,
-    /// What a build over its memory budget did (see [`super::spill`]).
+    /// What a build over its memory budget did (see [`crate::book::spill`]).
     pub spill: Option<String>,
     /// Which games a shard took (`build --shard`).
     pub shard: Option<String>,
@@ -55,7 +55,7 @@ pub struct Phase {
 
 impl Summary {
     /// Ends the phase `name` at `elapsed` seconds from the start of the run.
-    pub(super) fn end_phase(&mut self, name: &'static str, elapsed: f64) {
+    pub(in crate::book) fn end_phase(&mut self, name: &'static str, elapsed: f64) {
         let before: f64 = self.phases.iter().map(|p| p.seconds).sum();
         self.phases.push(Phase {
             name,
@@ -174,7 +174,7 @@ fn progress(label: &str) -> ProgressBar {
 
 /// Validates batches in parallel and hands each result to `sink` in input
 /// order, skipping games already seen (in the book or earlier in the run).
-pub(super) fn for_each_game(
+pub(in crate::book) fn for_each_game(
     inputs: Vec<PathBuf>,
     filter: &Filter,
     seen: Option<KeySet<u64>>,
@@ -195,11 +195,11 @@ pub(super) fn for_each_game(
 
 /// Work done on a validated game by the thread that validated it (so on
 /// every core), its result handed to the sink with the game.
-pub(super) type Prepare = std::sync::Arc<dyn Fn(&Game) -> Vec<u8> + Send + Sync>;
+pub(in crate::book) type Prepare = std::sync::Arc<dyn Fn(&Game) -> Vec<u8> + Send + Sync>;
 
 /// [`for_each_game`], with `prepare` run on each valid game as it is
 /// validated (also on a game the sink will see as a duplicate).
-pub(super) fn for_each_game_with(
+pub(in crate::book) fn for_each_game_with(
     inputs: Vec<PathBuf>,
     shard: Shard,
     filter: &Filter,

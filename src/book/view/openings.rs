@@ -11,15 +11,15 @@ use std::{collections::HashMap, sync::OnceLock};
 
 use shakmaty::{san::San, Chess, Position};
 
-use super::keys::{polyglot_key, Key};
+use crate::book::keys::{polyglot_key, Key};
 
 /// The tables as shipped: `eco<TAB>name<TAB>pgn`, a header line first.
 const TABLES: [(&str, &str); 5] = [
-    ("a.tsv", include_str!("../../assets/openings/a.tsv")),
-    ("b.tsv", include_str!("../../assets/openings/b.tsv")),
-    ("c.tsv", include_str!("../../assets/openings/c.tsv")),
-    ("d.tsv", include_str!("../../assets/openings/d.tsv")),
-    ("e.tsv", include_str!("../../assets/openings/e.tsv")),
+    ("a.tsv", include_str!("../../../assets/openings/a.tsv")),
+    ("b.tsv", include_str!("../../../assets/openings/b.tsv")),
+    ("c.tsv", include_str!("../../../assets/openings/c.tsv")),
+    ("d.tsv", include_str!("../../../assets/openings/d.tsv")),
+    ("e.tsv", include_str!("../../../assets/openings/e.tsv")),
 ];
 
 /// A named opening: its ECO code and name, as lichess writes them.

@@ -25,9 +25,9 @@ use super::{
 };
 use crate::atomic_file;
 use crate::book::db::Book;
+use crate::book::formats::polyglot::{for_each_selected, ExportOptions, SelectedMove, WeightMode};
+use crate::book::formats::suite::SideToMove;
 use crate::book::keys::{polyglot_key, Key, KeySet, MoveCode};
-use crate::book::polyglot::{for_each_selected, ExportOptions, SelectedMove, WeightMode};
-use crate::book::suite::SideToMove;
 use crate::peak_memory;
 
 /// The selection sorted by position, heaviest first (then by move, so that
@@ -407,7 +407,7 @@ mod tests {
     use shakmaty::{san::San, CastlingMode};
 
     use super::*;
-    use crate::book::ingest::Counts;
+    use crate::book::pgn::ingest::Counts;
 
     /// The selected moves of the lines given in SAN, each move weighing
     /// its line's number plus one (so that heavier lines come later).
