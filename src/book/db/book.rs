@@ -6,11 +6,12 @@ use anyhow::{bail, Context, Result};
 use rusqlite::{Connection, OptionalExtension};
 
 use super::cache::NodeCache;
+use super::codec::hash_from_sql;
 use super::graph::load_graph;
 use super::node_rows::{node_from_row, NODE_COLS};
 use super::schema::{
-    create_or_read, hash_from_sql, open_conn, open_conn_read_only, read_settings, read_shard,
-    write_engine_margin, write_shard, BookSettings,
+    create_or_read, open_conn, open_conn_read_only, read_settings, read_shard, write_engine_margin,
+    write_shard, BookSettings,
 };
 use super::tails::tail_node;
 use super::values::reevaluate_within;

@@ -7,7 +7,7 @@ use rusqlite::OptionalExtension;
 use shakmaty::{fen::Fen, san::SanPlus, CastlingMode, Chess, Position};
 
 use super::book::Book;
-use super::schema::{hash_from_sql, hash_to_sql, moves_from_blob};
+use super::codec::{hash_from_sql, hash_to_sql, moves_from_blob};
 use super::tails::tail_node;
 use super::top_games::{game_ratings, mover_elo, rank_of, top_from_blob, TopEntry, TopList};
 use crate::book::keys::{Key, MoveCode};

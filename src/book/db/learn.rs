@@ -7,9 +7,10 @@ use rusqlite::{params, Connection, Transaction, TransactionBehavior};
 
 use super::book::Book;
 use super::cache::{Cached, NodeCache, Sql};
+use super::codec::{hash_to_sql, moves_to_blob};
 use super::graph::link_transposition;
 use super::node_rows::MOVE_UPSERT;
-use super::schema::{hash_to_sql, moves_to_blob, source_id};
+use super::schema::source_id;
 use super::tail_index::{add as list_tail, prefix};
 use super::tails::{expand_learned, materialize_keys, search_of};
 use super::top_games::{mover_elo, rank_of, top_to_blob, TopEntry, TopList};

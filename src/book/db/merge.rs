@@ -17,8 +17,8 @@ use rusqlite::{params, OptionalExtension, Transaction};
 
 use super::analysis::ANALYSIS_COLUMNS;
 use super::book::Book;
+use super::codec::{hash_from_sql, moves_from_blob};
 use super::graph::reevaluate_all;
-use super::schema::{hash_from_sql, moves_from_blob};
 use super::tail_index::{add as add_entries, for_each_bucket, key_range, prefix, read_bucket};
 use super::tails::{expand, materialize_keys, read_tail_game_in, tail_node, write_rows};
 use super::top_games::{merge_top, top_from_blob};

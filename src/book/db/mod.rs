@@ -12,8 +12,9 @@
 //! * `files`: the WAL, index and journal SQLite keeps beside a book, and a
 //!   new book put in place (never over a book in use, never beside a
 //!   stale WAL);
-//! * `schema`: tables, settings in `meta`, migration from older schemas,
-//!   how a [`Key`](crate::book::keys::Key) is stored;
+//! * `schema`: tables, settings in `meta`, migration from older schemas;
+//! * `codec`: how a [`Key`](crate::book::keys::Key), a game hash and a
+//!   game's moves are stored in their columns;
 //! * `node_rows`: the row format read back: a node's columns, the move
 //!   upsert, search inputs from an analysis row;
 //! * `rows`: the typed record of each table a new book's bulk writer
@@ -22,10 +23,10 @@
 //!   [`Graph`](crate::book::values::minimax::Graph) and its full re-evaluation;
 //! * `cache`: what the incremental pass keeps between games;
 //! * `learn`: `add_game`, one game in one transaction;
-//! * `bulk`: `build`'s aggregate of many games; `bulk_graph`: the rows,
-//!   tails and graph made of it; `bulk_write`: written at once (each
-//!   table's row typed in `rows`);
-//! * `bulk_parts`: a new book too large to value in memory, written in parts;
+//! * `bulk/`: `build`'s bulk load: `aggregate` (many games in memory),
+//!   `graph` (the rows, tails and graph made of it), `write` (written at
+//!   once, each table's row typed in `rows`), `parts` (a new book too large
+//!   to value in memory, written in parts);
 //! * `analysis`: search scores (`analyze`);
 //! * `grow`: engine moves, as `grow` adds them;
 //! * `analysis_file`: a shard's search scores in a file of its own (`analyze --shard`);
@@ -40,12 +41,12 @@
 //! * `tail_index`: the index of tail positions by key, in buckets.
 //!
 //! Submodules name the file they import from (`super::book::Book`, not a
-//! re-export from here), and no two files import each other: `rows`,
-//! `node_rows`, `tail_index` and `files` import no other file here; `top_games` only
-//! `schema`; `tails` those; `graph` and `explore` `tails` (never the
-//! reverse). One longer circle is left: `schema` imports `graph` (a
-//! migration re-evaluates the book), which imports `tails`, which reads
-//! blobs with `schema`'s helpers. The bulk writers import the top
+//! re-export from here), and the imports form no circle: `codec`, `rows`,
+//! `node_rows`, `tail_index` and `files` import no other file here;
+//! `top_games` only `codec`; `tails` those; `graph` and `explore` `tails`
+//! (never the reverse); `schema` imports `graph` (a migration re-evaluates
+//! the book), and nothing below `graph` imports `schema` (the column
+//! encodings they share are in `codec`). The bulk writers import the top
 //! lists from `top_games` and the move upsert from `node_rows`.
 
 pub mod analysis;
@@ -53,6 +54,7 @@ pub mod analysis_file;
 pub mod book;
 pub mod bulk;
 mod cache;
+mod codec;
 pub mod explore;
 pub mod files;
 mod graph;

@@ -3,12 +3,10 @@
 use std::path::Path;
 
 use anyhow::{anyhow, bail, Context, Result};
-use rusqlite::types::{FromSql, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::graph::reevaluate_all;
 use super::tail_index::migrate_rows;
-use crate::book::keys::Key;
 use crate::book::values::minimax::ValueParams;
 use crate::shard::Shard;
 
@@ -92,29 +90,6 @@ CREATE TABLE IF NOT EXISTS tail_index(
     entries BLOB NOT NULL
 );
 ";
-
-/// Keys are bound and read as [`Key::to_sql`] stores them.
-impl ToSql for Key {
-    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
-        Ok(ToSqlOutput::from(Key::to_sql(*self)))
-    }
-}
-
-impl FromSql for Key {
-    fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
-        i64::column_result(value).map(Key::from_sql)
-    }
-}
-
-/// A game hash (`games.hash`) as SQLite stores it: the same bits, signed.
-pub(super) fn hash_to_sql(hash: u64) -> i64 {
-    hash as i64
-}
-
-/// Back from [`hash_to_sql`].
-pub(super) fn hash_from_sql(v: i64) -> u64 {
-    v as u64
-}
 
 /// Settings fixed when a book is created.
 #[derive(Copy, Clone, Debug)]
@@ -567,22 +542,4 @@ fn add_columns(conn: &Connection, table: &str, columns: &[(&str, &str)]) -> Resu
         }
     }
     Ok(())
-}
-
-/// A game's stored moves as `games.moves` keeps them: each Polyglot move
-/// code in two bytes, little-endian.
-pub(super) fn moves_to_blob(moves: impl Iterator<Item = u16>) -> Vec<u8> {
-    moves.flat_map(u16::to_le_bytes).collect()
-}
-
-/// Back from [`moves_to_blob`]; `None` if the length is odd.
-pub(super) fn moves_from_blob(blob: &[u8]) -> Option<Vec<u16>> {
-    if !blob.len().is_multiple_of(2) {
-        return None;
-    }
-    Some(
-        blob.chunks_exact(2)
-            .map(|b| u16::from_le_bytes([b[0], b[1]]))
-            .collect(),
-    )
 }

@@ -25,8 +25,8 @@ use rayon::prelude::*;
 use rusqlite::{params, Connection, OptionalExtension};
 use shakmaty::{Chess, Position};
 
+use super::codec::moves_from_blob;
 use super::node_rows::{search_inputs, MOVE_UPSERT};
-use super::schema::moves_from_blob;
 use super::tail_index::{candidates, prefix, unlist};
 use super::top_games::{
     game_ratings, merge_top, mover_elo, rank_of, top_to_blob, TopEntry, TopList,

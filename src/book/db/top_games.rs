@@ -12,7 +12,7 @@ use anyhow::Result;
 use rusqlite::{params, Connection, OptionalExtension};
 use smallvec::SmallVec;
 
-use super::schema::hash_from_sql;
+use super::codec::hash_from_sql;
 use crate::book::keys::{Key, MoveCode};
 
 /// Top games kept per position, as lichess's masters explorer keeps.

@@ -7,7 +7,7 @@
 use rayon::prelude::*;
 use shakmaty::Chess;
 
-use crate::book::db::schema::moves_to_blob;
+use crate::book::db::codec::moves_to_blob;
 use crate::book::db::top_games::{mover_elo, rank_of, TopEntry, TopList, HELD_BYTES};
 use crate::book::keys::{polyglot_key, Key, KeyMap};
 use crate::book::pgn::ingest::{Counts, Game, GameTags};

@@ -8,7 +8,7 @@ use rayon::prelude::*;
 use shakmaty::Chess;
 
 use super::aggregate::{EdgeAgg, GameRow, NodeAgg};
-use crate::book::db::schema::moves_from_blob;
+use crate::book::db::codec::moves_from_blob;
 use crate::book::db::tail_index::prefix;
 use crate::book::db::tails::value_chain;
 use crate::book::db::top_games::{mover_elo, rank_of, TopEntry, TopList};

@@ -17,12 +17,13 @@ use super::graph::{
     prepare_rows, sorted_edges, tail_entries, GameTail, Links, MoveRows, PositionRow, Tops,
 };
 use crate::book::db::book::Book;
+use crate::book::db::codec::hash_to_sql;
 use crate::book::db::graph::reevaluate_all;
 use crate::book::db::node_rows::MOVE_UPSERT;
 use crate::book::db::rows::{
     insert_head, GameRecord, MoveRecord, ParentRecord, PositionRecord, Record,
 };
-use crate::book::db::schema::{hash_to_sql, source_id};
+use crate::book::db::schema::source_id;
 use crate::book::db::tail_index::{prefix, IndexWriter};
 use crate::book::db::tails::materialize_keys;
 use crate::book::db::top_games::{merge_top, write_top_blob};
