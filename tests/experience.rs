@@ -523,9 +523,9 @@ fn experience_files_jja_writes_are_imported() {
         next.play_unchecked(mv);
         want_rows.insert((
             polyglot_key(&next).to_sql(),
-            i64::from(learnbook::analyze::child_score(experience::from_internal(
-                internal,
-            ))),
+            i64::from(learnbook::book::values::minimax::child_score(
+                experience::from_internal(internal),
+            )),
             i64::from(depth),
         ));
     }

@@ -33,6 +33,7 @@ use super::{pool, progress_bar, Analyst, Budget};
 use crate::book::db::grow::{EngineMove, Expansion};
 use crate::book::db::Analysis;
 use crate::book::keys::{polyglot_key, Key, MoveCode};
+use crate::book::values::minimax::child_score;
 use crate::book::Book;
 
 /// How `grow` runs.
@@ -534,7 +535,7 @@ fn expand(
                 mv: MoveCode::from_move(&mv),
                 uci: mv.to_uci(CastlingMode::Standard).to_string(),
                 child,
-                child_analysis: searched(child, super::child_score(s), d.saturating_sub(1), false),
+                child_analysis: searched(child, child_score(s), d.saturating_sub(1), false),
             }
         })
         .collect();

@@ -29,6 +29,7 @@ pub use targets::Target;
 use crate::book::{
     db::{analysis_file::AnalysisFile, Analysis},
     keys::{Key, MoveCode},
+    values::minimax::child_score,
     Book,
 };
 use crate::shard::Shard;
@@ -164,16 +165,6 @@ pub fn searched_row(
         engine: engine.to_string(),
         budget: budget.to_string(),
         grown: None,
-    }
-}
-
-/// A move's score from the mover's side as its child's score (the other
-/// side's): negated, a mate one ply nearer.
-pub fn child_score(score: i32) -> i32 {
-    if score.abs() >= 20_000 {
-        -score - score.signum()
-    } else {
-        -score
     }
 }
 

@@ -40,12 +40,12 @@ use shakmaty::{fen::Fen, CastlingMode, Chess, EnPassantMode, Position};
 
 use super::polyglot::ExportOptions;
 use super::sf_keys::{sf_key, SfKey, SfMove};
-use crate::analyze::child_score;
 use crate::atomic_file;
 use crate::book::db::import::EngineMove;
 use crate::book::db::scan::StoredMove;
 use crate::book::db::{Analysis, Book};
 use crate::book::keys::{polyglot_key, Key, KeyMap, MoveCode};
+use crate::book::values::minimax::child_score;
 
 /// Bytes of one entry.
 pub const ENTRY_SIZE: usize = 24;

@@ -133,6 +133,16 @@ pub fn score_to_value(cp: i32) -> f64 {
     cp_to_value(f64::from(cp))
 }
 
+/// A move's score from the mover's side as its child's score (the other
+/// side's): negated, a mate one ply nearer.
+pub fn child_score(score: i32) -> i32 {
+    if score.abs() >= 20_000 {
+        -score - score.signum()
+    } else {
+        -score
+    }
+}
+
 fn cp_to_value(cp: f64) -> f64 {
     2.0 / (1.0 + (-0.003_682_08 * cp).exp()) - 1.0
 }
