@@ -1,7 +1,7 @@
 //! learnbook: opening books that learn.
 //!
-//! The book pipeline lives in [`book`]: `ingest -> db -> minimax ->
-//! select/export`. See `docs/FORMULA.md` for the value formula and `docs/SCHEMA.md` for the schema.
+//! The book pipeline lives in [`book`]: `pgn -> db -> values ->
+//! select/formats`. See `docs/FORMULA.md` for the value formula and `docs/SCHEMA.md` for the schema.
 
 pub mod analyze;
 pub mod atomic_file;

@@ -11,7 +11,7 @@ use common::{ok, s, sample, sample_text};
 use learnbook::book::{
     db::{MoveRating, TopEntry},
     keys::Key,
-    pgn::ingest::{Filter, GameStream},
+    pgn::{input::GameStream, validate::Filter},
     view::explorer::{game_pgn, parse_game_id},
     Book,
 };

@@ -6,8 +6,9 @@ use std::{sync::OnceLock, time::Duration};
 
 use common::fuzz::*;
 use learnbook::book::pgn::{
-    ingest::{Filter, GameStream, RawGame},
+    input::{GameStream, RawGame},
     movetext::main_line_moves,
+    validate::Filter,
 };
 use rand::{rngs::StdRng, Rng};
 

@@ -10,7 +10,11 @@ use common::{sample, shared};
 use learnbook::book::{
     build::build_book,
     keys::polyglot_key,
-    pgn::ingest::{open_input, Filter, Game, GameResult, GameStream, Header},
+    pgn::{
+        game::{Game, GameResult},
+        input::{open_input, GameStream},
+        validate::{Filter, Header},
+    },
     values::select::{choose, Mode},
     Book, BookSettings,
 };
@@ -181,7 +185,7 @@ fn a_game_given_as_moves_is_the_game_read_from_its_pgn() {
     }
     assert!(compared >= 20, "only {compared} games compared");
     // An illegal move is refused, not stored.
-    let e4 = learnbook::book::pgn::ingest::parse_uci(&Chess::default(), "e2e4").expect("e4");
+    let e4 = learnbook::book::view::report::parse_uci(&Chess::default(), "e2e4").expect("e4");
     let header = Header {
         white: "a",
         black: "b",
@@ -334,7 +338,7 @@ fn one_lucky_game_does_not_outrank_a_solid_line() {
     for uci in [
         "h2h4", "e7e5", "h1h3", "d8h4", "h3e3", "f8c5", "e3e5", "e8f8", "e5e8",
     ] {
-        let m = learnbook::book::pgn::ingest::parse_uci(&p, uci).expect("legal");
+        let m = learnbook::book::view::report::parse_uci(&p, uci).expect("legal");
         p.play_unchecked(m);
         moves.push(m);
     }

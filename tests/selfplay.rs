@@ -15,7 +15,10 @@ use std::{
 
 use common::{ok, repo, run, s};
 use learnbook::{
-    book::pgn::ingest::{Filter, GameStream, RawGame},
+    book::pgn::{
+        input::{GameStream, RawGame},
+        validate::Filter,
+    },
     play::game::Eval,
 };
 
@@ -62,7 +65,7 @@ fn games_text(path: &Path) -> String {
 
 /// Every game of the file, with its comments, read by the crate's reader.
 fn read_games(path: &Path) -> Vec<RawGame> {
-    let input = learnbook::book::pgn::ingest::open_input(path).expect("open");
+    let input = learnbook::book::pgn::input::open_input(path).expect("open");
     let mut stream = GameStream::with_comments(input);
     let mut games = Vec::new();
     loop {

@@ -13,7 +13,11 @@ use std::path::{Path, PathBuf};
 
 use common::{count, differences, ok, positions, run, s, sample_text};
 use learnbook::book::{
-    pgn::ingest::{open_input, Filter, Game, GameStream},
+    pgn::{
+        game::Game,
+        input::{open_input, GameStream},
+        validate::Filter,
+    },
     Book,
 };
 use tempfile::TempDir;

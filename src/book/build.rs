@@ -10,8 +10,11 @@ use anyhow::{bail, Context, Result};
 use super::db::{files, Aggregate, Book, BookSettings};
 use super::keys::KeySet;
 use super::merge_books::merge_books;
-use super::pgn::ingest::{Filter, Game, SkipReason};
 use super::pgn::read_games::{for_each_game, for_each_game_with, Prepare, Summary, LOG_EVERY};
+use super::pgn::{
+    game::Game,
+    validate::{Filter, SkipReason},
+};
 use super::spill::{
     self, count_part, count_shared, plain_size, Counter, Distinct, GamesInOrder, Journal,
     JournalReader, KeyRange, PairSorter, SharedFilter, TempFiles, AGGREGATE_SHARE,

@@ -31,7 +31,7 @@ use super::db::stream::tail_listing;
 use super::db::top_games::{mover_elo, rank_of, TopEntry, TopList};
 use super::db::Book;
 use super::keys::{polyglot_key, Key, KeyMap, KeySet};
-use super::pgn::ingest::{next_key, Counts};
+use super::pgn::{game::Counts, validate::next_key};
 use super::spill::{SortRecord, Sorter};
 use super::values::minimax::node_value_with;
 

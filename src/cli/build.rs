@@ -8,7 +8,7 @@ use clap::Args;
 use learnbook::book::{
     self,
     build::{self, Learned},
-    pgn::ingest::Filter,
+    pgn::validate::Filter,
     Book, BookSettings,
 };
 use learnbook::shard::Shard;

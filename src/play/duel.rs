@@ -26,7 +26,7 @@ use super::{
 };
 use crate::{
     book::{
-        pgn::ingest::{open_input, GameStream},
+        pgn::input::{open_input, GameStream},
         values::select::Mode,
     },
     engine_io::protocol::EngineSpec,

@@ -6,7 +6,7 @@ use std::{collections::HashSet, fmt::Write as _, path::Path};
 
 use anyhow::{bail, Result};
 
-use crate::book::pgn::ingest::{open_input, GameStream};
+use crate::book::pgn::input::{open_input, GameStream};
 
 #[derive(Clone, Debug, Default)]
 pub struct Report {

@@ -24,7 +24,11 @@ use super::{
 };
 use crate::{
     book::{
-        pgn::ingest::{open_input, Game, GameResult, GameStream, Header, RawGame},
+        pgn::{
+            game::{Game, GameResult},
+            input::{open_input, GameStream, RawGame},
+            validate::Header,
+        },
         values::select::{Mode, OpeningBook},
         Book,
     },

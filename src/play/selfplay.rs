@@ -36,7 +36,10 @@ use super::{
     game::{play_game, Adjudication, GameRecord, Limit, Opening},
 };
 use crate::{
-    book::pgn::ingest::{Filter, GameStream, RawGame, SkipReason},
+    book::pgn::{
+        input::{GameStream, RawGame},
+        validate::{Filter, SkipReason},
+    },
     engine::params::Weights,
     shard::Shard,
 };

@@ -29,7 +29,7 @@ use shakmaty::{fen::Fen, san::SanPlus, uci::UciMove, Chess, Color, EnPassantMode
 use super::query::MastersQuery;
 use crate::book::{
     keys::polyglot_key,
-    pgn::ingest::Counts,
+    pgn::game::Counts,
     view::{
         explorer::{Explored, ExploredMove, GameSummary, Score},
         openings::{self, Opening},

@@ -36,7 +36,7 @@ use std::{
 use learnbook::book::{
     build::build,
     formats::polyglot::{export_entries, write_bin, ExportOptions, WeightMode},
-    pgn::ingest::Filter,
+    pgn::validate::Filter,
     Book, BookSettings,
 };
 use rand::{rngs::StdRng, Rng, SeedableRng};

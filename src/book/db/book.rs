@@ -16,7 +16,7 @@ use super::schema::{
 use super::tails::tail_node;
 use super::values::reevaluate_within;
 use crate::book::keys::{Key, KeySet, MoveCode};
-use crate::book::pgn::ingest::Counts;
+use crate::book::pgn::game::Counts;
 use crate::book::values::minimax::{self, Graph, NodeInfo};
 use crate::shard::Shard;
 

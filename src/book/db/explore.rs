@@ -11,7 +11,7 @@ use super::codec::{hash_from_sql, hash_to_sql, moves_from_blob};
 use super::tails::tail_node;
 use super::top_games::{game_ratings, mover_elo, rank_of, top_from_blob, TopEntry, TopList};
 use crate::book::keys::{Key, MoveCode};
-use crate::book::pgn::ingest::GameResult;
+use crate::book::pgn::game::GameResult;
 use crate::book::pgn::write::wrap_movetext;
 
 /// The search score of a child position, as its analysis stored it.

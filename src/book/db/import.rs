@@ -10,7 +10,7 @@ use super::graph::link_parent;
 use super::tails::materialize_keys;
 use super::values::reevaluate_within;
 use crate::book::keys::{Key, MoveCode};
-use crate::book::pgn::ingest::Counts;
+use crate::book::pgn::game::Counts;
 
 /// One Polyglot entry as a book move.
 #[derive(Clone, Debug)]

@@ -15,7 +15,7 @@ use super::tail_index::{add as list_tail, prefix};
 use super::tails::{expand_learned, materialize_keys, search_of};
 use super::top_games::{mover_elo, rank_of, top_to_blob, TopEntry, TopList};
 use crate::book::keys::{polyglot_key, Key, KeyMap, KeySet, MoveCode};
-use crate::book::pgn::ingest::Game;
+use crate::book::pgn::game::Game;
 use crate::book::values::minimax::{self, NodeInfo, Reevaluation, Tree, ValueParams};
 
 /// The incremental pass's view of the book: the cache, read-through.

@@ -26,7 +26,7 @@ use super::values::{reevaluate_by_depth, GRAPH_BYTES_PER_POSITION};
 use shakmaty::fen::Fen;
 
 use crate::book::keys::Key;
-use crate::book::pgn::ingest::GameResult;
+use crate::book::pgn::game::GameResult;
 use crate::book::spill::PairSorter;
 use crate::book::values::minimax::ValueParams;
 

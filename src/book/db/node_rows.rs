@@ -2,7 +2,7 @@
 //! from, the statement that adds a move's counts, and a node's search
 //! inputs from its analysis.
 
-use crate::book::pgn::ingest::Counts;
+use crate::book::pgn::game::Counts;
 use crate::book::values::minimax::{self, NodeInfo};
 
 /// Adds one move's counts (a new move, or more games for a known one).

@@ -7,7 +7,7 @@ use super::book::Book;
 use super::tail_index::{for_each_bucket, prefix};
 use super::tails::for_each_tail;
 use crate::book::keys::{Key, KeySet, MoveCode};
-use crate::book::pgn::ingest::Counts;
+use crate::book::pgn::game::Counts;
 
 /// A row of `moves`, with the depth of its parent position.
 #[derive(Clone, Copy, Debug)]

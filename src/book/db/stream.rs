@@ -15,7 +15,7 @@ use super::tail_index::{for_each_bucket, prefix};
 use super::tails::for_each_tail;
 use super::values::GRAPH_BYTES_PER_POSITION;
 use crate::book::keys::{Key, MoveCode};
-use crate::book::pgn::ingest::Counts;
+use crate::book::pgn::game::Counts;
 use crate::book::values::minimax::NodeInfo;
 
 /// Children's nodes the cache holds before it starts again (about 200

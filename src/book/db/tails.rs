@@ -32,7 +32,10 @@ use super::top_games::{
     game_ratings, merge_top, mover_elo, rank_of, top_to_blob, TopEntry, TopList,
 };
 use crate::book::keys::{polyglot_key, Key, KeyMap, MoveCode};
-use crate::book::pgn::ingest::{next_key, Game, GameResult};
+use crate::book::pgn::{
+    game::{Game, GameResult},
+    validate::next_key,
+};
 use crate::book::values::minimax::{node_value_with, NodeInfo, ValueParams};
 
 /// What a tail's values need of a position's analysis: its search score and

@@ -79,7 +79,7 @@ mod read;
 
 use shakmaty::{uci::UciMove, CastlingMode, Color, Move, Role, Square};
 
-use crate::book::pgn::ingest::Counts;
+use crate::book::pgn::game::Counts;
 
 pub use export::{export, ExportSummary};
 pub use read::{import, priority_weight, read, read_file, store, AbkBook, ImportSummary, ReadMove};

@@ -21,7 +21,7 @@ use crate::book::db::import::ImportedMove;
 use crate::book::db::scan::StoredMove;
 use crate::book::db::Book;
 use crate::book::keys::{polyglot_key, Key, KeyMap, MoveCode};
-use crate::book::pgn::ingest::Counts;
+use crate::book::pgn::game::Counts;
 use crate::book::spill::Sorter;
 use crate::book::values::minimax::{self, option_weights, NodeInfo};
 

@@ -19,7 +19,7 @@ use rand::{rngs::StdRng, Rng, SeedableRng};
 use rayon::prelude::*;
 use shakmaty::{san::SanPlus, Chess, Position};
 
-use super::ingest::Counts;
+use super::game::Counts;
 use crate::atomic_file;
 use crate::book::db::Book;
 use crate::book::keys::{polyglot_key, Key, KeyMap, MoveCode};

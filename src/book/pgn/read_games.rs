@@ -15,7 +15,11 @@ use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 
-use super::ingest::{open_input, Filter, Game, GameStream, RawGame, SkipReason};
+use super::{
+    game::Game,
+    input::{open_input, GameStream, RawGame},
+    validate::{Filter, SkipReason},
+};
 use crate::book::keys::KeySet;
 use crate::peak_memory;
 use crate::shard::Shard;

@@ -10,7 +10,7 @@ use super::journal::{Journal, JournalReader};
 use super::key_range::KeyRange;
 use crate::book::db::Aggregate;
 use crate::book::keys::{Key, KeySet};
-use crate::book::pgn::ingest::Game;
+use crate::book::pgn::game::Game;
 
 /// Counts games in memory while they fit; past the budget, in a filter of
 /// shared positions (see [`crate::book::spill`]). Every game is journalled.

@@ -15,7 +15,7 @@ use rayon::prelude::*;
 use super::record::{decode, encode, Fields};
 use super::sort::{read_i64, SortRecord, Sorter};
 use crate::book::keys::KeySet;
-use crate::book::pgn::ingest::Game;
+use crate::book::pgn::game::Game;
 
 /// Where a game is in the journal. Ordered by hash, then place: the
 /// occurrences of one game together, its first one first.

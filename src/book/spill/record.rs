@@ -3,7 +3,7 @@
 use anyhow::{anyhow, bail, Result};
 
 use crate::book::keys::{Key, MoveCode};
-use crate::book::pgn::ingest::{Game, GameResult, GameTags, Ply};
+use crate::book::pgn::game::{Game, GameResult, GameTags, Ply};
 
 /// The journal record of `game`, for [`Journal::append_record`](super::Journal::append_record) (made on
 /// the thread that validated the game).

@@ -1,7 +1,7 @@
 //! Games for the tests of the spill modules.
 
 use crate::book::keys::{Key, MoveCode};
-use crate::book::pgn::ingest::{Game, GameResult, GameTags, Ply};
+use crate::book::pgn::game::{Game, GameResult, GameTags, Ply};
 
 /// A game through the positions `keys` (the first its start).
 pub fn game_through(hash: u64, keys: &[Key]) -> Game {

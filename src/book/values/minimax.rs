@@ -48,7 +48,7 @@ use anyhow::{bail, Result};
 use rayon::prelude::*;
 
 use crate::book::keys::{Key, KeyMap, MoveCode};
-use crate::book::pgn::ingest::Counts;
+use crate::book::pgn::game::Counts;
 
 /// The value formula's parameters. Stored in the book's meta table so every
 /// evaluation of one book uses the same numbers.
@@ -698,7 +698,7 @@ pub fn reevaluate_from<T: Tree>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::book::pgn::ingest::expected_milli;
+    use crate::book::pgn::game::expected_milli;
 
     fn node(key: u64, depth: u32, w: u32, d: u32, b: u32) -> NodeInfo {
         NodeInfo::from_counts(

@@ -186,7 +186,7 @@ pub fn best_of(parent: &NodeInfo, moves: &[BookMove], p: &ValueParams) -> Option
 mod tests {
     use super::*;
     use crate::book::keys::Key;
-    use crate::book::pgn::ingest::Counts;
+    use crate::book::pgn::game::Counts;
 
     fn book_move(mv: u16, q: f64, games: u32) -> BookMove {
         BookMove {

@@ -10,7 +10,7 @@ use shakmaty::{san::San, Chess, Color};
 
 use crate::book::db::{Book, BookMove};
 use crate::book::keys::{polyglot_key, Key, MoveCode};
-use crate::book::pgn::ingest::{Counts, GameResult};
+use crate::book::pgn::game::{Counts, GameResult};
 use crate::book::values::minimax::{deviation_score, option_weights};
 use crate::book::values::select::{best_of, choice_of};
 

@@ -3,12 +3,11 @@
 use std::fmt::Write;
 
 use anyhow::{Context, Result};
-use shakmaty::{fen::Fen, CastlingMode, Chess, EnPassantMode, Position};
+use shakmaty::{fen::Fen, uci::UciMove, CastlingMode, Chess, EnPassantMode, Position};
 
 use crate::book::build::Learned;
 use crate::book::db::{Book, BookMove};
 use crate::book::keys::polyglot_key;
-use crate::book::pgn::ingest::parse_uci;
 use crate::book::values::minimax::option_weights;
 use crate::book::values::select::{best_of, choice_of};
 
@@ -27,6 +26,19 @@ pub fn position_from(fen: Option<&str>, moves: Option<&str>) -> Result<Chess> {
         pos.play_unchecked(mv);
     }
     Ok(pos)
+}
+
+/// Parse a UCI move string against a position (for `show --moves`).
+pub fn parse_uci(pos: &Chess, text: &str) -> Result<shakmaty::Move> {
+    let uci: UciMove = text
+        .parse()
+        .with_context(|| format!("{text:?} is not a UCI move"))?;
+    uci.to_move(pos).with_context(|| {
+        format!(
+            "{text} is not legal in {}",
+            Fen::from_position(pos, EnPassantMode::Legal)
+        )
+    })
 }
 
 pub fn show(book: &Book, pos: &Chess) -> Result<String> {

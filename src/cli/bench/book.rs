@@ -4,7 +4,10 @@ use std::{path::Path, time::Instant};
 
 use anyhow::{bail, Context, Result};
 use learnbook::book::{
-    pgn::ingest::{open_input, Filter, GameStream, SkipReason},
+    pgn::{
+        input::{open_input, GameStream},
+        validate::{Filter, SkipReason},
+    },
     Book,
 };
 

@@ -8,7 +8,7 @@ use std::{
 };
 
 use anyhow::{bail, Context, Result};
-use learnbook::book::pgn::ingest::{open_input, Filter};
+use learnbook::book::pgn::{input::open_input, validate::Filter};
 
 use super::{median, tempfile_dir};
 

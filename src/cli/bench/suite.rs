@@ -15,7 +15,7 @@ use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use shakmaty::{CastlingMode, Color};
 
-use learnbook::book::pgn::ingest::GameStream;
+use learnbook::book::pgn::input::GameStream;
 use learnbook::play::{
     draw_model::{level_draw_rate, Ceiling, ColourWdl, DrawModel},
     game::{Adjudication, GameRecord, Opening},

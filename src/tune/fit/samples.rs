@@ -12,7 +12,7 @@ use shakmaty::{fen::Fen, CastlingMode, Chess, Color};
 
 use super::model::{terms_of, Row, Term};
 use crate::{
-    book::pgn::ingest::{open_input, GameStream, RawGame},
+    book::pgn::input::{open_input, GameStream, RawGame},
     engine::{eval::trace, params::Weights, position::Position, search::see},
 };
 

@@ -10,7 +10,7 @@ use shakmaty::Chess;
 use crate::book::db::codec::moves_to_blob;
 use crate::book::db::top_games::{mover_elo, rank_of, TopEntry, TopList, HELD_BYTES};
 use crate::book::keys::{polyglot_key, Key, KeyMap};
-use crate::book::pgn::ingest::{Counts, Game, GameTags};
+use crate::book::pgn::game::{Counts, Game, GameTags};
 
 /// In-memory aggregate of many games, for `build`.
 #[derive(Default)]
@@ -303,7 +303,7 @@ pub(in crate::book::db) fn prune(
 #[cfg(test)]
 pub(in crate::book::db) mod tests {
     use super::*;
-    use crate::book::pgn::ingest::{Filter, GameStream};
+    use crate::book::pgn::{input::GameStream, validate::Filter};
 
     /// Games read from PGN text, each validated as `build` does.
     pub(in crate::book::db) fn games(pgn: &str) -> Vec<Game> {

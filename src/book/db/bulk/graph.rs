@@ -13,7 +13,7 @@ use crate::book::db::tail_index::prefix;
 use crate::book::db::tails::value_chain;
 use crate::book::db::top_games::{mover_elo, rank_of, TopEntry, TopList};
 use crate::book::keys::{polyglot_key, Key, KeyMap, MoveCode};
-use crate::book::pgn::ingest::Game;
+use crate::book::pgn::game::Game;
 use crate::book::spill::GamesInOrder;
 use crate::book::values::minimax::{Graph, NodeInfo, ValueParams};
 

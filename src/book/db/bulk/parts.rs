@@ -24,7 +24,7 @@ use crate::book::db::book::Book;
 use crate::book::db::tail_index::IndexWriter;
 use crate::book::db::top_games::write_top_blob;
 use crate::book::keys::{Key, KeySet, MoveCode};
-use crate::book::pgn::ingest::Counts;
+use crate::book::pgn::game::Counts;
 use crate::book::spill::{GamesInOrder, PairSorter};
 use crate::book::values::minimax::{node_value_with, NodeInfo, ValueParams};
 

@@ -407,7 +407,7 @@ mod tests {
     use shakmaty::{san::San, CastlingMode};
 
     use super::*;
-    use crate::book::pgn::ingest::Counts;
+    use crate::book::pgn::game::Counts;
 
     /// The selected moves of the lines given in SAN, each move weighing
     /// its line's number plus one (so that heavier lines come later).

@@ -18,7 +18,7 @@ use super::{
 use crate::book::db::import::{CountedMove, CountedPosition, ImportedMove};
 use crate::book::db::Book;
 use crate::book::keys::{polyglot_key, Key, KeyMap, MoveCode};
-use crate::book::pgn::ingest::Counts;
+use crate::book::pgn::game::Counts;
 
 /// A move read from an ABK book, merged over the paths that reach its
 /// position.
