@@ -13,7 +13,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use rand::{rngs::StdRng, seq::SliceRandom, Rng, SeedableRng};
 use serde::Serialize;
 use shakmaty::{zobrist::Zobrist64, Chess, Color, EnPassantMode, Position};
@@ -52,33 +52,24 @@ pub fn starts_from_games(
     let mut rng = StdRng::seed_from_u64(seed);
     let mut seen = HashSet::new();
     let mut starts = Vec::new();
-    let mut stream = GameStream::new(open_input(path)?);
-    loop {
-        let batch = stream.next_batch(1024);
-        if batch.is_empty() {
-            break;
+    for raw in GameStream::new(open_input(path)?) {
+        let raw = raw.map_err(|e| anyhow!("{}: {e}", path.display()))?;
+        // Drawn for every game, read or not: the same file and seed give
+        // the same starts.
+        let want = rng.random_range(lo..=hi) as usize;
+        if raw.unreadable.is_some() || raw.fen.is_some() || raw.sans.len() < want {
+            continue;
         }
-        for raw in batch {
-            // Drawn for every game, read or not: the same file and seed give
-            // the same starts.
-            let want = rng.random_range(lo..=hi) as usize;
-            if raw.unreadable.is_some() || raw.fen.is_some() || raw.sans.len() < want {
-                continue;
-            }
-            let mut pos = Chess::default();
-            let mut moves = Vec::with_capacity(want);
-            for san in &raw.sans[..want] {
-                let Ok(m) = san.san.to_move(&pos) else { break };
-                pos.play_unchecked(m);
-                moves.push(m);
-            }
-            if moves.len() == want && seen.insert(zobrist(&pos)) {
-                starts.push(Opening { fen: None, moves });
-            }
+        let mut pos = Chess::default();
+        let mut moves = Vec::with_capacity(want);
+        for san in &raw.sans[..want] {
+            let Ok(m) = san.san.to_move(&pos) else { break };
+            pos.play_unchecked(m);
+            moves.push(m);
         }
-    }
-    if let Some(e) = stream.error {
-        bail!("{}: {e}", path.display());
+        if moves.len() == want && seen.insert(zobrist(&pos)) {
+            starts.push(Opening { fen: None, moves });
+        }
     }
     starts.shuffle(&mut rng);
     starts.truncate(count);
@@ -245,60 +236,52 @@ fn read_games(cfg: &MatchConfig) -> Result<Vec<PlayedGame>> {
     };
     let names = [cfg.players[0].name(), cfg.players[1].name()];
     let event = format!("Event={}", cfg.event);
-    let mut stream = GameStream::with_comments(
+    let stream = GameStream::with_comments(
         open_input(path).with_context(|| format!("cannot read {}", path.display()))?,
     );
     let mut out = Vec::new();
-    loop {
-        let batch = stream.next_batch(1024);
-        if batch.is_empty() {
-            break;
+    for raw in stream {
+        let raw = raw.map_err(|e| anyhow!("{}: {e}", path.display()))?;
+        let ours = raw.identity.contains(&event)
+            && names.contains(&raw.white.as_str())
+            && names.contains(&raw.black.as_str())
+            && raw.white != raw.black;
+        let round = raw
+            .identity
+            .iter()
+            .find_map(|t| t.strip_prefix("Round=")?.parse::<usize>().ok());
+        let (true, Some(round)) = (ours, round) else {
+            continue;
+        };
+        let white_score = match raw.result_tag.as_deref() {
+            Some("1-0") => 1.0,
+            Some("0-1") => 0.0,
+            Some("1/2-1/2") => 0.5,
+            _ => continue,
+        };
+        let mut pos = Chess::default();
+        let mut moves = Vec::with_capacity(raw.sans.len());
+        for san in &raw.sans {
+            let Ok(m) = san.san.to_move(&pos) else { break };
+            pos.play_unchecked(m);
+            moves.push(m);
         }
-        for raw in batch {
-            let ours = raw.identity.contains(&event)
-                && names.contains(&raw.white.as_str())
-                && names.contains(&raw.black.as_str())
-                && raw.white != raw.black;
-            let round = raw
-                .identity
-                .iter()
-                .find_map(|t| t.strip_prefix("Round=")?.parse::<usize>().ok());
-            let (true, Some(round)) = (ours, round) else {
-                continue;
-            };
-            let white_score = match raw.result_tag.as_deref() {
-                Some("1-0") => 1.0,
-                Some("0-1") => 0.0,
-                Some("1/2-1/2") => 0.5,
-                _ => continue,
-            };
-            let mut pos = Chess::default();
-            let mut moves = Vec::with_capacity(raw.sans.len());
-            for san in &raw.sans {
-                let Ok(m) = san.san.to_move(&pos) else { break };
-                pos.play_unchecked(m);
-                moves.push(m);
-            }
-            let mut evals = vec![None; moves.len()];
-            for (before, text) in &raw.comments {
-                // A comment after move k (k moves before it) is move k's.
-                if let (Some(i), Some(e)) = (before.checked_sub(1), Eval::parse(text)) {
-                    if let Some(slot) = evals.get_mut(i) {
-                        *slot = Some(e.score_cp);
-                    }
+        let mut evals = vec![None; moves.len()];
+        for (before, text) in &raw.comments {
+            // A comment after move k (k moves before it) is move k's.
+            if let (Some(i), Some(e)) = (before.checked_sub(1), Eval::parse(text)) {
+                if let Some(slot) = evals.get_mut(i) {
+                    *slot = Some(e.score_cp);
                 }
             }
-            out.push(PlayedGame {
-                round,
-                white: raw.white,
-                white_score,
-                evals,
-                moves,
-            });
         }
-    }
-    if let Some(e) = stream.error {
-        bail!("{}: {e}", path.display());
+        out.push(PlayedGame {
+            round,
+            white: raw.white,
+            white_score,
+            evals,
+            moves,
+        });
     }
     Ok(out)
 }

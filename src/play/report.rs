@@ -4,7 +4,7 @@
 
 use std::{collections::HashSet, fmt::Write as _, path::Path};
 
-use anyhow::{bail, Result};
+use anyhow::{anyhow, bail, Result};
 
 use crate::book::pgn::input::{open_input, GameStream};
 
@@ -23,41 +23,33 @@ pub fn report(pgn: &Path, player: &str, window: usize) -> Result<Report> {
     if window == 0 {
         bail!("--window must be at least 1");
     }
-    let mut stream = GameStream::new(open_input(pgn)?);
+    let stream = GameStream::new(open_input(pgn)?);
     let mut r = Report::default();
     let mut lost: HashSet<(Option<String>, Vec<String>)> = HashSet::new();
-    loop {
-        let batch = stream.next_batch(1024);
-        if batch.is_empty() {
-            break;
+    for g in stream {
+        let g = g.map_err(|e| anyhow!("{}: {e}", pgn.display()))?;
+        if let Some(why) = &g.unreadable {
+            bail!("{}: game {}: {why}", pgn.display(), g.number);
         }
-        for g in batch {
-            if let Some(why) = &g.unreadable {
-                bail!("{}: game {}: {why}", pgn.display(), g.number);
-            }
-            let white = g.white == player;
-            if !white && g.black != player {
-                continue;
-            }
-            let score = match (g.result_tag.as_deref(), white) {
-                (Some("1-0"), true) | (Some("0-1"), false) => 1.0,
-                (Some("1/2-1/2"), _) => 0.5,
-                (Some("1-0"), false) | (Some("0-1"), true) => 0.0,
-                _ => continue,
-            };
-            r.games += 1;
-            r.scores.push(score);
-            if score == 0.0 {
-                r.losses += 1;
-                let moves: Vec<String> = g.sans.iter().map(|s| s.to_string()).collect();
-                if !lost.insert((g.fen.clone(), moves)) {
-                    r.repeated_losses += 1;
-                }
+        let white = g.white == player;
+        if !white && g.black != player {
+            continue;
+        }
+        let score = match (g.result_tag.as_deref(), white) {
+            (Some("1-0"), true) | (Some("0-1"), false) => 1.0,
+            (Some("1/2-1/2"), _) => 0.5,
+            (Some("1-0"), false) | (Some("0-1"), true) => 0.0,
+            _ => continue,
+        };
+        r.games += 1;
+        r.scores.push(score);
+        if score == 0.0 {
+            r.losses += 1;
+            let moves: Vec<String> = g.sans.iter().map(|s| s.to_string()).collect();
+            if !lost.insert((g.fen.clone(), moves)) {
+                r.repeated_losses += 1;
             }
         }
-    }
-    if let Some(e) = stream.error {
-        bail!("{}: {e}", pgn.display());
     }
     if r.games == 0 {
         bail!("no finished games of {player:?} in {}", pgn.display());

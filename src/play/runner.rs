@@ -12,7 +12,7 @@ use std::{
     },
 };
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use rand::{rngs::StdRng, seq::SliceRandom, SeedableRng};
 use shakmaty::{Chess, Color, Move, Position};
 
@@ -257,23 +257,14 @@ pub fn read_openings(path: &Path) -> Result<Vec<Opening>> {
             });
         }
     } else {
-        let mut stream = GameStream::new(open_input(path)?);
-        loop {
-            let batch = stream.next_batch(1024);
-            if batch.is_empty() {
-                break;
+        for raw in GameStream::new(open_input(path)?) {
+            let raw = raw.map_err(|e| anyhow!("{}: {e}", path.display()))?;
+            if let Some(why) = &raw.unreadable {
+                bail!("{}: game {}: {why}", path.display(), raw.number);
             }
-            for raw in batch {
-                if let Some(why) = &raw.unreadable {
-                    bail!("{}: game {}: {why}", path.display(), raw.number);
-                }
-                if let Some(o) = opening_of(&raw) {
-                    out.push(o);
-                }
+            if let Some(o) = opening_of(&raw) {
+                out.push(o);
             }
-        }
-        if let Some(e) = stream.error {
-            bail!("{}: {e}", path.display());
         }
     }
     if out.is_empty() {
@@ -539,67 +530,58 @@ fn already_played(path: &Path, cfg: &MatchConfig, order: &[usize]) -> Result<Vec
     }
     let names = [cfg.players[0].name(), cfg.players[1].name()];
     let event = format!("Event={}", cfg.event);
-    let mut stream = GameStream::from_bytes(bytes);
     let mut done: Vec<(usize, f64)> = Vec::new();
     let mut seen = std::collections::HashSet::new();
-    loop {
-        let batch = stream.next_batch(1024);
-        if batch.is_empty() {
-            break;
+    for raw in GameStream::from_bytes(bytes) {
+        let raw = raw.map_err(|e| anyhow!("{}: {e}", path.display()))?;
+        let ours = raw.identity.contains(&event)
+            && ((raw.white == names[0] && raw.black == names[1])
+                || (raw.white == names[1] && raw.black == names[0]));
+        let round = raw
+            .identity
+            .iter()
+            .find_map(|t| t.strip_prefix("Round=")?.parse::<usize>().ok());
+        let (true, Some(round)) = (ours, round) else {
+            continue;
+        };
+        if round == 0 || round > cfg.games {
+            continue;
         }
-        for raw in batch {
-            let ours = raw.identity.contains(&event)
-                && ((raw.white == names[0] && raw.black == names[1])
-                    || (raw.white == names[1] && raw.black == names[0]));
-            let round = raw
-                .identity
-                .iter()
-                .find_map(|t| t.strip_prefix("Round=")?.parse::<usize>().ok());
-            let (true, Some(round)) = (ours, round) else {
-                continue;
-            };
-            if round == 0 || round > cfg.games {
-                continue;
-            }
-            let i = round - 1;
-            let mismatch = |what: String| {
-                anyhow::anyhow!(
-                    "{}: game {} (round {round}) {what}: not this match's game \
+        let i = round - 1;
+        let mismatch = |what: String| {
+            anyhow::anyhow!(
+                "{}: game {} (round {round}) {what}: not this match's game \
                      (continue with the command that wrote the file, or give another --pgnout)",
-                    path.display(),
-                    raw.number
-                )
-            };
-            let (o, alternate) = schedule(i, cfg.repeat, order.len());
-            let first_white = cfg.noswap || alternate;
-            if (raw.white == names[0]) != first_white {
-                return Err(mismatch(format!("has {} as White", raw.white)));
-            }
-            let opening = &cfg.openings[order[o]];
-            if raw.fen != opening.fen {
-                return Err(mismatch("starts from another position".into()));
-            }
-            let mut pos = opening.start_position().map_err(anyhow::Error::msg)?;
-            for (k, m) in opening.moves.iter().enumerate() {
-                if raw.sans.get(k).and_then(|s| s.san.to_move(&pos).ok()) != Some(*m) {
-                    return Err(mismatch("does not begin with this round's opening".into()));
-                }
-                pos.play_unchecked(*m);
-            }
-            // As GameRecord::score_of counts a game.
-            let score = match raw.result_tag.as_deref() {
-                Some("1/2-1/2") => 0.5,
-                Some(r) if r == if first_white { "1-0" } else { "0-1" } => 1.0,
-                _ => 0.0,
-            };
-            if !seen.insert(i) {
-                return Err(mismatch("is in the file twice".into()));
-            }
-            done.push((i, score));
+                path.display(),
+                raw.number
+            )
+        };
+        let (o, alternate) = schedule(i, cfg.repeat, order.len());
+        let first_white = cfg.noswap || alternate;
+        if (raw.white == names[0]) != first_white {
+            return Err(mismatch(format!("has {} as White", raw.white)));
         }
-    }
-    if let Some(e) = stream.error {
-        bail!("{}: {e}", path.display());
+        let opening = &cfg.openings[order[o]];
+        if raw.fen != opening.fen {
+            return Err(mismatch("starts from another position".into()));
+        }
+        let mut pos = opening.start_position().map_err(anyhow::Error::msg)?;
+        for (k, m) in opening.moves.iter().enumerate() {
+            if raw.sans.get(k).and_then(|s| s.san.to_move(&pos).ok()) != Some(*m) {
+                return Err(mismatch("does not begin with this round's opening".into()));
+            }
+            pos.play_unchecked(*m);
+        }
+        // As GameRecord::score_of counts a game.
+        let score = match raw.result_tag.as_deref() {
+            Some("1/2-1/2") => 0.5,
+            Some(r) if r == if first_white { "1-0" } else { "0-1" } => 1.0,
+            _ => 0.0,
+        };
+        if !seen.insert(i) {
+            return Err(mismatch("is in the file twice".into()));
+        }
+        done.push((i, score));
     }
     Ok(done)
 }

@@ -231,9 +231,9 @@ fn complete_game(text: &[u8]) -> Option<(RawGame, Tags)> {
     if !text.ends_with(b"\n\n") {
         return None;
     }
-    let mut stream = GameStream::new(Box::new(std::io::Cursor::new(text.to_vec())));
-    let mut games = stream.next_batch(2);
-    if stream.error.is_some() || games.len() != 1 {
+    let stream = GameStream::from_bytes(text.to_vec());
+    let mut games = stream.collect::<Result<Vec<RawGame>, String>>().ok()?;
+    if games.len() != 1 {
         return None;
     }
     let raw = games.pop()?;

@@ -217,7 +217,29 @@ impl Read for Tee {
     }
 }
 
-/// Streams raw games from one input. An I/O or decompression error ends the
+impl Iterator for GameStream {
+    type Item = Result<RawGame, String>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(game) = self.pending.next() {
+            return Some(Ok(game));
+        }
+        if self.ended {
+            return None;
+        }
+        let batch = self.next_batch(ITER_BATCH);
+        if batch.is_empty() {
+            self.ended = true;
+            return self.error.take().map(Err);
+        }
+        self.pending = batch.into_iter();
+        self.pending.next().map(Ok)
+    }
+}
+
+/// Streams raw games from one input; as an iterator, every game (each
+/// unreadable one too, with its reason) and, last, the error that ended the
+/// input if one fell between games. An I/O or decompression error ends the
 /// stream; the games read before it are kept and the error is reported once:
 /// as the reason the game it cut is unreadable, or in `error` when it fell
 /// between games.
@@ -228,7 +250,14 @@ pub struct GameStream {
     pub error: Option<String>,
     /// The input's failure was reported with a game.
     failure_reported: bool,
+    /// Games read but not yet handed out by the iterator.
+    pending: std::vec::IntoIter<RawGame>,
+    /// The iterator has handed out its last item.
+    ended: bool,
 }
+
+/// Games the iterator reads at a time: memory stays bounded.
+const ITER_BATCH: usize = 1024;
 
 impl GameStream {
     pub fn new(input: Box<dyn Read + Send>) -> GameStream {
@@ -249,6 +278,8 @@ impl GameStream {
             window,
             error: None,
             failure_reported: false,
+            pending: Vec::new().into_iter(),
+            ended: false,
         }
     }
 
@@ -266,7 +297,7 @@ impl GameStream {
     }
 
     /// Stream offset of the next byte the reader will look at.
-    fn position(&self) -> u64 {
+    fn offset(&self) -> u64 {
         let w = self.window.lock().unwrap_or_else(PoisonError::into_inner);
         w.end() - self.reader.buffer().len() as u64
     }
@@ -278,10 +309,10 @@ impl GameStream {
             return batch;
         }
         while batch.len() < n {
-            let start = self.position();
+            let start = self.offset();
             match self.reader.read_game(&mut self.collector) {
                 Ok(Some(mut game)) => {
-                    let end = self.position();
+                    let end = self.offset();
                     let mut w = self.window.lock().unwrap_or_else(PoisonError::into_inner);
                     if let Some(why) = w.failed.as_ref().filter(|_| end == w.end()) {
                         // The game the failure cut off.
@@ -318,7 +349,7 @@ impl GameStream {
                         batch.push(unreadable(format!("the input breaks off in it: {io}")));
                         break;
                     }
-                    if self.position() == start {
+                    if self.offset() == start {
                         self.error = Some(e.to_string());
                         break;
                     }
@@ -336,6 +367,24 @@ impl GameStream {
         batch
     }
 
+    /// Batches of up to `n` games, then the input's error if it had one
+    /// (the form for callers that work on a batch at a time, e.g. in
+    /// parallel); the games and their order are the iterator's.
+    pub fn batches(&mut self, n: usize) -> impl Iterator<Item = Result<Vec<RawGame>, String>> + '_ {
+        let mut ended = false;
+        std::iter::from_fn(move || {
+            if ended {
+                return None;
+            }
+            let batch = self.next_batch(n);
+            if !batch.is_empty() {
+                return Some(Ok(batch));
+            }
+            ended = true;
+            self.error.take().map(Err)
+        })
+    }
+
     /// Why the input failed, if it did.
     fn failed(&self) -> Option<String> {
         self.window
@@ -349,10 +398,10 @@ impl GameStream {
     /// on failing, each time a line further on).
     fn skip_rest_of_game(&mut self) -> Result<(), ()> {
         loop {
-            let before = self.position();
+            let before = self.offset();
             match self.reader.skip_game() {
                 Ok(_) => return Ok(()),
-                Err(_) if self.position() > before => continue,
+                Err(_) if self.offset() > before => continue,
                 Err(_) => return Err(()),
             }
         }
@@ -428,6 +477,26 @@ mod tests {
                 n => Ok(n),
             }
         }
+    }
+
+    #[test]
+    fn the_iterator_gives_every_game_then_the_error_between_games() {
+        let text = "1. e4 e5 1-0\n\n1. d4 d5 0-1\n\n";
+        let input = Breaks(io::Cursor::new(text.as_bytes().to_vec()));
+        let items: Vec<_> = GameStream::new(Box::new(input)).collect();
+        assert_eq!(items.len(), 3);
+        assert!(items[..2].iter().all(|g| g.is_ok()));
+        assert_eq!(
+            items[2].as_ref().err().map(String::as_str),
+            Some("stream cut")
+        );
+        let input = Breaks(io::Cursor::new(text.as_bytes().to_vec()));
+        let batches: Vec<_> = GameStream::new(Box::new(input)).batches(1).collect();
+        assert_eq!(batches.len(), 3);
+        assert_eq!(
+            batches[2].as_ref().err().map(String::as_str),
+            Some("stream cut")
+        );
     }
 
     #[test]

@@ -139,11 +139,14 @@ fn spawn_reader(
                 }
             };
             let mut stream = GameStream::new(input);
-            loop {
-                let mut batch = stream.next_batch(BATCH);
-                if batch.is_empty() {
-                    break;
-                }
+            for batch in stream.batches(BATCH) {
+                let mut batch = match batch {
+                    Ok(batch) => batch,
+                    Err(e) => {
+                        let _ = tx.send((name.clone(), Err(e)));
+                        break;
+                    }
+                };
                 if !shard.is_whole() {
                     batch.retain(|_| {
                         index += 1;
@@ -153,9 +156,6 @@ fn spawn_reader(
                 if tx.send((name.clone(), Ok(batch))).is_err() {
                     return;
                 }
-            }
-            if let Some(e) = stream.error.take() {
-                let _ = tx.send((name, Err(e)));
             }
         }
     });

@@ -2,7 +2,7 @@
 
 use std::{path::Path, time::Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use learnbook::book::{
     pgn::{
         input::{open_input, GameStream},
@@ -153,36 +153,32 @@ pub(super) fn bench_learn(
     let mut recomputed = Vec::with_capacity(n);
     let mut added = Vec::with_capacity(n);
     let mut seen = 0usize;
-    'read: loop {
-        let batch = stream.next_batch(1024);
-        if batch.is_empty() {
-            break;
+    'read: for raw in stream.by_ref() {
+        let raw = raw.map_err(|e| anyhow!("reading {}: {e}", games.display()))?;
+        seen += 1;
+        if seen <= skip {
+            continue;
         }
-        for raw in batch {
-            seen += 1;
-            if seen <= skip {
-                continue;
-            }
-            // Skipped as `learn` skips it; an input that fails stops the bench.
-            let game = match raw.validate(&filter) {
-                Ok(g) => g,
-                Err(SkipReason::Unreadable(e)) => bail!("reading {}: {e}", games.display()),
-                Err(_) => continue,
-            };
-            let t = Instant::now();
-            let re = b.add_game(&game, "bench")?;
-            let ms = t.elapsed().as_secs_f64() * 1e3;
-            // A game the book already has is not learned: not timed.
-            if let Some(re) = re {
-                times.push(ms);
-                recomputed.push(re.recomputed as f64);
-                added.push(game);
-                if times.len() >= n {
-                    break 'read;
-                }
+        // Skipped as `learn` skips it; an input that fails stops the bench.
+        let game = match raw.validate(&filter) {
+            Ok(g) => g,
+            Err(SkipReason::Unreadable(e)) => bail!("reading {}: {e}", games.display()),
+            Err(_) => continue,
+        };
+        let t = Instant::now();
+        let re = b.add_game(&game, "bench")?;
+        let ms = t.elapsed().as_secs_f64() * 1e3;
+        // A game the book already has is not learned: not timed.
+        if let Some(re) = re {
+            times.push(ms);
+            recomputed.push(re.recomputed as f64);
+            added.push(game);
+            if times.len() >= n {
+                break 'read;
             }
         }
     }
+    // Stopped early: an error the last batch read met is still reported.
     if let Some(e) = stream.error.take() {
         bail!("reading {}: {e}", games.display());
     }

@@ -11,7 +11,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
 use shakmaty::{CastlingMode, Color};
 
@@ -410,34 +410,32 @@ fn scores_from_pgn(pgn: &Path, cfg: &MatchConfig, scores: &mut BTreeMap<usize, f
     let bytes = std::fs::read(pgn).with_context(|| format!("cannot read {}", pgn.display()))?;
     let names = [cfg.players[0].name(), cfg.players[1].name()];
     let event = format!("Event={}", cfg.event);
-    let mut stream = GameStream::from_bytes(bytes);
-    loop {
-        let batch = stream.next_batch(1024);
-        if batch.is_empty() {
-            break;
+    for raw in GameStream::from_bytes(bytes) {
+        // A game or an input that cannot be read would cut the scores short.
+        let raw = raw.map_err(|e| anyhow!("cannot read {}: {e}", pgn.display()))?;
+        if let Some(why) = &raw.unreadable {
+            bail!("cannot read {}: game {}: {why}", pgn.display(), raw.number);
         }
-        for raw in batch {
-            let players_match = (raw.white == names[0] && raw.black == names[1])
-                || (raw.white == names[1] && raw.black == names[0]);
-            let round = raw
-                .identity
-                .iter()
-                .find_map(|t| t.strip_prefix("Round=")?.parse::<usize>().ok());
-            let (true, true, Some(round)) = (raw.identity.contains(&event), players_match, round)
-            else {
-                continue;
-            };
-            if round == 0 || round > cfg.games {
-                continue;
-            }
-            let first_won = if raw.white == names[0] { "1-0" } else { "0-1" };
-            let score = match raw.result_tag.as_deref() {
-                Some("1/2-1/2") => 0.5,
-                Some(r) if r == first_won => 1.0,
-                _ => 0.0,
-            };
-            scores.entry(round - 1).or_insert(score);
+        let players_match = (raw.white == names[0] && raw.black == names[1])
+            || (raw.white == names[1] && raw.black == names[0]);
+        let round = raw
+            .identity
+            .iter()
+            .find_map(|t| t.strip_prefix("Round=")?.parse::<usize>().ok());
+        let (true, true, Some(round)) = (raw.identity.contains(&event), players_match, round)
+        else {
+            continue;
+        };
+        if round == 0 || round > cfg.games {
+            continue;
         }
+        let first_won = if raw.white == names[0] { "1-0" } else { "0-1" };
+        let score = match raw.result_tag.as_deref() {
+            Some("1/2-1/2") => 0.5,
+            Some(r) if r == first_won => 1.0,
+            _ => 0.0,
+        };
+        scores.entry(round - 1).or_insert(score);
     }
     Ok(())
 }
@@ -674,6 +672,68 @@ mod tests {
         let mut missing = scores.clone();
         missing.remove(&5);
         assert_eq!(pairs_both_drawn(&missing, 3), None);
+    }
+
+    #[test]
+    fn a_game_cut_short_in_the_pgn_is_an_error_naming_the_file() {
+        let e = engines(
+            &[
+                "name=a,cmd=builtin".to_string(),
+                "name=b,cmd=builtin".to_string(),
+            ],
+            &limit(None, Some(300), None),
+        )
+        .unwrap();
+        let cfg = MatchConfig {
+            node_jitter: 0.0,
+            players: e.players.clone(),
+            limit: e.limit,
+            limits: e.limits,
+            games: 4,
+            concurrency: 1,
+            openings: Vec::new(),
+            random_seed: None,
+            repeat: true,
+            noswap: false,
+            pgn_out: None,
+            sprt: None,
+            sprt_play_on: false,
+            adjudication: Adjudication::default(),
+            learn: None,
+            after_learn: None,
+            event: EVENT.into(),
+        };
+        let game = |round: u32, white: &str, black: &str, result: &str, rest: &str| {
+            format!(
+                "[Event \"{EVENT}\"]\n[Round \"{round}\"]\n[White \"{white}\"]\n\
+                 [Black \"{black}\"]\n[Result \"{result}\"]\n\n{rest}"
+            )
+        };
+        let whole = game(1, "a", "b", "1-0", "1. e4 e5 1-0\n\n");
+        let dir = std::env::temp_dir().join(format!("suite-scores-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let pgn = dir.join("cut.pgn");
+        std::fs::write(
+            &pgn,
+            format!("{whole}{}", game(2, "b", "a", "*", "1. d4 {+0.31/12")),
+        )
+        .unwrap();
+        let mut scores = BTreeMap::new();
+        let err = scores_from_pgn(&pgn, &cfg, &mut scores).unwrap_err();
+        assert!(err.to_string().contains("cut.pgn"), "{err:#}");
+        assert!(err.to_string().contains("game 2"), "{err:#}");
+        std::fs::write(
+            &pgn,
+            format!(
+                "{whole}{}",
+                game(2, "b", "a", "1/2-1/2", "1. d4 d5 1/2-1/2\n\n")
+            ),
+        )
+        .unwrap();
+        let mut scores = BTreeMap::new();
+        scores_from_pgn(&pgn, &cfg, &mut scores).unwrap();
+        assert_eq!(scores, BTreeMap::from([(0, 1.0), (1, 0.5)]));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use anyhow::{bail, Result};
+use anyhow::{anyhow, bail, Result};
 use pgn_reader::{KnownOutcome, Outcome};
 use rayon::prelude::*;
 use shakmaty::{fen::Fen, CastlingMode, Chess, Color};
@@ -182,14 +182,8 @@ pub fn read(files: &[impl AsRef<Path>], sel: &Selection, w: &Weights) -> Result<
     'files: for file in files {
         let file = file.as_ref();
         let mut stream = GameStream::with_comments(open_input(file)?);
-        loop {
-            let batch = stream.next_batch(1024);
-            if batch.is_empty() {
-                if let Some(e) = &stream.error {
-                    bail!("cannot read {}: {e}", file.display());
-                }
-                break;
-            }
+        for batch in stream.batches(1024) {
+            let batch = batch.map_err(|e| anyhow!("cannot read {}: {e}", file.display()))?;
             let first_game = samples.games;
             samples.games += batch.len() as u64;
             let held_out = |i: usize| {
