@@ -28,8 +28,9 @@ use crate::book::{
 };
 
 /// The share of the memory budget the sorter of priorities holds (16 bytes
-/// a target).
-const SORT_SHARE: u64 = 8;
+/// a target): the walk's set of the positions seen (about 20 bytes each)
+/// takes most of the rest.
+const SORT_SHARE: u64 = 16;
 
 /// A record's length shares its sort record with its place in the file.
 const LENGTH_BITS: u32 = 24;
@@ -292,8 +293,8 @@ mod tests {
         let mut out = vec![Chess::default()];
         let mut pos = Chess::default();
         for uci in [
-            "e2e4", "g8f6", "e4e5", "d7d5", "e1e2", "f6g8", "e5d6", "a7a5", "d6c7", "a5a4",
-            "c7b8q", "b7b5",
+            "e2e4", "g8f6", "e4e5", "d7d5", "e5d6", "a7a5", "e1e2", "a5a4", "d6c7", "b7b5",
+            "c7b8q", "a4a3",
         ] {
             let m = uci
                 .parse::<shakmaty::uci::UciMove>()

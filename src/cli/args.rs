@@ -57,7 +57,7 @@ pub struct Memory {
     /// 8 bytes each); a book whose graph takes more than half of it (about 300 bytes a
     /// position) is valued depth by depth through SQLite (`merge`, `import`,
     /// `reevaluate`) and read a position at a time (`export`, `check`); `analyze` and
-    /// `improve` sort the positions to search on disk past an eighth of it (in the system's
+    /// `improve` sort the positions to search on disk past a sixteenth of it (in the system's
     /// temporary folder). Slower, the same book and files (docs/COMMANDS.md lists what it
     /// does not bound).
     #[arg(long, value_name = "SIZE", value_parser = build::parse_size)]
