@@ -376,9 +376,8 @@ fn run_targets_into(
             Ok(())
         };
         while stored < total && failure.is_none() {
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                break;
-            }
+            // Queued before the deadline is looked at, as when every job
+            // was queued at once: the engines take their first ones.
             while more && queued < ahead {
                 match next() {
                     Ok(Some(t)) => {
@@ -393,7 +392,7 @@ fn run_targets_into(
                     }
                 }
             }
-            if failure.is_some() {
+            if failure.is_some() || deadline.is_some_and(|d| Instant::now() >= d) {
                 break;
             }
             let r = match pool.next(Duration::from_millis(500)) {
