@@ -1,8 +1,9 @@
 //! `--memory` beyond `build`: with a budget far below the book, `export`,
-//! `check`, `import` and `reevaluate` take their bounded paths (the book
-//! read a position at a time, the values depth by depth, the Polyglot
-//! entries sorted on disk) and give the files and books of the default
-//! budget, byte for byte and row for row.
+//! `check`, `import`, `reevaluate`, `analyze` and `improve` take their
+//! bounded paths (the book read a position at a time, the values depth by
+//! depth, the Polyglot entries and the positions to search sorted on disk)
+//! and give the files and books of the default budget, byte for byte and
+//! row for row (and the searches in the same order).
 
 mod common;
 
@@ -164,5 +165,146 @@ fn check_within_a_tiny_budget_finds_what_the_whole_check_finds() {
         for suffix in ["", "-wal", "-shm"] {
             let _ = std::fs::remove_file(dir.path().join(format!("broken.sqlite{suffix}")));
         }
+    }
+}
+
+/// Runs `learnbook` with its temporary files in `tmp`, which it must leave
+/// empty; fails the test unless it succeeded.
+fn ok_in_tmp(args: &[&str], tmp: &Path) -> String {
+    std::fs::create_dir_all(tmp).expect("tmp dir");
+    let out = std::process::Command::new(bin())
+        .args(args)
+        .env("TMPDIR", tmp)
+        .output()
+        .expect("run learnbook");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "learnbook {args:?} failed: {stderr}");
+    let left: Vec<_> = std::fs::read_dir(tmp).expect("tmp dir").collect();
+    assert!(
+        left.is_empty(),
+        "{args:?} left {left:?} in its temporary folder"
+    );
+    stderr
+}
+
+/// The results of a journal's parts (one part: one run), in the order
+/// written.
+fn journal_lines(dir: &Path) -> Vec<String> {
+    let mut lines = Vec::new();
+    for e in std::fs::read_dir(dir).expect("journal dir") {
+        let mut text = String::new();
+        std::io::Read::read_to_string(
+            &mut flate2::read::MultiGzDecoder::new(
+                std::fs::File::open(e.expect("entry").path()).expect("part"),
+            ),
+            &mut text,
+        )
+        .expect("read part");
+        lines.extend(
+            text.lines()
+                .filter(|l| !l.starts_with('#'))
+                .map(String::from),
+        );
+    }
+    lines
+}
+
+#[test]
+fn improve_and_analyze_within_a_tiny_budget_search_the_same_positions_in_the_same_order() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let book = sample_book(d);
+    let tmp = d.join("tmp");
+    // Thousands of targets: with a tiny budget the priorities are sorted
+    // in runs of 1024 on disk. One engine: the journal's order is the
+    // order searched.
+    let plan = "games=2,nodes=200;games=5,ply=6,nodes=400";
+    for (e, extra) in [
+        &[][..],
+        &["--shard", "1/3"][..],
+        &["--one-search-a-child"][..],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut runs = Vec::new();
+        for memory in [None, Some(TINY)] {
+            let name = format!("improve-{e}-{}", runs.len());
+            let copy = d.join(format!("{name}.sqlite"));
+            std::fs::copy(&book, &copy).expect("copy");
+            let journal = d.join(format!("{name}.journal"));
+            std::fs::create_dir(&journal).expect("journal");
+            let mut args = vec![
+                "improve",
+                "--book",
+                s(&copy),
+                "--engine",
+                "builtin",
+                "--threads",
+                "1",
+                "--plan",
+                plan,
+                "--journal",
+                s(&journal),
+            ];
+            args.extend_from_slice(extra);
+            if let Some(m) = memory {
+                args.extend(["--memory", m]);
+            }
+            let stderr = ok_in_tmp(&args, &tmp);
+            runs.push((copy, journal_lines(&journal), stderr));
+        }
+        let (whole, tiny) = (&runs[0], &runs[1]);
+        assert!(
+            whole.1.len() > 1000,
+            "{extra:?}: {} results, too few to spill",
+            whole.1.len()
+        );
+        assert!(
+            whole.1 == tiny.1,
+            "{extra:?}: the searches differ or come in another order"
+        );
+        if extra.is_empty() {
+            assert!(whole.2.contains("analysed 4075 positions"), "{}", whole.2);
+        }
+        for table in ["analysis", "positions"] {
+            assert_eq!(
+                differences(&whole.0, &tiny.0, table, "*"),
+                (0, 0),
+                "{extra:?}: {table}"
+            );
+        }
+    }
+    let copies: Vec<PathBuf> = [None, Some(TINY)]
+        .iter()
+        .enumerate()
+        .map(|(i, memory)| {
+            let copy = d.join(format!("analyze-{i}.sqlite"));
+            std::fs::copy(&book, &copy).expect("copy");
+            let mut args = vec![
+                "analyze",
+                "--book",
+                s(&copy),
+                "--nodes",
+                "300",
+                "--min-games",
+                "3",
+                "--threads",
+                "1",
+            ];
+            if let Some(m) = memory {
+                args.extend(["--memory", *m]);
+            }
+            ok_in_tmp(&args, &tmp);
+            copy
+        })
+        .collect();
+    assert!(count(&copies[0], "SELECT count(*) FROM analysis") > 2000);
+    for table in ["analysis", "positions"] {
+        assert_eq!(
+            differences(&copies[0], &copies[1], table, "*"),
+            (0, 0),
+            "analyze: {table}"
+        );
     }
 }

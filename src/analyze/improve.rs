@@ -29,7 +29,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
-use super::{grow, journal, run_targets_into, targets, Budget, EngineChoice, Options, Summary};
+use super::{grow, journal, run_plan_into, targets, Budget, EngineChoice, Options, Summary};
 use crate::book::{
     db::{grow::Expansion, Analysis},
     keys::{Key, KeyMap},
@@ -314,26 +314,24 @@ pub fn run(book: &mut Book, opts: &ImproveOptions) -> Result<ImproveSummary> {
             }
             continue;
         }
-        let found = targets::find_within(
+        // A shard groups only what it owns, so that every position's
+        // results stay in one shard from pass to pass.
+        let owns = |k: Key| opts.shard.is_none_or(|s| s.owns(k.0));
+        let plan = targets::plan(
             book,
             pass.min_games,
             pass.max_ply,
             &engine,
             &pass.budget.to_string(),
             &known,
+            &targets::Choice {
+                group: opts.multipv.then_some(&owns as &dyn Fn(Key) -> bool),
+                keep: &owns,
+            },
+            &std::env::temp_dir(),
+            super::plan_memory(book),
         )?;
-        // A shard groups only what it owns, so that every position's
-        // results stay in one shard from pass to pass.
-        let owns = |k: Key| opts.shard.is_none_or(|s| s.owns(k.0));
-        let todo = if opts.multipv {
-            targets::group_leaves(found.todo, owns)
-        } else {
-            found.todo
-        };
-        let todo: Vec<_> = match opts.shard {
-            Some(s) => todo.into_iter().filter(|t| s.owns(t.key.0)).collect(),
-            None => todo,
-        };
+        let already = plan.done;
         let analysis = Options {
             engine: opts.engine.clone(),
             budget: pass.budget,
@@ -352,12 +350,12 @@ pub fn run(book: &mut Book, opts: &ImproveOptions) -> Result<ImproveSummary> {
             }
             Ok(())
         };
-        let searched = run_targets_into(todo, &analysis, opts.deadline, &mut store);
+        let searched = run_plan_into(plan, &analysis, opts.deadline, &mut store);
         // What is pending is stored even when the searches failed.
         let flushed = sink.flush(book);
         let mut summary = searched?;
         flushed?;
-        summary.already = found.done;
+        summary.already = already;
         let stopped = summary.left > 0;
         out.passes.push((*pass, summary));
         if stopped {

@@ -11,6 +11,7 @@ pub mod analyst;
 pub mod grow;
 pub mod improve;
 pub mod journal;
+pub mod plan;
 pub mod pool;
 pub mod quality;
 pub mod targets;
@@ -285,41 +286,68 @@ pub fn analyse_target_lines(
 /// batches (each its own transaction, with the values it changes), so that
 /// a run killed at any point keeps what it stored and a rerun continues.
 pub fn run_targets(book: &mut Book, todo: Vec<Target>, opts: &Options) -> Result<Summary> {
-    run_targets_into(todo, opts, None, &mut |batch| {
+    let total = todo.iter().map(|t| 1 + t.leaves.len()).sum();
+    let mut todo = todo.into_iter();
+    run_targets_into(total, &mut || Ok(todo.next()), opts, None, &mut |batch| {
         book.store_analysis(batch).map(drop)
     })
 }
 
-/// [`run_targets`], each batch handed to `store` (the book, or a shard's
-/// analysis file); at `deadline` the searches running are finished and
-/// stored, the rest left (as on Ctrl-C).
+/// [`run_targets_into`] on a plan's targets, read back by a thread of its
+/// own while the engines search.
+pub(crate) fn run_plan_into(
+    plan: plan::Plan,
+    opts: &Options,
+    deadline: Option<Instant>,
+    store: &mut dyn FnMut(&[Analysis]) -> Result<()>,
+) -> Result<Summary> {
+    let total = plan.positions;
+    std::thread::scope(|scope| {
+        // A few targets ahead of the engines: the rest stay on disk.
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Result<Target>>(64);
+        scope.spawn(move || {
+            let drained = plan.drain(|t| Ok(tx.send(Ok(t)).is_ok()));
+            if let Err(e) = drained {
+                let _ = tx.send(Err(e));
+            }
+        });
+        // `next` owns the receiver: dropped on return, it stops the reader.
+        let mut next = move || rx.recv().ok().transpose();
+        run_targets_into(total, &mut next, opts, deadline, store)
+    })
+}
+
+/// [`run_targets`] on the `total` positions (targets and their leaves)
+/// `next` hands over in order, each batch handed to `store` (the book, or
+/// a shard's analysis file); at `deadline` the searches running are
+/// finished and stored, the rest left (as on Ctrl-C).
 fn run_targets_into(
-    todo: Vec<Target>,
+    total: usize,
+    next: &mut dyn FnMut() -> Result<Option<Target>>,
     opts: &Options,
     deadline: Option<Instant>,
     store: &mut dyn FnMut(&[Analysis]) -> Result<()>,
 ) -> Result<Summary> {
     let start = Instant::now();
     let engine = opts.engine.label();
-    // Positions, a target's leaves included.
-    let total: usize = todo.iter().map(|t| 1 + t.leaves.len()).sum();
     let mut summary = Summary::default();
     let mut next_report = 1000;
     let bar = progress_bar(opts.progress, total as u64);
     let mut failure: Option<anyhow::Error> = None;
     let mut stored = 0usize;
-    let work = |a: &mut dyn Analyst, t: &Target| {
-        analyse_target_lines(a, t, &engine, opts.budget).with_context(|| {
+    let work = |a: &mut dyn Analyst, t: Target| {
+        analyse_target_lines(a, &t, &engine, opts.budget).with_context(|| {
             format!(
                 "analysing {}",
                 shakmaty::fen::Fen::from_position(&t.pos, shakmaty::EnPassantMode::Legal)
             )
         })
     };
+    // Jobs queued ahead of the engines, so that none waits for one.
+    let ahead = opts.threads.max(1) * 4;
     pool::run(&opts.engine, opts.budget, opts.threads, &work, |pool| {
-        for t in &todo {
-            pool.submit(t);
-        }
+        let mut queued = 0usize;
+        let mut more = true;
         let mut batch = Vec::new();
         let mut last = Instant::now();
         let mut flush = |batch: &mut Vec<Analysis>, summary: &mut Summary| -> Result<()> {
@@ -339,11 +367,30 @@ fn run_targets_into(
             Ok(())
         };
         while stored < total && failure.is_none() {
-            if deadline.is_some_and(|d| Instant::now() >= d) {
+            // Queued before the deadline is looked at, as when every job
+            // was queued at once: the engines take their first ones.
+            while more && queued < ahead {
+                match next() {
+                    Ok(Some(t)) => {
+                        more = pool.submit(t);
+                        queued += usize::from(more);
+                    }
+                    Ok(None) => more = false,
+                    Err(e) => {
+                        more = false;
+                        pool.stop();
+                        failure.get_or_insert(e);
+                    }
+                }
+            }
+            if failure.is_some() || deadline.is_some_and(|d| Instant::now() >= d) {
                 break;
             }
             let r = match pool.next(Duration::from_millis(500)) {
-                pool::Next::Done(r) => r,
+                pool::Next::Done(r) => {
+                    queued -= 1;
+                    r
+                }
                 // On Ctrl-C the workers stop taking jobs.
                 pool::Next::Waiting if !crate::interrupt::interrupted() => continue,
                 pool::Next::Waiting | pool::Next::Closed => break,
@@ -400,10 +447,50 @@ pub fn run(book: &mut Book, opts: &Options) -> Result<Summary> {
         bail!("--min-games must be at least 1");
     }
     let engine = opts.engine.label();
-    let found = targets::find(book, opts.min_games, &engine, &opts.budget.to_string())?;
-    let mut s = run_targets(book, found.todo, opts)?;
-    s.already = found.done;
+    let every = |_: Key| true;
+    let plan = plan_targets(
+        book,
+        opts,
+        &engine,
+        &targets::Choice {
+            group: None,
+            keep: &every,
+        },
+    )?;
+    let already = plan.done;
+    let mut s = run_plan_into(plan, opts, None, &mut |batch| {
+        book.store_analysis(batch).map(drop)
+    })?;
+    s.already = already;
     Ok(s)
+}
+
+/// The targets of `analyze`, as `choice` says, within the book's memory
+/// budget ([`Book::memory_budget`], else [`default_memory`]).
+fn plan_targets(
+    book: &Book,
+    opts: &Options,
+    engine: &str,
+    choice: &targets::Choice<'_>,
+) -> Result<plan::Plan> {
+    targets::plan(
+        book,
+        opts.min_games,
+        None,
+        engine,
+        &opts.budget.to_string(),
+        &crate::book::keys::KeyMap::default(),
+        choice,
+        &std::env::temp_dir(),
+        plan_memory(book),
+    )
+}
+
+/// The memory a pass's plan may hold: the book's budget
+/// ([`Book::memory_budget`], set by `--memory`), else the default one.
+pub(crate) fn plan_memory(book: &Book) -> u64 {
+    book.memory_budget()
+        .unwrap_or_else(crate::book::spill::default_memory)
 }
 
 /// `analyze --shard I/N --out FILE`: the targets of `book` whose key the
@@ -429,15 +516,26 @@ pub fn run_shard(book: &Book, opts: &Options, shard: Shard, out: &Path) -> Resul
     }
     let job = format!("{:016x}", h.finish());
     let mut file = AnalysisFile::create_or_resume(out, shard, &job, &analysed)?;
-    let found = targets::find(book, opts.min_games, &engine, &budget)?;
     let in_file = file.keys()?;
-    let (todo, done): (Vec<Target>, Vec<Target>) = found
-        .todo
-        .into_iter()
-        .filter(|t| shard.owns(t.key.0))
-        .partition(|t| !in_file.contains(&t.key));
-    let mut s = run_targets_into(todo, opts, None, &mut |batch| file.store(batch))?;
-    s.already = done.len();
+    // The shard's targets already in its file are not searched again.
+    let in_file_owned = std::cell::Cell::new(0usize);
+    let keep = |k: Key| {
+        let owned = shard.owns(k.0);
+        let kept = owned && !in_file.contains(&k);
+        in_file_owned.set(in_file_owned.get() + usize::from(owned && !kept));
+        kept
+    };
+    let plan = plan_targets(
+        book,
+        opts,
+        &engine,
+        &targets::Choice {
+            group: None,
+            keep: &keep,
+        },
+    )?;
+    let mut s = run_plan_into(plan, opts, None, &mut |batch| file.store(batch))?;
+    s.already = in_file_owned.get();
     Ok(s)
 }
 

@@ -12,7 +12,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use anyhow::Result;
 use shakmaty::{Chess, Position};
 
-use super::Budget;
+use super::{plan::Plan, Budget};
 use crate::book::{
     db::Analysis,
     keys::{Key, KeyMap, MoveCode},
@@ -175,6 +175,9 @@ struct Walk<'a> {
     seen: HashSet<Key>,
     /// The probability that `weighted` play reaches a position.
     reach: HashMap<Key, f64>,
+    /// `reach` kept only for the positions queued to expand (breadth
+    /// first: what reaches a position after its expansion is never read).
+    reach_queued_only: bool,
     /// Games through the start position (at least 1).
     root_games: f64,
     /// Results not in the book that answer a target too.
@@ -210,6 +213,7 @@ impl Walk<'_> {
             budget,
             seen: HashSet::new(),
             reach: HashMap::new(),
+            reach_queued_only: false,
             root_games: 1.0,
             known: None,
             max_ply: None,
@@ -247,16 +251,29 @@ impl Walk<'_> {
     fn expand(&mut self, pos: Chess, key: Key, games: u32) -> Result<Vec<(Chess, Key, u32)>> {
         let (kids, first, second) = book_children(self.book, &pos, key)?;
         let book_moves = kids.iter().map(|k| k.mv).collect();
-        let reach = self.reach.get(&key).copied().unwrap_or(0.0);
+        let reach = if self.reach_queued_only {
+            self.reach.remove(&key)
+        } else {
+            self.reach.get(&key).copied()
+        }
+        .unwrap_or(0.0);
         // Past `max_ply` a child with many games is searched as a leaf.
         let expand_children = self.max_ply.is_none_or(|m| self.ply < m);
         let mut busy = Vec::new();
         for c in kids {
-            *self.reach.entry(c.key).or_insert(0.0) += reach * c.p;
+            if !self.reach_queued_only {
+                *self.reach.entry(c.key).or_insert(0.0) += reach * c.p;
+            } else if let Some(r) = self.reach.get_mut(&c.key) {
+                *r += reach * c.p;
+            }
             if c.exact || !self.seen.insert(c.key) {
                 continue;
             }
             if c.games >= self.min_games && expand_children {
+                if self.reach_queued_only {
+                    // Its first share: every later one finds it queued.
+                    self.reach.insert(c.key, 0.0 + reach * c.p);
+                }
                 busy.push((c.pos, c.key, c.games));
             } else {
                 let share = f64::from(c.games) / self.root_games;
@@ -305,13 +322,80 @@ pub fn find_within(
     budget: &str,
     known: &KeyMap<Key, Analysis>,
 ) -> Result<Targets> {
+    let mut todo = Vec::new();
+    let done = walk_from_start(book, min_games, max_ply, engine, budget, known, |found| {
+        todo.append(found);
+        Ok(())
+    })?;
+    // Stable: equal priorities stay breadth first.
+    todo.sort_by(|a, b| b.priority.total_cmp(&a.priority));
+    Ok(Targets { todo, done })
+}
+
+/// Which of the targets a pass searches, and how.
+pub struct Choice<'a> {
+    /// Group leaves into their parents where this holds for both
+    /// ([`group_leaves`]); `None`: no grouping.
+    pub group: Option<&'a dyn Fn(Key) -> bool>,
+    /// Keep only the targets (after grouping) for which this holds.
+    pub keep: &'a dyn Fn(Key) -> bool,
+}
+
+/// [`find_within`], grouped and chosen as `choice` says, into a [`Plan`]
+/// whose files go to `dir` and which holds about `memory` bytes at most:
+/// the same targets in the same order, read back from disk.
+#[allow(clippy::too_many_arguments)]
+pub fn plan(
+    book: &Book,
+    min_games: u32,
+    max_ply: Option<u32>,
+    engine: &str,
+    budget: &str,
+    known: &KeyMap<Key, Analysis>,
+    choice: &Choice<'_>,
+    dir: &std::path::Path,
+    memory: u64,
+) -> Result<Plan> {
+    let mut plan = Plan::new(dir, memory)?;
+    plan.done = walk_from_start(book, min_games, max_ply, engine, budget, known, |found| {
+        // A leaf's parent is the position whose expansion found it: the
+        // grouping of one expansion's targets, by priority as the whole
+        // list is sorted, is that of the whole list.
+        found.sort_by(|a, b| b.priority.total_cmp(&a.priority));
+        let chosen = match choice.group {
+            Some(owns) => group_leaves(std::mem::take(found), owns),
+            None => std::mem::take(found),
+        };
+        for t in chosen.iter().filter(|t| (choice.keep)(t.key)) {
+            plan.push(t)?;
+        }
+        Ok(())
+    })?;
+    Ok(plan)
+}
+
+/// Walks the book breadth first from the start position, handing `found`
+/// the targets not yet answered of each position expanded (its leaves in
+/// the order of its moves, then itself), in the order found; returns how
+/// many targets were answered already. Holds the keys seen and the reach
+/// of the positions queued, not the targets.
+fn walk_from_start(
+    book: &Book,
+    min_games: u32,
+    max_ply: Option<u32>,
+    engine: &str,
+    budget: &str,
+    known: &KeyMap<Key, Analysis>,
+    mut found: impl FnMut(&mut Vec<Target>) -> Result<()>,
+) -> Result<usize> {
     let mut walk = Walk::new(book, min_games, engine, budget);
     walk.known = Some(known);
     walk.max_ply = max_ply;
+    walk.reach_queued_only = true;
     let root = Chess::default();
     let root_key = crate::book::keys::polyglot_key(&root);
     let Some(node) = book.position(root_key)? else {
-        return Ok(walk.out);
+        return Ok(0);
     };
     let root_games = node.counts.total();
     walk.root_games = f64::from(root_games.max(1));
@@ -328,12 +412,10 @@ pub fn find_within(
                 .into_iter()
                 .map(|(p, k, g)| (p, k, g, ply + 1)),
         );
+        found(&mut walk.out.todo)?;
+        walk.out.todo.clear();
     }
-    // Stable: equal priorities stay breadth first.
-    walk.out
-        .todo
-        .sort_by(|a, b| b.priority.total_cmp(&a.priority));
-    Ok(walk.out)
+    Ok(walk.out.done)
 }
 
 /// The targets along one game's positions (`positions`: the boards of the

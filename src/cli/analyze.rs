@@ -8,7 +8,9 @@ use clap::Args;
 use learnbook::book::Book;
 use learnbook::shard::Shard;
 
-use super::args::{all_cores, exit_code, parse_duration, AnalysisArgs, BookArg, SearchArgs};
+use super::args::{
+    all_cores, exit_code, parse_duration, AnalysisArgs, BookArg, Memory, SearchArgs,
+};
 
 /// Arguments of `learnbook analyze`.
 #[derive(Args)]
@@ -26,6 +28,8 @@ pub struct AnalyzeArgs {
     /// The shard's analysis file (created, or resumed if it is this shard's).
     #[arg(long, value_name = "FILE.sqlite", requires = "shard")]
     out: Option<PathBuf>,
+    #[command(flatten)]
+    memory: Memory,
 }
 
 /// Analyses the book, or one shard of it into --out (130 when interrupted).
@@ -35,15 +39,21 @@ pub fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
         analysis,
         shard,
         out,
+        memory,
     } = args;
     let opts = analysis.options(true)?;
     learnbook::interrupt::stop_on_sigint();
     let summary = match (shard, out) {
         (Some(shard), Some(out)) => {
             let b = learnbook::analyze::open_for_shard(&book.book)?;
+            b.limit_memory(memory.bytes())?;
             learnbook::analyze::run_shard(&b, &opts, shard, &out)?
         }
-        _ => learnbook::analyze::run(&mut Book::open(&book.book)?, &opts)?,
+        _ => {
+            let mut b = Book::open(&book.book)?;
+            b.limit_memory(memory.bytes())?;
+            learnbook::analyze::run(&mut b, &opts)?
+        }
     };
     eprint!("{}", summary.report());
     Ok(exit_code(summary.interrupted))
@@ -143,6 +153,8 @@ pub struct ImproveArgs {
     /// where the engine offers MultiPV: one search scores a position's book moves).
     #[arg(long)]
     one_search_a_child: bool,
+    #[command(flatten)]
+    memory: Memory,
 }
 
 /// Improves the book until --time, or searches one shard into the journal (130 when
@@ -165,6 +177,7 @@ pub fn improve(args: ImproveArgs) -> Result<ExitCode> {
     } else {
         Book::open(&args.book.book)?
     };
+    b.limit_memory(args.memory.bytes())?;
     learnbook::interrupt::stop_on_sigint();
     let summary = improve::run(&mut b, &opts)?;
     eprint!("{}", summary.report());

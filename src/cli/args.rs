@@ -47,7 +47,7 @@ impl PoolThreads {
 }
 
 /// `--memory` of every command that reads or writes a whole book (`build`,
-/// `merge`, `check`, `export`, `import`, `reevaluate`).
+/// `merge`, `check`, `export`, `import`, `reevaluate`, `analyze`, `improve`).
 #[derive(Args)]
 pub struct Memory {
     /// Memory it may hold (e.g. 512M, 2G; default: half of the machine's). SQLite maps an
@@ -56,8 +56,10 @@ pub struct Memory {
     /// then taken in key ranges (the keys of the positions two games reach stay in memory,
     /// 8 bytes each); a book whose graph takes more than half of it (about 300 bytes a
     /// position) is valued depth by depth through SQLite (`merge`, `import`,
-    /// `reevaluate`) and read a position at a time (`export`, `check`). Slower, the same
-    /// book and files (docs/COMMANDS.md lists what it does not bound).
+    /// `reevaluate`) and read a position at a time (`export`, `check`); `analyze` and
+    /// `improve` sort the positions to search on disk past a sixteenth of it (in the system's
+    /// temporary folder). Slower, the same book and files (docs/COMMANDS.md lists what it
+    /// does not bound).
     #[arg(long, value_name = "SIZE", value_parser = build::parse_size)]
     memory: Option<u64>,
 }
