@@ -29,7 +29,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
-use super::{grow, journal, run_plan_into, targets, Budget, EngineChoice, Options, Summary};
+use super::{grow, journal, plan, run_plan_into, Budget, EngineChoice, Options, Summary};
 use crate::book::{
     db::{grow::Expansion, Analysis},
     keys::{Key, KeyMap},
@@ -317,14 +317,14 @@ pub fn run(book: &mut Book, opts: &ImproveOptions) -> Result<ImproveSummary> {
         // A shard groups only what it owns, so that every position's
         // results stay in one shard from pass to pass.
         let owns = |k: Key| opts.shard.is_none_or(|s| s.owns(k.0));
-        let plan = targets::plan(
+        let plan = plan::plan(
             book,
             pass.min_games,
             pass.max_ply,
             &engine,
             &pass.budget.to_string(),
             &known,
-            &targets::Choice {
+            &plan::Choice {
                 group: opts.multipv.then_some(&owns as &dyn Fn(Key) -> bool),
                 keep: &owns,
             },

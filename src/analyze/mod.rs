@@ -452,7 +452,7 @@ pub fn run(book: &mut Book, opts: &Options) -> Result<Summary> {
         book,
         opts,
         &engine,
-        &targets::Choice {
+        &plan::Choice {
             group: None,
             keep: &every,
         },
@@ -471,9 +471,9 @@ fn plan_targets(
     book: &Book,
     opts: &Options,
     engine: &str,
-    choice: &targets::Choice<'_>,
+    choice: &plan::Choice<'_>,
 ) -> Result<plan::Plan> {
-    targets::plan(
+    plan::plan(
         book,
         opts.min_games,
         None,
@@ -529,7 +529,7 @@ pub fn run_shard(book: &Book, opts: &Options, shard: Shard, out: &Path) -> Resul
         book,
         opts,
         &engine,
-        &targets::Choice {
+        &plan::Choice {
             group: None,
             keep: &keep,
         },

@@ -20,11 +20,13 @@ use shakmaty::{
     Position, Setup, Square,
 };
 
-use super::targets::Target;
+use super::targets::{group_leaves, walk_from_start, Target};
 use crate::atomic_file::Pending;
 use crate::book::{
-    keys::{Key, MoveCode},
+    db::Analysis,
+    keys::{Key, KeyMap, MoveCode},
     spill::PairSorter,
+    Book,
 };
 
 /// The share of the memory budget the sorter of priorities holds (16 bytes
@@ -269,6 +271,48 @@ impl Reader<'_> {
     fn u64(&mut self) -> Result<u64> {
         self.take().map(u64::from_le_bytes)
     }
+}
+
+/// Which of the targets a pass searches, and how.
+pub struct Choice<'a> {
+    /// Group leaves into their parents where this holds for both
+    /// ([`group_leaves`](super::targets::group_leaves)); `None`: no grouping.
+    pub group: Option<&'a dyn Fn(Key) -> bool>,
+    /// Keep only the targets (after grouping) for which this holds.
+    pub keep: &'a dyn Fn(Key) -> bool,
+}
+
+/// [`find_within`](super::targets::find_within), grouped and chosen as `choice` says, into a [`Plan`]
+/// whose files go to `dir` and which holds about `memory` bytes at most:
+/// the same targets in the same order, read back from disk.
+#[allow(clippy::too_many_arguments)]
+pub fn plan(
+    book: &Book,
+    min_games: u32,
+    max_ply: Option<u32>,
+    engine: &str,
+    budget: &str,
+    known: &KeyMap<Key, Analysis>,
+    choice: &Choice<'_>,
+    dir: &std::path::Path,
+    memory: u64,
+) -> Result<Plan> {
+    let mut plan = Plan::new(dir, memory)?;
+    plan.done = walk_from_start(book, min_games, max_ply, engine, budget, known, |found| {
+        // A leaf's parent is the position whose expansion found it: the
+        // grouping of one expansion's targets, by priority as the whole
+        // list is sorted, is that of the whole list.
+        found.sort_by(|a, b| b.priority.total_cmp(&a.priority));
+        let chosen = match choice.group {
+            Some(owns) => group_leaves(std::mem::take(found), owns),
+            None => std::mem::take(found),
+        };
+        for t in chosen.iter().filter(|t| (choice.keep)(t.key)) {
+            plan.push(t)?;
+        }
+        Ok(())
+    })?;
+    Ok(plan)
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use anyhow::Result;
 use shakmaty::{Chess, Position};
 
-use super::{plan::Plan, Budget};
+use super::Budget;
 use crate::book::{
     db::Analysis,
     keys::{Key, KeyMap, MoveCode},
@@ -332,54 +332,12 @@ pub fn find_within(
     Ok(Targets { todo, done })
 }
 
-/// Which of the targets a pass searches, and how.
-pub struct Choice<'a> {
-    /// Group leaves into their parents where this holds for both
-    /// ([`group_leaves`]); `None`: no grouping.
-    pub group: Option<&'a dyn Fn(Key) -> bool>,
-    /// Keep only the targets (after grouping) for which this holds.
-    pub keep: &'a dyn Fn(Key) -> bool,
-}
-
-/// [`find_within`], grouped and chosen as `choice` says, into a [`Plan`]
-/// whose files go to `dir` and which holds about `memory` bytes at most:
-/// the same targets in the same order, read back from disk.
-#[allow(clippy::too_many_arguments)]
-pub fn plan(
-    book: &Book,
-    min_games: u32,
-    max_ply: Option<u32>,
-    engine: &str,
-    budget: &str,
-    known: &KeyMap<Key, Analysis>,
-    choice: &Choice<'_>,
-    dir: &std::path::Path,
-    memory: u64,
-) -> Result<Plan> {
-    let mut plan = Plan::new(dir, memory)?;
-    plan.done = walk_from_start(book, min_games, max_ply, engine, budget, known, |found| {
-        // A leaf's parent is the position whose expansion found it: the
-        // grouping of one expansion's targets, by priority as the whole
-        // list is sorted, is that of the whole list.
-        found.sort_by(|a, b| b.priority.total_cmp(&a.priority));
-        let chosen = match choice.group {
-            Some(owns) => group_leaves(std::mem::take(found), owns),
-            None => std::mem::take(found),
-        };
-        for t in chosen.iter().filter(|t| (choice.keep)(t.key)) {
-            plan.push(t)?;
-        }
-        Ok(())
-    })?;
-    Ok(plan)
-}
-
 /// Walks the book breadth first from the start position, handing `found`
 /// the targets not yet answered of each position expanded (its leaves in
 /// the order of its moves, then itself), in the order found; returns how
 /// many targets were answered already. Holds the keys seen and the reach
 /// of the positions queued, not the targets.
-fn walk_from_start(
+pub(super) fn walk_from_start(
     book: &Book,
     min_games: u32,
     max_ply: Option<u32>,
