@@ -18,3 +18,4 @@ pub mod shard;
 pub mod sys;
 pub mod tune;
 pub mod uci;
+pub mod workers;
