@@ -19,10 +19,7 @@ use std::{
     collections::{BinaryHeap, HashMap, HashSet},
     fmt::Write as _,
     path::PathBuf,
-    sync::{
-        atomic::{AtomicUsize, Ordering},
-        Mutex,
-    },
+    sync::Mutex,
     time::Duration,
 };
 
@@ -40,6 +37,7 @@ use crate::{
         Book,
     },
     engine_io::protocol::{EngineSpec, UciEngine},
+    workers,
 };
 
 /// `bench book-quality`'s settings (the binary's `BookQualityArgs` fills them).
@@ -570,70 +568,27 @@ pub fn run(opts: &Options) -> Result<String> {
         return Err(anyhow!("{} has no positions to judge", opts.book.display()));
     }
     add_engine_picks(&mut spots, &engines, opts.engine_nodes)?;
-    let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<Verdict>>> = Mutex::new(vec![None; spots.len()]);
-    let failure: Mutex<Option<anyhow::Error>> = Mutex::new(None);
     let used: Mutex<Option<Scoring>> = Mutex::new(None);
-    std::thread::scope(|scope| {
-        for _ in 0..opts.threads.max(1) {
-            scope.spawn(|| {
-                let mut engine = match UciEngine::start(&judge_spec) {
-                    Ok(e) => e,
-                    Err(e) => {
-                        if let Ok(mut f) = failure.lock() {
-                            f.get_or_insert(anyhow!("cannot start the judge: {e}"));
-                        }
-                        return;
-                    }
-                };
-                let scoring = match engine.honours_searchmoves() {
-                    Ok(true) => Scoring::SearchMoves,
-                    Ok(false) => Scoring::After,
-                    Err(e) => {
-                        if let Ok(mut f) = failure.lock() {
-                            f.get_or_insert(anyhow!("judge: {e}"));
-                        }
-                        return;
-                    }
-                };
-                if let Ok(mut s) = used.lock() {
-                    *s = Some(scoring);
-                }
-                loop {
-                    if failure.lock().map_or(true, |f| f.is_some()) {
-                        return;
-                    }
-                    let i = next.fetch_add(1, Ordering::SeqCst);
-                    let Some(spot) = spots.get(i) else { return };
-                    match judge(&mut engine, spot, opts, scoring) {
-                        Ok(v) => {
-                            if let Ok(mut r) = results.lock() {
-                                r[i] = Some(v);
-                            }
-                        }
-                        Err(e) => {
-                            if let Ok(mut f) = failure.lock() {
-                                f.get_or_insert(e);
-                            }
-                            return;
-                        }
-                    }
-                }
-            });
+    // Each worker starts its own judge; the first failure stops them all.
+    let start_judge = |_| {
+        let mut engine =
+            UciEngine::start(&judge_spec).map_err(|e| anyhow!("cannot start the judge: {e}"))?;
+        let scoring = match engine.honours_searchmoves() {
+            Ok(true) => Scoring::SearchMoves,
+            Ok(false) => Scoring::After,
+            Err(e) => return Err(anyhow!("judge: {e}")),
+        };
+        if let Ok(mut s) = used.lock() {
+            *s = Some(scoring);
         }
-    });
-    if let Some(e) = failure
-        .into_inner()
-        .map_err(|_| anyhow!("a judge thread panicked"))?
-    {
-        return Err(e);
-    }
-    let verdicts: Vec<Verdict> = results
-        .into_inner()
-        .map_err(|_| anyhow!("a judge thread panicked"))?
-        .into_iter()
-        .collect::<Option<Vec<_>>>()
-        .ok_or_else(|| anyhow!("a position was not judged"))?;
+        Ok((engine, scoring))
+    };
+    let verdicts: Vec<Verdict> = workers::map(
+        spots.len(),
+        opts.threads,
+        start_judge,
+        |(engine, scoring), i| judge(engine, &spots[i], opts, *scoring),
+    )?;
     let names = players(&compare, &engines);
     let mut out = String::new();
     let most = spots.iter().map(|s| s.games).max().unwrap_or(0);

@@ -5,21 +5,21 @@
 use std::{
     fmt::Write as _,
     path::Path,
-    sync::{
-        atomic::{AtomicBool, AtomicUsize, Ordering},
-        Mutex,
-    },
+    sync::atomic::AtomicBool,
     time::{Duration, Instant},
 };
 
 use anyhow::{bail, Result};
 use shakmaty::{san::San, CastlingMode};
 
-use learnbook::engine::{
-    epd::{self, Epd},
-    params::Weights,
-    position::{perft, Position},
-    search::{uci_score, Limits, Searcher},
+use learnbook::{
+    engine::{
+        epd::{self, Epd},
+        params::Weights,
+        position::{perft, Position},
+        search::{uci_score, Limits, Searcher},
+    },
+    workers,
 };
 
 /// Middlegame and endgame positions for `learnbook bench` (the usual mix:
@@ -115,34 +115,14 @@ pub fn wac(
     if records.is_empty() {
         bail!("{} has no positions with bm or am", file.display());
     }
-    let results: Mutex<Vec<Option<Result<Solve>>>> =
-        Mutex::new((0..records.len()).map(|_| None).collect());
-    let next = AtomicUsize::new(0);
-    std::thread::scope(|scope| {
-        for _ in 0..threads.max(1) {
-            scope.spawn(|| {
-                let mut searcher = Searcher::new(hash_mb, weights.clone());
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(e) = records.get(i) else { break };
-                    let r = solve(&mut searcher, e, limits);
-                    if let Ok(mut all) = results.lock() {
-                        all[i] = Some(r);
-                    }
-                }
-            });
-        }
-    });
-    let results = results
-        .into_inner()
-        .map_err(|_| anyhow::anyhow!("a worker thread failed"))?;
-    let mut solves = Vec::new();
-    for r in results {
-        match r {
-            Some(r) => solves.push(r?),
-            None => bail!("a position was not searched"),
-        }
-    }
+    // Every position is searched; the first failure in file order is reported.
+    let results = workers::map(
+        records.len(),
+        threads,
+        |_| Ok::<_, anyhow::Error>(Searcher::new(hash_mb, weights.clone())),
+        |searcher, i| Ok(solve(searcher, &records[i], limits)),
+    )?;
+    let solves = results.into_iter().collect::<Result<Vec<Solve>>>()?;
     let solved = solves.iter().filter(|s| s.solved).count();
     let mut out = String::new();
     let per = match (limits.nodes, limits.movetime) {
