@@ -20,10 +20,7 @@ use std::{
     fs::{File, OpenOptions},
     io::{BufRead, BufReader, Write},
     path::{Path, PathBuf},
-    sync::{
-        atomic::{AtomicBool, AtomicUsize, Ordering},
-        mpsc,
-    },
+    sync::atomic::{AtomicBool, Ordering},
     time::Instant,
 };
 
@@ -42,6 +39,7 @@ use crate::{
     },
     engine::params::Weights,
     shard::Shard,
+    workers,
 };
 
 /// The Event tag of every game.
@@ -405,64 +403,54 @@ pub fn run(
             interrupted: false,
         });
     }
-    let threads = cfg.concurrency.max(1);
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .context("cannot start the thread pool")?;
     let date = super::runner::today();
     let settings = cfg.settings_tag();
     let shard_tag = cfg.shard_tag();
     let mut tags = vec![(SETTINGS_TAG, settings.as_str())];
     tags.extend(shard_tag.as_deref().map(|t| (SHARD_TAG, t)));
     let limit = Limit::Nodes(cfg.nodes);
-    let next = AtomicUsize::new(first + existing.games);
+    // Job k is game `base + k`.
+    let base = first + existing.games;
     let stop = AtomicBool::new(false);
-    let (tx, rx) = mpsc::channel::<(usize, GameRecord)>();
     let start = Instant::now();
-    let mut write_error = None;
-    pool.in_place_scope(|scope| {
-        for _ in 0..threads {
-            let tx = tx.clone();
-            let (next, stop, schedule, limit) = (&next, &stop, &schedule, &limit);
-            scope.spawn(move |_| {
-                let mut white = Builtin::search_only(&cfg.name, cfg.weights.clone(), cfg.hash_mb);
-                let mut black = Builtin::search_only(&cfg.name, cfg.weights.clone(), cfg.hash_mb);
-                while !stop.load(Ordering::Relaxed) && !crate::interrupt::interrupted() {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= end {
-                        break;
-                    }
-                    let opening = &cfg.openings[schedule.opening(i)];
-                    let record = play_game(
-                        &mut white,
-                        &mut black,
-                        opening,
-                        [limit, limit],
-                        &cfg.adjudication,
-                    );
-                    if tx.send((i, record)).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-        drop(tx);
-        // Games are written in index order: a finished game waits for those before it.
-        let mut waiting: BTreeMap<usize, GameRecord> = BTreeMap::new();
-        for (i, record) in rx {
-            waiting.insert(i, record);
+    // Games are written in index order: a finished game waits for those before it.
+    let mut waiting: BTreeMap<usize, GameRecord> = BTreeMap::new();
+    workers::run(
+        end - base,
+        cfg.concurrency,
+        &stop,
+        |_| {
+            let white = Builtin::search_only(&cfg.name, cfg.weights.clone(), cfg.hash_mb);
+            let black = Builtin::search_only(&cfg.name, cfg.weights.clone(), cfg.hash_mb);
+            Ok::<_, anyhow::Error>((white, black))
+        },
+        |(white, black), k| {
+            // After Ctrl-C no game starts; `None` tells the writer to stop the others.
+            if crate::interrupt::interrupted() {
+                return Ok(None);
+            }
+            let opening = &cfg.openings[schedule.opening(base + k)];
+            let limits = [&limit, &limit];
+            Ok(Some(play_game(
+                white,
+                black,
+                opening,
+                limits,
+                &cfg.adjudication,
+            )))
+        },
+        |k, record| {
+            let Some(record) = record else {
+                stop.store(true, Ordering::Relaxed);
+                return Ok(());
+            };
+            waiting.insert(base + k, record);
             while let Some(record) = waiting.remove(&(first + st.written)) {
-                if write_error.is_some() {
-                    continue;
-                }
                 let round = (first + st.written) as u64 + 1;
                 let text = record.pgn(EVENT, round, &date, &tags);
-                if let Err(e) = file.write_all(text.as_bytes()).and_then(|_| file.flush()) {
-                    write_error = Some(e);
-                    stop.store(true, Ordering::Relaxed);
-                    continue;
-                }
+                file.write_all(text.as_bytes())
+                    .and_then(|_| file.flush())
+                    .with_context(|| format!("cannot write {}", cfg.pgn_out.display()))?;
                 st.written += 1;
                 st.played += 1;
                 st.plies += record.moves.len() - record.moves.len().min(opening_plies(&record));
@@ -474,11 +462,9 @@ pub fn run(
                 st.seconds = start.elapsed().as_secs_f64();
                 progress(&st);
             }
-        }
-    });
-    if let Some(e) = write_error {
-        return Err(e).with_context(|| format!("cannot write {}", cfg.pgn_out.display()));
-    }
+            Ok(())
+        },
+    )?;
     Ok(Summary {
         existing,
         interrupted: st.written < end - first,
