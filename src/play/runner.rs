@@ -6,10 +6,7 @@ use std::{
     fs::OpenOptions,
     io::Write,
     path::{Path, PathBuf},
-    sync::{
-        atomic::{AtomicBool, AtomicUsize, Ordering},
-        mpsc,
-    },
+    sync::atomic::{AtomicBool, Ordering},
 };
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -34,6 +31,7 @@ use crate::{
     },
     engine::{epd::Epd, params::Weights},
     engine_io::protocol::{self, EngineSpec, Fault, Player},
+    workers,
 };
 
 /// One side of the match.
@@ -371,88 +369,19 @@ pub fn resume_match(
         None => None,
     };
     let date = today();
-    let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(
         !cfg.sprt_play_on && standing.sprt.is_some_and(|st| st != SprtState::Continue),
     );
-    let (tx, rx) = mpsc::channel::<(usize, bool, GameRecord)>();
-    std::thread::scope(|scope| -> Result<()> {
-        for w in 0..cfg.concurrency.max(1) {
-            let tx = tx.clone();
-            let (next, stop, order, skip) = (&next, &stop, &order, &skip);
-            scope.spawn(move || {
-                let mut players: [Option<Box<dyn Player>>; 2] = [None, None];
-                loop {
-                    if stop.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= cfg.games {
-                        break;
-                    }
-                    if skip[i] {
-                        continue;
-                    }
-                    let (o, alternate) = schedule(i, cfg.repeat, order.len());
-                    let first_white = cfg.noswap || alternate;
-                    let opening = &cfg.openings[order[o]];
-                    // Start (or restart) the engines; one that cannot start loses the game.
-                    let mut failed = None;
-                    for (k, slot) in players.iter_mut().enumerate() {
-                        if slot.is_none() {
-                            let seed = (w * 1_000_003 + i) as u64;
-                            match cfg.players[k].start(seed) {
-                                Ok(p) if cfg.node_jitter > 0.0 => {
-                                    *slot = Some(Box::new(NodeJitter::new(
-                                        p,
-                                        cfg.node_jitter,
-                                        seed ^ 0x9e37_79b9_7f4a_7c15,
-                                    )))
-                                }
-                                Ok(p) => *slot = Some(p),
-                                Err(f) => failed = Some((k, f)),
-                            }
-                        }
-                    }
-                    let record = if let Some((k, f)) = failed {
-                        start_failure(cfg, k, first_white, &f)
-                    } else {
-                        let [a, b] = &mut players;
-                        let (Some(a), Some(b)) = (a.as_mut(), b.as_mut()) else {
-                            break;
-                        };
-                        let la = cfg.limits[0].as_ref().unwrap_or(&cfg.limit);
-                        let lb = cfg.limits[1].as_ref().unwrap_or(&cfg.limit);
-                        let (white, black, limits) = if first_white {
-                            (a, b, [la, lb])
-                        } else {
-                            (b, a, [lb, la])
-                        };
-                        play_game(
-                            white.as_mut(),
-                            black.as_mut(),
-                            opening,
-                            limits,
-                            &cfg.adjudication,
-                        )
-                    };
-                    if let Some(side) = record.fault {
-                        // The failed engine is killed and started afresh for the next game.
-                        let k = if (side == Color::White) == first_white {
-                            0
-                        } else {
-                            1
-                        };
-                        players[k] = None;
-                    }
-                    if tx.send((i, first_white, record)).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-        drop(tx);
-        for (i, first_white, record) in rx {
+    // The games still to play, in index order: job k is game todo[k].
+    let todo: Vec<usize> = (0..cfg.games).filter(|&i| !skip[i]).collect();
+    workers::run(
+        todo.len(),
+        cfg.concurrency,
+        &stop,
+        // A worker's engines start with its first game (and again after a fault).
+        |w| Ok((w, [None, None])),
+        |(w, players), k| play_match_game(cfg, &order, *w, players, todo[k]),
+        |_, (i, first_white, record)| {
             let color = if first_white {
                 Color::White
             } else {
@@ -492,10 +421,74 @@ pub fn resume_match(
                 }
             }
             progress(i + 1, &record, &standing);
-        }
-        Ok(())
-    })?;
+            Ok(())
+        },
+    )?;
     Ok(standing)
+}
+
+/// Game `i` of the match on worker `w`, whose engines are `players` (started
+/// here if they are not yet, or were killed after a fault): whether the first
+/// player had White, and the game.
+fn play_match_game(
+    cfg: &MatchConfig,
+    order: &[usize],
+    w: usize,
+    players: &mut [Option<Box<dyn Player>>; 2],
+    i: usize,
+) -> Result<(usize, bool, GameRecord)> {
+    let (o, alternate) = schedule(i, cfg.repeat, order.len());
+    let first_white = cfg.noswap || alternate;
+    let opening = &cfg.openings[order[o]];
+    // Start (or restart) the engines; one that cannot start loses the game.
+    let mut failed = None;
+    for (k, slot) in players.iter_mut().enumerate() {
+        if slot.is_none() {
+            let seed = (w * 1_000_003 + i) as u64;
+            match cfg.players[k].start(seed) {
+                Ok(p) if cfg.node_jitter > 0.0 => {
+                    *slot = Some(Box::new(NodeJitter::new(
+                        p,
+                        cfg.node_jitter,
+                        seed ^ 0x9e37_79b9_7f4a_7c15,
+                    )))
+                }
+                Ok(p) => *slot = Some(p),
+                Err(f) => failed = Some((k, f)),
+            }
+        }
+    }
+    let record = if let Some((k, f)) = failed {
+        start_failure(cfg, k, first_white, &f)
+    } else {
+        let [Some(a), Some(b)] = players else {
+            bail!("game {}: a player did not start", i + 1);
+        };
+        let la = cfg.limits[0].as_ref().unwrap_or(&cfg.limit);
+        let lb = cfg.limits[1].as_ref().unwrap_or(&cfg.limit);
+        let (white, black, limits) = if first_white {
+            (a, b, [la, lb])
+        } else {
+            (b, a, [lb, la])
+        };
+        play_game(
+            white.as_mut(),
+            black.as_mut(),
+            opening,
+            limits,
+            &cfg.adjudication,
+        )
+    };
+    if let Some(side) = record.fault {
+        // The failed engine is killed and started afresh for the next game.
+        let k = if (side == Color::White) == first_white {
+            0
+        } else {
+            1
+        };
+        players[k] = None;
+    }
+    Ok((i, first_white, record))
 }
 
 /// The games of this match that an earlier run wrote to `path` (the same
