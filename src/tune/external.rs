@@ -13,7 +13,10 @@
 
 use std::{
     path::{Path, PathBuf},
-    sync::atomic::{AtomicBool, AtomicUsize, Ordering},
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Mutex,
+    },
     time::{Duration, Instant},
 };
 
@@ -33,6 +36,7 @@ use crate::play::{
     spec::parse_player,
     stats::Wdl,
 };
+use crate::workers;
 
 /// How long the engine may take to list its options.
 const HANDSHAKE: Duration = Duration::from_secs(10);
@@ -694,62 +698,41 @@ impl Arena {
             adj: adjudication_of(&settings.adjudication),
         };
         let games = 2 * picks.len();
-        let next = AtomicUsize::new(0);
         let stop = AtomicBool::new(false);
         let specs = &self.specs;
-        let results: Vec<Result<Vec<(usize, f64)>>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = self
-                .slots
-                .iter_mut()
-                .map(|slot| {
-                    let (job, next, stop) = (&job, &next, &stop);
-                    scope.spawn(move || {
-                        let mut done = Vec::new();
-                        while !stop.load(Ordering::Relaxed) && !crate::interrupt::interrupted() {
-                            let g = next.fetch_add(1, Ordering::Relaxed);
-                            if g >= games {
-                                break;
-                            }
-                            match play_with_retries(slot, specs, job, g) {
-                                Ok(Some(score)) => done.push((g, score)),
-                                Ok(None) => break,
-                                Err(e) => {
-                                    stop.store(true, Ordering::Relaxed);
-                                    return Err(e);
-                                }
-                            }
-                        }
-                        Ok(done)
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(anyhow!("a game worker panicked")))
-                })
-                .collect()
-        });
-        let mut scores = Vec::with_capacity(games);
-        let mut error = None;
-        for r in results {
-            match r {
-                Ok(v) => scores.extend(v),
-                Err(e) => error = error.or(Some(e)),
-            }
-        }
-        if crate::interrupt::interrupted() && scores.len() < games {
+        // Worker w plays with slot w's processes, kept from iteration to
+        // iteration; only worker w ever takes slot w's lock.
+        let slots: Vec<Mutex<&mut [Option<UciEngine>; 2]>> =
+            self.slots.iter_mut().map(Mutex::new).collect();
+        let mut scores: Vec<Option<f64>> = vec![None; games];
+        let outcome = workers::run(
+            games,
+            slots.len(),
+            &stop,
+            |w| {
+                slots[w]
+                    .lock()
+                    .map_err(|_| anyhow!("a game worker panicked"))
+            },
+            |slot, g| play_with_retries(slot, specs, &job, g),
+            |g, score| {
+                match score {
+                    Some(score) => scores[g] = Some(score),
+                    // SIGINT: no game starts any more.
+                    None => stop.store(true, Ordering::Relaxed),
+                }
+                Ok(())
+            },
+        );
+        let played = scores.iter().flatten().count();
+        if crate::interrupt::interrupted() && played < games {
             return Ok(None);
         }
-        if let Some(e) = error {
-            return Err(e);
+        outcome?;
+        match scores.into_iter().collect::<Option<Vec<f64>>>() {
+            Some(scores) => Ok(Some(scores)),
+            None => bail!("{played} of {games} games were played"),
         }
-        if scores.len() != games {
-            bail!("{} of {games} games were played", scores.len());
-        }
-        scores.sort_by_key(|&(g, _)| g);
-        Ok(Some(scores.into_iter().map(|(_, s)| s).collect()))
     }
 }
 
