@@ -187,7 +187,7 @@ mod tests {
             50,
             1,
             &AtomicBool::new(false),
-            |w| Ok::<_, String>(w),
+            Ok::<_, String>,
             |w, i| {
                 assert_eq!(*w, 0);
                 order.lock().unwrap().push(i);
