@@ -9,11 +9,11 @@ use std::sync::{
     mpsc, Mutex,
 };
 
-/// Runs jobs `0..jobs` on `threads` scoped workers (at least one, never more
-/// than there are jobs) and hands each job's result to `deliver` on the
+/// Runs jobs `0..jobs` on `threads` scoped workers (one if `threads` is 0,
+/// never more than there are jobs) and hands each job's result to `deliver` on the
 /// calling thread, in the order the jobs finish.
 ///
-/// Each worker first calls `start` with its number (`0..threads`) for its
+/// Each worker first calls `start` with its number (0, 1, ...) for its
 /// own state (an engine process, a search with its table), on its own
 /// thread, then calls `job` with that state and each index it takes.
 ///
