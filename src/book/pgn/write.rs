@@ -340,7 +340,10 @@ mod tests {
             text.starts_with("1. Nf3 {+0.35/12} Nf3 {+0.35/12} 2. Nf3"),
             "{text}"
         );
-        assert!(text.ends_with("{+0.35/12} 1-0"), "{text}");
+        assert!(
+            text.replace('\n', " ").ends_with("{+0.35/12} 1-0"),
+            "{text}"
+        );
     }
 
     #[test]
