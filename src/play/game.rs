@@ -8,6 +8,7 @@ use shakmaty::{
     Position,
 };
 
+use crate::book::pgn::write::{MoveNumber, MovetextWriter};
 use crate::engine_io::protocol::{Budget, Player, Reply, Request};
 
 /// `moves/seconds+increment` (cutechess `tc=`): `40/60+0.6`, `10+0.1`, `60`.
@@ -245,27 +246,19 @@ impl GameRecord {
         }
         .start_position()
         .unwrap_or_default();
-        let mut line = String::new();
+        // Writing to memory cannot fail.
+        let mut line = MovetextWriter::cutechess(Vec::new());
         for (i, m) in self.moves.iter().enumerate() {
-            let white = pos.turn() == Color::White;
-            if white || i == 0 {
-                let n = pos.fullmoves().get();
-                let _ = write!(line, "{n}{} ", if white { "." } else { "..." });
-            }
+            let at = MoveNumber::of(&pos);
             let san = SanPlus::from_move_and_play_unchecked(&mut pos, *m);
-            let _ = write!(line, "{san} ");
+            let _ = line.mv(at, &san.to_string());
             if let Some(Some(e)) = self.evals.get(i) {
-                let _ = write!(line, "{{{}}} ", e.cutechess());
-            }
-            if line.len() > 70 {
-                s.push_str(line.trim_end());
-                s.push('\n');
-                line.clear();
+                let _ = line.comment(&e.cutechess());
             }
         }
-        line.push_str(self.result);
-        s.push_str(&line);
-        s.push_str("\n\n");
+        let _ = line.result(self.result);
+        let _ = line.raw("\n");
+        s.push_str(&line.into_string());
         s
     }
 }

@@ -4,7 +4,7 @@
 
 use anyhow::{anyhow, Result};
 use rusqlite::OptionalExtension;
-use shakmaty::{fen::Fen, san::SanPlus, CastlingMode, Chess, Position};
+use shakmaty::{fen::Fen, san::SanPlus, CastlingMode, Chess};
 
 use super::book::Book;
 use super::codec::{hash_from_sql, hash_to_sql, moves_from_blob};
@@ -12,7 +12,7 @@ use super::tails::tail_node;
 use super::top_games::{game_ratings, mover_elo, rank_of, top_from_blob, TopEntry, TopList};
 use crate::book::keys::{Key, MoveCode};
 use crate::book::pgn::game::GameResult;
-use crate::book::pgn::write::wrap_movetext;
+use crate::book::pgn::write::{MoveNumber, MovetextWriter};
 
 /// The search score of a child position, as its analysis stored it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -100,25 +100,25 @@ impl GameInfo {
             None => Chess::default(),
         };
         s.push('\n');
-        let mut line = String::new();
+        // Writing to memory cannot fail.
+        let mut line = MovetextWriter::new(Vec::new());
         for (i, code) in self.moves.iter().enumerate() {
             let mv = code
                 .to_move(&pos)
                 .ok_or_else(|| anyhow!("game {:016x}: move {} is illegal", h.id, i + 1))?;
-            if pos.turn().is_white() {
-                let _ = write!(line, "{}. ", pos.fullmoves());
-            } else if i == 0 {
-                let _ = write!(line, "{}... ", pos.fullmoves());
-            }
+            let at = MoveNumber::of(&pos);
             let san = SanPlus::from_move_and_play_unchecked(&mut pos, mv);
-            let _ = write!(line, "{san} ");
+            let _ = line.mv(at, &san.to_string());
         }
         if (self.moves.len() as u32) < self.plies {
-            // A game from before schema 7: only its stored moves are known.
-            line.push_str("{ the rest of the game is not in the book } ");
+            // A game from before schema 7: only its stored moves are known
+            // (the comment spaced inside its braces, as it always was).
+            for word in "{ the rest of the game is not in the book }".split(' ') {
+                let _ = line.word(word);
+            }
         }
-        line.push_str(h.result.as_str());
-        s.push_str(&wrap_movetext(&line));
+        let _ = line.result(h.result.as_str());
+        s.push_str(&line.into_string());
         s.push('\n');
         Ok(s)
     }

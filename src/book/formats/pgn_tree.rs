@@ -50,7 +50,7 @@ use super::polyglot::{export_entries, ExportOptions};
 use crate::atomic_file;
 use crate::book::db::Book;
 use crate::book::keys::{polyglot_key, Key, KeyMap, MoveCode};
-use crate::book::pgn::write::MovetextWriter;
+use crate::book::pgn::write::{MoveNumber, MovetextWriter};
 use crate::book::view::explorer::ExploredMove;
 use crate::book::view::report::format_cp;
 
@@ -196,15 +196,15 @@ impl Plan {
             }
         }
         let mut pos = Chess::default();
-        let mut words = Vec::new();
-        for (ply, mv) in path.into_iter().rev().enumerate() {
+        let mut words = MovetextWriter::one_line(Vec::new());
+        for mv in path.into_iter().rev() {
             let m = mv.to_move(&pos)?;
-            if ply.is_multiple_of(2) {
-                words.push(format!("{}.", ply / 2 + 1));
-            }
-            words.push(SanPlus::from_move_and_play_unchecked(&mut pos, m).to_string());
+            let at = MoveNumber::of(&pos);
+            let san = SanPlus::from_move_and_play_unchecked(&mut pos, m);
+            // Writing to memory cannot fail.
+            let _ = words.mv(at, &san.to_string());
         }
-        Some(words.join(" "))
+        Some(words.into_string())
     }
 }
 
@@ -235,7 +235,6 @@ pub fn export(book: &Book, path: &Path, opts: &ExportOptions, layout: Layout) ->
             book,
             plan: &plan,
             out: MovetextWriter::new(w),
-            number: true,
             ended: 0,
             site: site.clone(),
         };
@@ -277,9 +276,6 @@ struct Writer<'a, W: Write> {
     book: &'a Book,
     plan: &'a Plan,
     out: MovetextWriter<W>,
-    /// The next Black move needs its number (`3...`): after a comment or a
-    /// parenthesis.
-    number: bool,
     /// Lines ended so far.
     ended: usize,
     site: String,
@@ -299,10 +295,9 @@ impl<W: Write> Writer<'_, W> {
     fn tree_game(&mut self, about: &str) -> Result<()> {
         self.tags("-")?;
         self.out.comment(about)?;
-        self.number = true;
         let start = Chess::default();
         self.tree(&start, self.plan.root, 0)?;
-        self.out.word("*")?;
+        self.out.result("*")?;
         self.out.raw("\n")?;
         Ok(())
     }
@@ -314,13 +309,12 @@ impl<W: Write> Writer<'_, W> {
         let Some((main, alternatives)) = steps.split_first() else {
             return Ok(());
         };
-        self.step(main, ply, "")?;
+        self.step(main, ply)?;
         for alt in alternatives {
-            self.number = true;
-            self.step(alt, ply, "(")?;
+            self.out.open_variation();
+            self.step(alt, ply)?;
             self.follow(key, alt, ply)?;
-            self.out.close(")")?;
-            self.number = true;
+            self.out.close_variation()?;
         }
         self.follow(key, main, ply)
     }
@@ -337,26 +331,12 @@ impl<W: Write> Writer<'_, W> {
     }
 
     /// A move with its number where one is due, its NAG and comment.
-    fn step(&mut self, step: &Step, ply: u32, open: &str) -> Result<()> {
-        let n = ply / 2 + 1;
-        let first = if ply.is_multiple_of(2) {
-            format!("{open}{n}.")
-        } else if self.number {
-            format!("{open}{n}...")
-        } else {
-            String::new()
-        };
-        if first.is_empty() {
-            self.out.word(&step.san)?;
-        } else {
-            self.out.word(&first)?;
-            self.out.word(&step.san)?;
-        }
+    fn step(&mut self, step: &Step, ply: u32) -> Result<()> {
+        self.out.mv(MoveNumber::at_ply(ply), &step.san)?;
         if let Some(nag) = step.nag {
-            self.out.word(&format!("${nag}"))?;
+            self.out.nag(nag)?;
         }
-        self.number = !step.comment.is_empty();
-        if self.number {
+        if !step.comment.is_empty() {
             self.out.comment(&step.comment)?;
         }
         Ok(())
@@ -365,34 +345,31 @@ impl<W: Write> Writer<'_, W> {
     /// One game a line, in the tree's order (main line first).
     fn lines_games(&mut self) -> Result<()> {
         let start = Chess::default();
-        self.lines(&start, self.plan.root, 0, &mut Vec::new())
+        self.lines(&start, self.plan.root, &mut Vec::new())
     }
 
-    fn lines(&mut self, pos: &Chess, key: Key, ply: u32, path: &mut Vec<String>) -> Result<()> {
+    /// `path`: the moves from the start to `pos`, SAN and NAG.
+    fn lines(&mut self, pos: &Chess, key: Key, path: &mut Vec<(String, Option<u8>)>) -> Result<()> {
         for step in self.steps(pos, key)? {
-            let len = path.len();
-            if ply.is_multiple_of(2) {
-                path.push(format!("{}.", ply / 2 + 1));
-            }
-            path.push(step.san.clone());
-            if let Some(nag) = step.nag {
-                path.push(format!("${nag}"));
-            }
+            path.push((step.san.clone(), step.nag));
             if self.plan.continues(key, step.mv, step.child_key) {
-                self.lines(&step.child, step.child_key, ply + 1, path)?;
+                self.lines(&step.child, step.child_key, path)?;
             } else {
                 self.ended += 1;
                 self.tags(&self.ended.to_string())?;
-                for w in path.iter() {
-                    self.out.word(w)?;
+                for (at, (san, nag)) in (0..).zip(path.iter()) {
+                    self.out.mv(MoveNumber::at_ply(at), san)?;
+                    if let Some(nag) = nag {
+                        self.out.nag(*nag)?;
+                    }
                 }
                 if !step.comment.is_empty() {
                     self.out.comment(&step.comment)?;
                 }
-                self.out.word("*")?;
+                self.out.result("*")?;
                 self.out.raw("\n")?;
             }
-            path.truncate(len);
+            path.pop();
         }
         Ok(())
     }

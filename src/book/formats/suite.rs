@@ -19,7 +19,7 @@ use shakmaty::{
 
 use crate::book::db::book::Book;
 use crate::book::keys::{polyglot_key, Key};
-use crate::book::pgn::write::wrap_movetext;
+use crate::book::pgn::write::{MoveNumber, MovetextWriter};
 use crate::book::view::openings;
 
 /// A closed interval `lo..hi` (a single number is both ends).
@@ -665,16 +665,15 @@ pub fn render(exits: &[Exit], format: SuiteFormat, event: &str) -> String {
                 let _ = writeln!(out, "[Result \"*\"]");
                 out.push('\n');
                 let mut pos = Chess::default();
-                let mut text = String::new();
-                for (ply, &m) in e.moves.iter().enumerate() {
-                    if ply % 2 == 0 {
-                        let _ = write!(text, "{}. ", ply / 2 + 1);
-                    }
+                let mut text = MovetextWriter::new(Vec::new());
+                for &m in &e.moves {
+                    let at = MoveNumber::of(&pos);
                     let san = SanPlus::from_move_and_play_unchecked(&mut pos, m);
-                    let _ = write!(text, "{san} ");
+                    // Writing to memory cannot fail.
+                    let _ = text.mv(at, &san.to_string());
                 }
-                text.push('*');
-                let _ = writeln!(out, "{}\n", wrap_movetext(&text));
+                let _ = text.result("*");
+                let _ = writeln!(out, "{}\n", text.into_string());
             }
         }
     }

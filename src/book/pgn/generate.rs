@@ -20,6 +20,7 @@ use rayon::prelude::*;
 use shakmaty::{san::SanPlus, Chess, Position};
 
 use super::game::Counts;
+use super::write::{MoveNumber, MovetextWriter};
 use crate::atomic_file;
 use crate::book::db::Book;
 use crate::book::keys::{polyglot_key, Key, KeyMap, MoveCode};
@@ -75,11 +76,12 @@ impl Head {
         })
     }
 
-    /// One game's movetext and result, from its own generator.
+    /// One game's movetext ending in its result, and the result, from its
+    /// own generator.
     fn game(&self, rng: &mut StdRng, max_ply: u32) -> (String, &'static str) {
         let mut pos = Chess::default();
         let mut in_book = true;
-        let mut text = String::with_capacity(8 * max_ply as usize);
+        let mut text = MovetextWriter::one_line(Vec::with_capacity(8 * max_ply as usize));
         for ply in 0..max_ply {
             let legal = pos.legal_moves();
             if legal.is_empty() {
@@ -109,12 +111,9 @@ impl Head {
                     legal[rng.random_range(0..legal.len())]
                 }
             };
-            if ply % 2 == 0 {
-                text.push_str(&format!("{}. ", ply / 2 + 1));
-            }
             let san = SanPlus::from_move_and_play_unchecked(&mut pos, m);
-            text.push_str(&san.to_string());
-            text.push(' ');
+            // Writing to memory cannot fail.
+            let _ = text.mv(MoveNumber::at_ply(ply), &san.to_string());
         }
         let c = self.results;
         let r = rng.random_range(0..c.total());
@@ -125,7 +124,8 @@ impl Head {
         } else {
             "0-1"
         };
-        (text, result)
+        let _ = text.result(result);
+        (text.into_string(), result)
     }
 }
 
@@ -158,7 +158,7 @@ pub fn generate(opts: &Options) -> Result<u64> {
                     let mut rng = game_rng(opts.seed, i);
                     let (moves, result) = head.game(&mut rng, opts.max_ply);
                     s.push_str(&format!(
-                        "[Event \"learnbook generate\"]\n[Site \"seed {}\"]\n[Date \"????.??.??\"]\n[Round \"{}\"]\n[White \"gen-{}-w\"]\n[Black \"gen-{}-b\"]\n[Result \"{result}\"]\n\n{moves}{result}\n\n",
+                        "[Event \"learnbook generate\"]\n[Site \"seed {}\"]\n[Date \"????.??.??\"]\n[Round \"{}\"]\n[White \"gen-{}-w\"]\n[Black \"gen-{}-b\"]\n[Result \"{result}\"]\n\n{moves}\n\n",
                         opts.seed,
                         i + 1,
                         i + 1,
