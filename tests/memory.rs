@@ -109,6 +109,52 @@ fn reevaluate_and_import_within_a_tiny_budget_give_the_same_book() {
     }
 }
 
+/// Issue 53: `import` into a new book (the usual case: `import --book
+/// gnu.sqlite --polyglot gnu.bin`) within a tiny budget gives the book of
+/// the default budget, row for row, for a Polyglot file with entries the
+/// start position does not reach (value weights leave moves out) and for
+/// an Arena file; importing the same file again (weights add up, every
+/// child already linked) too.
+#[test]
+fn import_into_a_new_book_within_a_tiny_budget_gives_the_same_book() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let book = sample_book(dir.path());
+    for ext in ["bin", "abk"] {
+        let file = dir.path().join(format!("sample.{ext}"));
+        ok(&["export", "--book", s(&book), "--out", s(&file)]);
+        let plain = dir.path().join(format!("plain-{ext}.sqlite"));
+        let bounded = dir.path().join(format!("bounded-{ext}.sqlite"));
+        for _ in 0..2 {
+            let a = ok(&["import", "--book", s(&plain), "--in", s(&file)]);
+            let b = ok(&[
+                "import",
+                "--book",
+                s(&bounded),
+                "--in",
+                s(&file),
+                "--memory",
+                TINY,
+            ]);
+            assert_eq!(a.stdout, b.stdout, "{ext}: the summaries differ");
+        }
+        if ext == "bin" {
+            let unreached = "SELECT count(*) FROM moves WHERE child IS NULL";
+            assert!(count(&plain, unreached) > 0, "every entry was reached");
+        }
+        assert!(count(&plain, "SELECT count(*) FROM positions") > 1_000);
+        for table in ["positions", "moves", "parents", "meta"] {
+            assert_eq!(
+                differences(&plain, &bounded, table, "*"),
+                (0, 0),
+                "{ext}: {table} differ"
+            );
+        }
+        for b in [&plain, &bounded] {
+            ok(&["check", "--book", s(b), "--memory", TINY]);
+        }
+    }
+}
+
 #[test]
 fn check_within_a_tiny_budget_finds_what_the_whole_check_finds() {
     let dir = tempfile::tempdir().expect("tempdir");
