@@ -19,7 +19,8 @@
 //! children's stored values, which holds exactly when a full re-evaluation
 //! gives the stored values: a value depends on a child's value only one
 //! ply deeper), what every position needs of the others sorted on disk by
-//! its key, and the explorer's data one key range at a time.
+//! its key, and the explorer's data one key range at a time (the games
+//! replayed once, each passage through a row written to its range's file).
 
 use std::collections::{HashMap, HashSet};
 
@@ -29,10 +30,10 @@ use shakmaty::{fen::Fen, CastlingMode, Chess, Position};
 
 use super::db::stream::tail_listing;
 use super::db::top_games::{mover_elo, rank_of, TopEntry, TopList};
-use super::db::Book;
-use super::keys::{polyglot_key, Key, KeyMap, KeySet};
+use super::db::{Book, MoveRating};
+use super::keys::{polyglot_key, Key, KeyMap, KeySet, MoveCode};
 use super::pgn::{game::Counts, validate::next_key};
-use super::spill::{SortRecord, Sorter};
+use super::spill::{Buckets, KeyFilter, SortRecord, Sorter};
 use super::values::minimax::node_value_with;
 
 #[derive(Clone, Debug, Default)]
@@ -165,7 +166,7 @@ pub fn check(book: &Book) -> Result<CheckReport> {
         ));
     }
     if !book.explorer_partial()? {
-        check_explorer(book, &mut report, 0, u64::MAX)?;
+        check_explorer(book, &mut report)?;
     }
     let mut fresh = graph.clone();
     fresh.evaluate(&book.settings.params);
@@ -188,14 +189,11 @@ pub fn check(book: &Book) -> Result<CheckReport> {
 
 /// The explorer's data against the games replayed: each move row's rating
 /// sums, each row's top list (a [`TopList`] of every game through it, which
-/// does not depend on their order), and each game's moves whole; of the
-/// rows (and moves out of them) whose key is in `lo..=hi`.
-fn check_explorer(book: &Book, report: &mut CheckReport, lo: u64, hi: u64) -> Result<()> {
-    let in_range = |k: Key| (lo..=hi).contains(&k.0);
+/// does not depend on their order), and each game's moves whole.
+fn check_explorer(book: &Book, report: &mut CheckReport) -> Result<()> {
     let mut stored: KeyMap<Key, TopList> = KeyMap::default();
     let mut damaged = Vec::new();
     book.for_each_top(|key, list| match list {
-        _ if !in_range(key) => {}
         Some(l) => {
             stored.insert(key, l);
         }
@@ -205,8 +203,140 @@ fn check_explorer(book: &Book, report: &mut CheckReport, lo: u64, hi: u64) -> Re
         report.problem(format!("{key}: its top games are not readable"));
     }
     let rows: KeySet<Key> = stored.keys().copied().collect();
-    let mut tops: KeyMap<Key, TopList> = KeyMap::default();
-    let mut edges: KeyMap<(Key, u16), (u32, u64, u32)> = KeyMap::default();
+    let mut replayed = Replayed::default();
+    let cut = replay_games(book, |p| {
+        if rows.contains(&p.key) {
+            replayed.add(&p);
+        }
+        Ok(())
+    })?;
+    report_cut(cut, report);
+    book.for_each_move_rating(|parent, m| replayed.check_rating(parent, m, report))?;
+    replayed.check_tops(&stored, report);
+    Ok(())
+}
+
+/// [`check_explorer`] within `memory`: the games replayed once, each
+/// passage through a position that `rows` may hold written to the file of
+/// its key range; then a range at a time (`ranges` of equal width), its
+/// rows against the passages of its file, with the problems reported as
+/// [`check_explorer`] would report them on the range alone.
+fn check_explorer_within(
+    book: &Book,
+    report: &mut CheckReport,
+    rows: KeyFilter,
+    ranges: u64,
+    temp: (&std::path::Path, &str),
+) -> Result<()> {
+    let width = u64::MAX / ranges;
+    let range_of = |key: Key| (key.0 / width).min(ranges - 1);
+    // Consecutive ranges share a file past EXPLORER_FILES (each range then
+    // reads its file's passages of the others too).
+    let per_file = ranges.div_ceil(EXPLORER_FILES);
+    let mut passages: Buckets<Passage> = Buckets::new(
+        ranges.div_ceil(per_file) as usize,
+        temp.0,
+        &format!("{}.check-explorer", temp.1),
+    )?;
+    let cut = replay_games(book, |p| {
+        if rows.contains(p.key) {
+            passages.push((range_of(p.key) / per_file) as usize, &p)?;
+        }
+        Ok(())
+    })?;
+    drop(rows);
+    for i in 0..ranges {
+        let lo = i * width;
+        let hi = if i + 1 == ranges {
+            u64::MAX
+        } else {
+            lo + width - 1
+        };
+        let mut stored: KeyMap<Key, TopList> = KeyMap::default();
+        let mut damaged = Vec::new();
+        book.for_each_top_in(Key(lo), Key(hi), |key, list| match list {
+            Some(l) => {
+                stored.insert(key, l);
+            }
+            None => damaged.push(key),
+        })?;
+        for key in damaged {
+            report.problem(format!("{key}: its top games are not readable"));
+        }
+        let mut replayed = Replayed::default();
+        let file = (i / per_file) as usize;
+        // (`stored` holds this range's rows only.)
+        passages.read(file, |p| {
+            if stored.contains_key(&p.key) {
+                replayed.add(&p);
+            }
+            Ok(())
+        })?;
+        if (i + 1) % per_file == 0 || i + 1 == ranges {
+            passages.remove(file);
+        }
+        if i == 0 {
+            report_cut(cut, report);
+        }
+        book.for_each_move_rating_in(Key(lo), Key(hi), |parent, m| {
+            replayed.check_rating(parent, m, report)
+        })?;
+        replayed.check_tops(&stored, report);
+    }
+    Ok(())
+}
+
+/// A game's passage through a position: what the explorer's data of the
+/// position holds of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Passage {
+    key: Key,
+    mv: MoveCode,
+    /// The mover's rating.
+    elo: Option<u32>,
+    rank: u16,
+    game: u64,
+    copies: u32,
+}
+
+impl SortRecord for Passage {
+    const SIZE: usize = 29;
+    fn write(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.key.0.to_le_bytes());
+        out.extend_from_slice(&self.mv.0.to_le_bytes());
+        out.push(u8::from(self.elo.is_some()));
+        out.extend_from_slice(&self.elo.unwrap_or(0).to_le_bytes());
+        out.extend_from_slice(&self.rank.to_le_bytes());
+        out.extend_from_slice(&self.game.to_le_bytes());
+        out.extend_from_slice(&self.copies.to_le_bytes());
+    }
+    fn read(b: &[u8]) -> Self {
+        let u64_at = |i: usize| {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(&b[i..i + 8]);
+            u64::from_le_bytes(a)
+        };
+        let u32_at = |i: usize| {
+            let mut a = [0u8; 4];
+            a.copy_from_slice(&b[i..i + 4]);
+            u32::from_le_bytes(a)
+        };
+        let u16_at = |i: usize| u16::from_le_bytes([b[i], b[i + 1]]);
+        Passage {
+            key: Key(u64_at(0)),
+            mv: MoveCode(u16_at(8)),
+            elo: (b[10] != 0).then(|| u32_at(11)),
+            rank: u16_at(15),
+            game: u64_at(17),
+            copies: u32_at(25),
+        }
+    }
+}
+
+/// Replays every game, calling `f` on each passage through a position (in
+/// the games' order, each game's in its order); returns how many games
+/// have fewer moves stored than they have.
+fn replay_games(book: &Book, mut f: impl FnMut(Passage) -> Result<()>) -> Result<u64> {
     let mut cut = 0u64;
     book.for_each_game_moves(|g| {
         if !g.whole {
@@ -233,38 +363,62 @@ fn check_explorer(book: &Book, report: &mut CheckReport, lo: u64, hi: u64) -> Re
             let Some(mv) = code.to_move(&pos) else {
                 break;
             };
-            if rows.contains(&key) {
-                let ply = i as u64 + u64::from(black_first);
-                let elo = mover_elo(ply, g.white_elo, g.black_elo);
-                for _ in 0..g.copies {
-                    let e = edges.entry((key, code.0)).or_default();
-                    e.0 += 1;
-                    if let Some(r) = elo {
-                        e.1 += u64::from(r);
-                        e.2 += 1;
-                    }
-                    let entry = TopEntry {
-                        mv: *code,
-                        rank,
-                        game: g.hash,
-                    };
-                    tops.entry(key).or_default().add(entry, e.0 - 1);
-                }
-            }
+            let ply = i as u64 + u64::from(black_first);
+            f(Passage {
+                key,
+                mv: *code,
+                elo: mover_elo(ply, g.white_elo, g.black_elo),
+                rank,
+                game: g.hash,
+                copies: g.copies,
+            })?;
             key = next_key(&mut pos, key, mv);
         }
         Ok(())
     })?;
-    if cut > 0 && lo == 0 {
+    Ok(cut)
+}
+
+fn report_cut(cut: u64, report: &mut CheckReport) {
+    if cut > 0 {
         report.problem(format!(
             "{cut} games have fewer moves stored than they have (the explorer gives their PGN cut)"
         ));
     }
-    book.for_each_move_rating(|parent, m| {
-        if !in_range(parent) {
-            return;
+}
+
+/// The explorer's data as the games replayed give it, of some rows.
+#[derive(Default)]
+struct Replayed {
+    tops: KeyMap<Key, TopList>,
+    /// Per move: games, rating sum, rated games.
+    edges: KeyMap<(Key, u16), (u32, u64, u32)>,
+}
+
+impl Replayed {
+    fn add(&mut self, p: &Passage) {
+        for _ in 0..p.copies {
+            let e = self.edges.entry((p.key, p.mv.0)).or_default();
+            e.0 += 1;
+            if let Some(r) = p.elo {
+                e.1 += u64::from(r);
+                e.2 += 1;
+            }
+            let entry = TopEntry {
+                mv: p.mv,
+                rank: p.rank,
+                game: p.game,
+            };
+            self.tops.entry(p.key).or_default().add(entry, e.0 - 1);
         }
-        let (_, sum, rated) = edges.get(&(parent, m.mv.0)).copied().unwrap_or_default();
+    }
+
+    fn check_rating(&self, parent: Key, m: MoveRating, report: &mut CheckReport) {
+        let (_, sum, rated) = self
+            .edges
+            .get(&(parent, m.mv.0))
+            .copied()
+            .unwrap_or_default();
         if (m.rating_sum, m.rated) != (sum, rated) {
             report.problem(format!(
                 "{parent} {}: rating sum {} over {} games, the games give {sum} over {rated}",
@@ -273,19 +427,25 @@ fn check_explorer(book: &Book, report: &mut CheckReport, lo: u64, hi: u64) -> Re
                 m.rated
             ));
         }
-    })?;
-    for (key, list) in &stored {
-        let fresh = tops.get(key).map(TopList::trimmed).unwrap_or_default();
-        if *list != fresh {
-            report.problem(format!(
-                "{key}: top games {:?}, the games give {:?}",
-                list.marked(),
-                fresh.marked()
-            ));
+    }
+
+    fn check_tops(&self, stored: &KeyMap<Key, TopList>, report: &mut CheckReport) {
+        for (key, list) in stored {
+            let fresh = self.tops.get(key).map(TopList::trimmed).unwrap_or_default();
+            if *list != fresh {
+                report.problem(format!(
+                    "{key}: top games {:?}, the games give {:?}",
+                    list.marked(),
+                    fresh.marked()
+                ));
+            }
         }
     }
-    Ok(())
 }
+
+/// At most this many files of passages at once (each open while the games
+/// are replayed).
+const EXPLORER_FILES: u64 = 256;
 
 /// What a row of the explorer's check holds (its stored and replayed top
 /// lists, its moves' rating sums), about: the key ranges are sized by it.
@@ -394,6 +554,10 @@ fn check_within(book: &Book, memory: u64, report: &mut CheckReport) -> Result<()
     let params = book.settings.params;
     let mut buf = Vec::new();
     let mut rows = 0u64;
+    let explorer = !book.explorer_partial()?;
+    // The rows' keys, for the explorer's check to tell which passages of
+    // the games it needs (a false "yes" costs a record).
+    let row_keys = explorer.then(|| KeyFilter::new(memory / 8));
     book.for_each_position(|p| {
         let Some(n) = p.node else {
             for m in p.moves {
@@ -419,7 +583,12 @@ fn check_within(book: &Book, memory: u64, report: &mut CheckReport) -> Result<()
                 })?;
                 listings.push((tail_listing(n.key), 2 * game + 1))?;
             }
-            None => rows += 1,
+            None => {
+                rows += 1;
+                if let Some(f) = &row_keys {
+                    f.insert(n.key);
+                }
+            }
         }
         facts.push(Fact {
             key: n.key.to_sql(),
@@ -575,21 +744,12 @@ fn check_within(book: &Book, memory: u64, report: &mut CheckReport) -> Result<()
             "games starting in the tree {starts:?} differ from the games table {expected:?}"
         ));
     }
-    if !book.explorer_partial()? {
+    if let Some(row_keys) = row_keys {
         // Key ranges whose rows' explorer data fit a quarter of the budget.
         let ranges = (rows * EXPLORER_BYTES_PER_ROW)
             .div_ceil((memory / 4).max(1))
             .max(1);
-        let width = u64::MAX / ranges;
-        for i in 0..ranges {
-            let lo = i * width;
-            let hi = if i + 1 == ranges {
-                u64::MAX
-            } else {
-                lo + width - 1
-            };
-            check_explorer(book, report, lo, hi)?;
-        }
+        check_explorer_within(book, report, row_keys, ranges, (&dir, &name))?;
     }
     Ok(())
 }

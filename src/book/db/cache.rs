@@ -131,6 +131,20 @@ impl NodeCache {
         })
     }
 
+    /// Whether `key` is cached or a row (read into the cache if needed);
+    /// `false`: in a tail, or not stored. [`NodeCache::load`] without
+    /// looking for the tail that holds it.
+    pub(super) fn load_row(&mut self, sql: &mut Sql<'_>, key: Key) -> Result<bool> {
+        if self.nodes.contains_key(&key) {
+            return Ok(true);
+        }
+        let Some(row) = sql.node.query_row([key], cached_from_row).optional()? else {
+            return Ok(false);
+        };
+        self.nodes.insert(key, row);
+        Ok(true)
+    }
+
     /// Whether `key` is a row (`false`: in a tail, or not stored).
     pub(super) fn is_row(&mut self, sql: &mut Sql<'_>, key: Key) -> Result<bool> {
         Ok(self.load(sql, key)? && self.nodes.get(&key).is_some_and(|n| !n.tail))

@@ -386,6 +386,59 @@ impl Book {
         Ok(())
     }
 
+    /// [`Book::for_each_top`] of the rows whose key is in `lo..=hi`, in the
+    /// same order (the keys' stored order).
+    pub fn for_each_top_in(
+        &self,
+        lo: Key,
+        hi: Key,
+        mut f: impl FnMut(Key, Option<TopList>),
+    ) -> Result<()> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT key, top FROM positions WHERE key BETWEEN ?1 AND ?2 ORDER BY key")?;
+        for (a, b) in stored_intervals(lo, hi) {
+            let mut rows = stmt.query([a, b])?;
+            while let Some(r) = rows.next()? {
+                let blob: Option<Vec<u8>> = r.get(1)?;
+                let list = match blob {
+                    None => Some(TopList::default()),
+                    Some(b) => top_from_blob(&b),
+                };
+                f(r.get(0)?, list);
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Book::for_each_move_rating`] of the moves whose parent's key is in
+    /// `lo..=hi`, in the same order (the moves' stored order).
+    pub fn for_each_move_rating_in(
+        &self,
+        lo: Key,
+        hi: Key,
+        mut f: impl FnMut(Key, MoveRating),
+    ) -> Result<()> {
+        let mut stmt = self.conn.prepare(
+            "SELECT parent, move, rating_sum, rated FROM moves WHERE parent BETWEEN ?1 AND ?2
+             ORDER BY parent, move",
+        )?;
+        for (a, b) in stored_intervals(lo, hi) {
+            let mut rows = stmt.query([a, b])?;
+            while let Some(r) = rows.next()? {
+                f(
+                    r.get(0)?,
+                    MoveRating {
+                        mv: MoveCode(r.get(1)?),
+                        rating_sum: r.get::<_, i64>(2)?.max(0) as u64,
+                        rated: r.get(3)?,
+                    },
+                );
+            }
+        }
+        Ok(())
+    }
+
     /// Calls `f` on every move row's rating sums, with the parent.
     pub fn for_each_move_rating(&self, mut f: impl FnMut(Key, MoveRating)) -> Result<()> {
         let mut stmt = self
@@ -403,5 +456,39 @@ impl Book {
             );
         }
         Ok(())
+    }
+}
+
+/// The keys `lo..=hi` as stored (signed), as intervals in stored order: two
+/// where the range crosses from the positive stored keys to the negative
+/// ones (the negative come first).
+fn stored_intervals(lo: Key, hi: Key) -> Vec<(i64, i64)> {
+    let (a, b) = (lo.to_sql(), hi.to_sql());
+    if lo.0 > hi.0 {
+        Vec::new()
+    } else if a <= b {
+        vec![(a, b)]
+    } else {
+        vec![(i64::MIN, b), (a, i64::MAX)]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_ranges_become_stored_intervals_in_stored_order() {
+        let half = 1u64 << 63;
+        assert_eq!(stored_intervals(Key(5), Key(9)), vec![(5, 9)]);
+        assert_eq!(
+            stored_intervals(Key(half + 1), Key(u64::MAX)),
+            vec![(i64::MIN + 1, -1)]
+        );
+        assert_eq!(
+            stored_intervals(Key(half - 2), Key(half + 2)),
+            vec![(i64::MIN, i64::MIN + 2), (i64::MAX - 1, i64::MAX)]
+        );
+        assert_eq!(stored_intervals(Key(9), Key(5)), Vec::<(i64, i64)>::new());
     }
 }

@@ -27,7 +27,6 @@ use shakmaty::fen::Fen;
 
 use crate::book::keys::Key;
 use crate::book::pgn::game::GameResult;
-use crate::book::spill::PairSorter;
 use crate::book::values::minimax::ValueParams;
 
 /// What one added book brought.
@@ -257,8 +256,7 @@ impl Book {
         let graph = (positions + games.unwrap_or(0)).max(0) as u64 * GRAPH_BYTES_PER_POSITION;
         let by_depth = graph > memory / 2;
         if by_depth {
-            let layers = PairSorter::new(memory / 20, temp_dir, &format!("{prefix}layers"));
-            reevaluate_by_depth(&tx, &self.settings.params, layers)?;
+            reevaluate_by_depth(&tx, &self.settings.params, memory, (temp_dir, prefix))?;
         } else {
             reevaluate_all(&tx, &self.settings.params)?;
         }

@@ -12,8 +12,10 @@ use rusqlite::{params, Connection};
 
 use super::cache::{NodeCache, Sql};
 use super::graph::reevaluate_all;
+use super::tails::for_each_tail;
 use crate::book::keys::{Key, MoveCode};
-use crate::book::spill::PairSorter;
+use crate::book::pgn::game::Counts;
+use crate::book::spill::{SortRecord, Sorter};
 use crate::book::values::minimax::{node_value_with, NodeInfo, ValueParams};
 
 /// Positions the cache holds before it starts again (about 200 bytes each).
@@ -24,35 +26,208 @@ const CACHE_POSITIONS: usize = 1 << 16;
 /// before, while the graph is built.
 pub const GRAPH_BYTES_PER_POSITION: u64 = 300;
 
+/// What the layers hold of a position, sorted: first by the key of a
+/// row (`layer` 0), the tail heads ([`HEAD`]) after each row; then by
+/// layer (the row's depth, deepest first), the row's key, its tail heads
+/// before the row itself ([`ROW`]).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Due {
+    /// Minus the depth (`i64::MAX`: unknown, valued last: its value
+    /// depends on no child).
+    layer: i64,
+    /// The row's key, as stored.
+    key: i64,
+    kind: u8,
+    /// [`HEAD`]: the game whose tail it starts.
+    game: i64,
+    /// [`HEAD`]: the tail's first position with its value.
+    head: [u8; INFO_BYTES],
+}
+
+const HEAD: u8 = 0;
+const ROW: u8 = 1;
+
+impl SortRecord for Due {
+    const SIZE: usize = 25 + INFO_BYTES;
+    fn write(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.layer.to_le_bytes());
+        out.extend_from_slice(&self.key.to_le_bytes());
+        out.push(self.kind);
+        out.extend_from_slice(&self.game.to_le_bytes());
+        out.extend_from_slice(&self.head);
+    }
+    fn read(b: &[u8]) -> Self {
+        let mut head = [0u8; INFO_BYTES];
+        head.copy_from_slice(&b[25..25 + INFO_BYTES]);
+        Due {
+            layer: read_i64(&b[0..8]),
+            key: read_i64(&b[8..16]),
+            kind: b[16],
+            game: read_i64(&b[17..25]),
+            head,
+        }
+    }
+}
+
+fn read_i64(b: &[u8]) -> i64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[..8]);
+    i64::from_le_bytes(a)
+}
+
+/// Bytes of a [`NodeInfo`] in a [`Due`].
+const INFO_BYTES: usize = 68;
+
+/// A node's fields, every float by its bits (the values come back bit for
+/// bit).
+fn info_bytes(n: &NodeInfo) -> [u8; INFO_BYTES] {
+    let mut out = [0u8; INFO_BYTES];
+    let mut at = 0;
+    let mut put = |b: &[u8]| {
+        out[at..at + b.len()].copy_from_slice(b);
+        at += b.len();
+    };
+    put(&n.key.0.to_le_bytes());
+    put(&[u8::from(n.depth.is_some())]);
+    put(&n.depth.unwrap_or(0).to_le_bytes());
+    put(&n.counts.white.to_le_bytes());
+    put(&n.counts.draws.to_le_bytes());
+    put(&n.counts.black.to_le_bytes());
+    put(&n.expected.to_le_bytes());
+    for x in [n.exact, n.search] {
+        put(&[u8::from(x.is_some())]);
+        put(&x.unwrap_or(0.0).to_bits().to_le_bytes());
+    }
+    let (tag, d) = match n.deviation {
+        None => (0, 0.0),
+        Some(None) => (1, 0.0),
+        Some(Some(d)) => (2, d),
+    };
+    put(&[tag]);
+    put(&d.to_bits().to_le_bytes());
+    put(&n.value.to_bits().to_le_bytes());
+    out
+}
+
+fn info_from_bytes(b: &[u8; INFO_BYTES]) -> NodeInfo {
+    let u64_at = |i: usize| {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(&b[i..i + 8]);
+        u64::from_le_bytes(a)
+    };
+    let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+    let f64_if = |i: usize| (b[i] != 0).then(|| f64::from_bits(u64_at(i + 1)));
+    NodeInfo {
+        key: Key(u64_at(0)),
+        depth: (b[8] != 0).then(|| u32_at(9)),
+        counts: Counts {
+            white: u32_at(13),
+            draws: u32_at(17),
+            black: u32_at(21),
+        },
+        expected: u64_at(25) as i64,
+        exact: f64_if(33),
+        search: f64_if(42),
+        deviation: match b[51] {
+            0 => None,
+            1 => Some(None),
+            _ => Some(Some(f64::from_bits(u64_at(52)))),
+        },
+        value: f64::from_bits(u64_at(60)),
+    }
+}
+
+/// About what a position of the analysis table takes in memory while the
+/// tails are expanded (they are read whole for that).
+const SEARCH_BYTES_PER_POSITION: u64 = 100;
+
 /// Re-evaluates every row through `conn` (inside the transaction that
-/// changed the counts), the positions sorted by depth in `layers` (on disk
-/// past its memory); returns the number of positions whose value or
-/// choice changed.
+/// changed the counts), the positions sorted by depth on disk (past
+/// `memory / 20`, in files named `temp.1` + n in `temp.0`); returns the
+/// number of positions whose value or choice changed.
+///
+/// A tail's first position (a child of a row, valued from its game alone)
+/// is found through the tails index and its game replayed; so that each
+/// tail is expanded once, and not once for each look-up, the tails are
+/// expanded first, their first positions sorted by the row before them,
+/// and then by that row's depth beside the rows themselves: each row comes
+/// with the tails that start after it. (Where the analysis does not fit an
+/// eighth of `memory`, the tails are looked up one at a time.)
 pub(super) fn reevaluate_by_depth(
     conn: &Connection,
     params: &ValueParams,
-    mut layers: PairSorter,
+    memory: u64,
+    temp: (&Path, &str),
 ) -> Result<usize> {
-    {
-        let mut stmt = conn.prepare("SELECT key, depth FROM positions")?;
-        let mut rows = stmt.query([])?;
-        while let Some(r) = rows.next()? {
-            let key: i64 = r.get(0)?;
-            let depth: Option<i64> = r.get(1)?;
-            // Unknown depth last, as in the graph: its value depends on no
-            // child.
-            layers.push((depth.map_or(i64::MAX, |d| -d), key))?;
-        }
+    let analysed: i64 = conn.query_row("SELECT count(*) FROM analysis", [], |r| r.get(0))?;
+    let heads_first = analysed.max(0) as u64 * SEARCH_BYTES_PER_POSITION <= memory / 8;
+    let mut layers: Sorter<Due> = Sorter::new(memory / 20, temp.0, &format!("{}layers", temp.1));
+    let mut positions = conn.prepare("SELECT key, depth FROM positions ORDER BY key")?;
+    let mut rows = positions.query([])?;
+    let push_row = |r: &rusqlite::Row<'_>, layers: &mut Sorter<Due>| -> Result<(i64, i64)> {
+        let key: i64 = r.get(0)?;
+        let depth: Option<i64> = r.get(1)?;
+        // Unknown depth last, as in the graph: its value depends on no
+        // child.
+        let layer = depth.map_or(i64::MAX, |d| -d);
+        layers.push(Due {
+            layer,
+            key,
+            kind: ROW,
+            game: 0,
+            head: [0; INFO_BYTES],
+        })?;
+        Ok((key, layer))
+    };
+    if heads_first {
+        let mut by_row: Sorter<Due> =
+            Sorter::new(memory / 20, temp.0, &format!("{}tail-heads", temp.1));
+        for_each_tail(conn, params, |t| {
+            by_row.push(Due {
+                layer: 0,
+                key: t.anchor.to_sql(),
+                kind: HEAD,
+                game: t.game,
+                head: info_bytes(&t.nodes[0]),
+            })
+        })?;
+        // The rows in key order, each pushed before the heads after it.
+        let mut last: Option<(i64, i64)> = None;
+        by_row.drain(|heads| {
+            for h in heads {
+                while last.is_none_or(|(k, _)| k < h.key) {
+                    let Some(r) = rows.next()? else {
+                        break;
+                    };
+                    last = Some(push_row(r, &mut layers)?);
+                }
+                if let Some((k, layer)) = last {
+                    if k == h.key {
+                        layers.push(Due { layer, ..*h })?;
+                    }
+                }
+            }
+            Ok(())
+        })?;
     }
+    while let Some(r) = rows.next()? {
+        push_row(r, &mut layers)?;
+    }
+    drop(rows);
     let mut sql = Sql::new(conn, params)?;
     let mut cache = NodeCache::default();
     let mut set = conn.prepare("UPDATE positions SET value = ?2, best = ?3 WHERE key = ?1")?;
     let mut kids: Vec<(MoveCode, NodeInfo)> = Vec::new();
+    let mut heads: Vec<NodeInfo> = Vec::new();
     let mut buf = Vec::new();
     let mut changed = 0;
-    layers.drain(|pairs| {
-        for &(_, key) in pairs {
-            let key = Key::from_sql(key);
+    layers.drain(|due| {
+        for d in due {
+            if d.kind == HEAD {
+                heads.push(info_from_bytes(&d.head));
+                continue;
+            }
+            let key = Key::from_sql(d.key);
             if cache.nodes.len() > CACHE_POSITIONS {
                 cache.clear();
             }
@@ -61,12 +236,20 @@ pub(super) fn reevaluate_by_depth(
             }
             kids.clear();
             for (mv, child) in cache.children(&mut sql, key)? {
-                if cache.load(&mut sql, child)? {
+                // A row first, as NodeCache::load looks.
+                if cache.load_row(&mut sql, child)? {
+                    if let Some(c) = cache.nodes.get(&child) {
+                        kids.push((mv, c.info));
+                    }
+                } else if let Some(h) = heads.iter().find(|h| h.key == child) {
+                    kids.push((mv, *h));
+                } else if cache.load(&mut sql, child)? {
                     if let Some(c) = cache.nodes.get(&child) {
                         kids.push((mv, c.info));
                     }
                 }
             }
+            heads.clear();
             let Some(n) = cache.nodes.get_mut(&key) else {
                 continue;
             };
@@ -87,9 +270,9 @@ pub(super) fn reevaluate_by_depth(
 /// Every row's value and choice through `conn` (inside the transaction that
 /// changed the counts): in memory ([`reevaluate_all`]) unless its graph
 /// (the rows and each game's tail head, [`GRAPH_BYTES_PER_POSITION`]
-/// each) exceeds half of `memory`, then depth by depth, the positions
-/// sorted in runs beside the book at `path` (a twentieth of `memory` in
-/// memory). The same values either way; returns how many changed.
+/// each) exceeds half of `memory`, then depth by depth
+/// ([`reevaluate_by_depth`]), the positions sorted in runs beside the book
+/// at `path`. The same values either way; returns how many changed.
 pub(super) fn reevaluate_within(
     conn: &Connection,
     params: &ValueParams,
@@ -115,6 +298,37 @@ pub(super) fn reevaluate_within(
     let name = path
         .file_name()
         .map_or_else(|| "book".into(), |n| n.to_string_lossy().into_owned());
-    let layers = PairSorter::new(memory / 20, dir, &format!("{name}.values-layers"));
-    reevaluate_by_depth(conn, params, layers)
+    reevaluate_by_depth(conn, params, memory, (dir, &format!("{name}.values-")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_node_comes_back_from_its_bytes_bit_for_bit() {
+        let mut n = NodeInfo::from_counts(Key(u64::MAX - 3), Some(17), Counts::default());
+        n.counts = Counts {
+            white: 5,
+            draws: u32::MAX,
+            black: 1,
+        };
+        n.expected = -42;
+        n.value = -0.0;
+        for (exact, search, deviation) in [
+            (None, None, None),
+            (Some(0.1 + 0.2), Some(-1.5), Some(None)),
+            (Some(f64::MIN_POSITIVE), None, Some(Some(0.3))),
+        ] {
+            n.exact = exact;
+            n.search = search;
+            n.deviation = deviation;
+            for depth in [None, Some(0), Some(u32::MAX)] {
+                n.depth = depth;
+                let back = info_from_bytes(&info_bytes(&n));
+                assert_eq!(format!("{back:?}"), format!("{n:?}"));
+                assert_eq!(back.value.to_bits(), n.value.to_bits());
+            }
+        }
+    }
 }

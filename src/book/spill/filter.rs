@@ -80,6 +80,26 @@ impl Bloom {
     }
 }
 
+/// A set of position keys in a fixed amount of memory: never a false
+/// "no", sometimes a false "yes" (about one key in ten thousand with 8
+/// bytes a key).
+pub struct KeyFilter(Bloom);
+
+impl KeyFilter {
+    /// A filter of `bytes` at most (1,024 words at least).
+    pub fn new(bytes: u64) -> KeyFilter {
+        KeyFilter(Bloom::new(bytes))
+    }
+
+    pub fn insert(&self, key: Key) {
+        self.0.insert(key);
+    }
+
+    pub fn contains(&self, key: Key) -> bool {
+        self.0.contains(key)
+    }
+}
+
 /// Which positions more than one game (or one game twice) reaches: never a
 /// false "no", sometimes a false "yes" (a few percent of the single
 /// positions when the filters hold 8 bits per position).
@@ -211,6 +231,19 @@ mod tests {
             .count();
         // 20,000 keys in 2^18 bits each: a few percent at most.
         assert!(false_shared < 1_000, "{false_shared} false positives");
+    }
+
+    #[test]
+    fn a_key_filter_holds_every_key_inserted_and_few_others() {
+        let key = |i: u64| Key(i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x1234);
+        // 8 bytes a key.
+        let f = KeyFilter::new(8 * 20_000);
+        for i in 0..20_000 {
+            f.insert(key(i));
+        }
+        assert!((0..20_000).all(|i| f.contains(key(i))));
+        let false_yes = (20_000..220_000).filter(|&i| f.contains(key(i))).count();
+        assert!(false_yes < 200, "{false_yes} of 200,000 other keys");
     }
 
     #[test]

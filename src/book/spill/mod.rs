@@ -21,14 +21,17 @@
 //! One job a file:
 //!
 //! * `budget`: the budget (`--memory`) and its shares;
-//! * `filter`: the Bloom filters of shared positions;
+//! * `filter`: the Bloom filters of shared positions (and of any key set);
 //! * `record`: a game encoded as a journal record;
 //! * `journal`: the journal, written and read back;
 //! * `sort`: the external sort of the games' places and of pairs;
+//! * `buckets`: records handed out to a file per key range, read back a
+//!   range at a time;
 //! * `count`: counting the games, in memory or from the journal;
 //! * `key_range`: ranges of position keys, counted one at a time;
 //! * `temp_files`: where the temporary files go, and their removal.
 
+mod buckets;
 mod budget;
 mod count;
 mod filter;
@@ -40,6 +43,7 @@ mod temp_files;
 #[cfg(test)]
 mod test_games;
 
+pub use buckets::Buckets;
 pub use budget::{default_memory, parse_size, Spill};
 pub(super) use budget::{
     plain_size, AGGREGATE_SHARE, CACHE_SHARE_COUNTING, CACHE_SHARE_VALUES, CACHE_SHARE_WRITING,
@@ -47,7 +51,7 @@ pub(super) use budget::{
     SORT_SHARE,
 };
 pub(super) use count::{count_part, count_shared, Counter};
-pub use filter::SharedFilter;
+pub use filter::{KeyFilter, SharedFilter};
 pub use journal::{Distinct, Entry, GamesInOrder, Journal, JournalReader};
 pub use key_range::KeyRange;
 pub use record::record;
