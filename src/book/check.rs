@@ -311,17 +311,9 @@ impl SortRecord for Passage {
         out.extend_from_slice(&self.copies.to_le_bytes());
     }
     fn read(b: &[u8]) -> Self {
-        let u64_at = |i: usize| {
-            let mut a = [0u8; 8];
-            a.copy_from_slice(&b[i..i + 8]);
-            u64::from_le_bytes(a)
-        };
-        let u32_at = |i: usize| {
-            let mut a = [0u8; 4];
-            a.copy_from_slice(&b[i..i + 4]);
-            u32::from_le_bytes(a)
-        };
-        let u16_at = |i: usize| u16::from_le_bytes([b[i], b[i + 1]]);
+        let u64_at = |i: usize| u64::from_le_bytes(le_bytes(b, i));
+        let u32_at = |i: usize| u32::from_le_bytes(le_bytes(b, i));
+        let u16_at = |i: usize| u16::from_le_bytes(le_bytes(b, i));
         Passage {
             key: Key(u64_at(0)),
             mv: MoveCode(u16_at(8)),
@@ -447,6 +439,14 @@ impl Replayed {
 /// are replayed).
 const EXPLORER_FILES: u64 = 256;
 
+/// The `N` bytes at `b[i..]` of a record this module wrote itself (so
+/// long enough), for `from_le_bytes`.
+fn le_bytes<const N: usize>(b: &[u8], i: usize) -> [u8; N] {
+    let mut a = [0u8; N];
+    a.copy_from_slice(&b[i..i + N]);
+    a
+}
+
 /// What a row of the explorer's check holds (its stored and replayed top
 /// lists, its moves' rating sums), about: the key ranges are sized by it.
 const EXPLORER_BYTES_PER_ROW: u64 = 1_000;
@@ -484,16 +484,8 @@ impl SortRecord for Fact {
         out.push(self.flags);
     }
     fn read(b: &[u8]) -> Self {
-        let i64_at = |i: usize| {
-            let mut a = [0u8; 8];
-            a.copy_from_slice(&b[i..i + 8]);
-            i64::from_le_bytes(a)
-        };
-        let u32_at = |i: usize| {
-            let mut a = [0u8; 4];
-            a.copy_from_slice(&b[i..i + 4]);
-            u32::from_le_bytes(a)
-        };
+        let i64_at = |i: usize| i64::from_le_bytes(le_bytes(b, i));
+        let u32_at = |i: usize| u32::from_le_bytes(le_bytes(b, i));
         Fact {
             key: i64_at(0),
             kind: b[8],

@@ -376,12 +376,8 @@ impl Book {
         let mut stmt = self.conn.prepare("SELECT key, top FROM positions")?;
         let mut rows = stmt.query([])?;
         while let Some(r) = rows.next()? {
-            let blob: Option<Vec<u8>> = r.get(1)?;
-            let list = match blob {
-                None => Some(TopList::default()),
-                Some(b) => top_from_blob(&b),
-            };
-            f(r.get(0)?, list);
+            let (key, list) = top_row(r)?;
+            f(key, list);
         }
         Ok(())
     }
@@ -400,12 +396,8 @@ impl Book {
         for (a, b) in stored_intervals(lo, hi) {
             let mut rows = stmt.query([a, b])?;
             while let Some(r) = rows.next()? {
-                let blob: Option<Vec<u8>> = r.get(1)?;
-                let list = match blob {
-                    None => Some(TopList::default()),
-                    Some(b) => top_from_blob(&b),
-                };
-                f(r.get(0)?, list);
+                let (key, list) = top_row(r)?;
+                f(key, list);
             }
         }
         Ok(())
@@ -457,6 +449,17 @@ impl Book {
         }
         Ok(())
     }
+}
+
+/// A `(key, top)` row's key and top list (`None`: a damaged blob; no blob
+/// is an empty list).
+fn top_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(Key, Option<TopList>)> {
+    let blob: Option<Vec<u8>> = r.get(1)?;
+    let list = match blob {
+        None => Some(TopList::default()),
+        Some(b) => top_from_blob(&b),
+    };
+    Ok((r.get(0)?, list))
 }
 
 /// The keys `lo..=hi` as stored (signed), as intervals in stored order: two
