@@ -3,7 +3,8 @@
 //! back through SQLite), then the positions of the single-game tails. What
 //! `export` and `check` need of the book without its graph in memory
 //! ([`Book::load_graph`] holds about [`GRAPH_BYTES_PER_POSITION`] bytes a
-//! position, tail positions included).
+//! position, tail positions included). The tails' first positions, children
+//! of rows, are expanded once beforehand and sorted by the row before them.
 
 use anyhow::Result;
 
@@ -13,9 +14,10 @@ use super::node_rows::{node_from_row, NODE_COLS, NODE_WIDTH};
 use super::scan::StoredMove;
 use super::tail_index::{for_each_bucket, prefix};
 use super::tails::for_each_tail;
-use super::values::GRAPH_BYTES_PER_POSITION;
+use super::values::{info_bytes, info_from_bytes, Due, GRAPH_BYTES_PER_POSITION, HEAD};
 use crate::book::keys::{Key, MoveCode};
 use crate::book::pgn::game::Counts;
+use crate::book::spill::{Sorted, Sorter};
 use crate::book::values::minimax::NodeInfo;
 
 /// Children's nodes the cache holds before it starts again (about 200
@@ -79,6 +81,10 @@ impl Book {
         mut f: impl FnMut(PositionMoves<'_>) -> Result<()>,
     ) -> Result<()> {
         let params = self.settings.params;
+        let mut heads = self.tail_heads_by_row()?;
+        let mut next_head = heads.next()?;
+        // The tails' first positions after the current row.
+        let mut here_heads: Vec<NodeInfo> = Vec::new();
         let mut positions = self.conn.prepare(&format!(
             "SELECT {NODE_COLS}, p.best FROM positions p LEFT JOIN analysis a ON a.key = p.key
              ORDER BY p.key"
@@ -117,6 +123,13 @@ impl Book {
                 _ => None,
             };
             children.clear();
+            here_heads.clear();
+            while let Some(h) = next_head.filter(|h| h.key <= at) {
+                if h.key == at {
+                    here_heads.push(info_from_bytes(&h.head));
+                }
+                next_head = heads.next()?;
+            }
             for m in &mut group {
                 m.parent_depth = here.and_then(|(n, _)| n.depth);
                 let Some(child) = m.child else {
@@ -125,7 +138,15 @@ impl Book {
                 if cache.nodes.len() > CACHE_POSITIONS {
                     cache.clear();
                 }
-                if cache.load(&mut sql, child)? {
+                // A row first, as NodeCache::load looks; then a tail that
+                // starts here; then any tail.
+                if cache.load_row(&mut sql, child)? {
+                    if let Some(c) = cache.nodes.get(&child) {
+                        children.push((m.mv, c.info));
+                    }
+                } else if let Some(h) = here_heads.iter().find(|h| h.key == child) {
+                    children.push((m.mv, *h));
+                } else if cache.load(&mut sql, child)? {
                     if let Some(c) = cache.nodes.get(&child) {
                         children.push((m.mv, c.info));
                     }
@@ -174,6 +195,31 @@ impl Book {
 }
 
 impl Book {
+    /// Every tail's first position with its value, sorted by the key of the
+    /// row before it (on disk past a twentieth of the budget, beside the
+    /// book): each tail expanded once, rather than once for each look-up
+    /// of its first position as a child.
+    fn tail_heads_by_row(&self) -> Result<Sorted<Due>> {
+        let memory = self.memory.get().unwrap_or(1 << 28);
+        let dir = crate::atomic_file::directory_of(&self.path);
+        let name = self
+            .path
+            .file_name()
+            .map_or_else(|| "book".into(), |n| n.to_string_lossy().into_owned());
+        let mut by_row: Sorter<Due> =
+            Sorter::new(memory / 20, dir, &format!("{name}.positions-tail-heads"));
+        for_each_tail(&self.conn, &self.settings.params, |t| {
+            by_row.push(Due {
+                layer: 0,
+                key: t.anchor.to_sql(),
+                kind: HEAD,
+                game: t.game,
+                head: info_bytes(&t.nodes[0]),
+            })
+        })?;
+        by_row.into_sorted()
+    }
+
     /// Calls `f(child, parent)` on every parent link of a row
     /// (`positions.parent` and the `parents` table), as they come.
     pub fn for_each_row_link(&self, mut f: impl FnMut(Key, Key) -> Result<()>) -> Result<()> {

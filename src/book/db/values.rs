@@ -31,20 +31,20 @@ pub const GRAPH_BYTES_PER_POSITION: u64 = 300;
 /// layer (the row's depth, deepest first), the row's key, its tail heads
 /// before the row itself ([`ROW`]).
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-struct Due {
+pub(super) struct Due {
     /// Minus the depth (`i64::MAX`: unknown, valued last: its value
     /// depends on no child).
-    layer: i64,
+    pub(super) layer: i64,
     /// The row's key, as stored.
-    key: i64,
-    kind: u8,
+    pub(super) key: i64,
+    pub(super) kind: u8,
     /// [`HEAD`]: the game whose tail it starts.
-    game: i64,
+    pub(super) game: i64,
     /// [`HEAD`]: the tail's first position with its value.
-    head: [u8; INFO_BYTES],
+    pub(super) head: [u8; INFO_BYTES],
 }
 
-const HEAD: u8 = 0;
+pub(super) const HEAD: u8 = 0;
 const ROW: u8 = 1;
 
 impl SortRecord for Due {
@@ -76,11 +76,11 @@ fn read_i64(b: &[u8]) -> i64 {
 }
 
 /// Bytes of a [`NodeInfo`] in a [`Due`].
-const INFO_BYTES: usize = 68;
+pub(super) const INFO_BYTES: usize = 68;
 
 /// A node's fields, every float by its bits (the values come back bit for
 /// bit).
-fn info_bytes(n: &NodeInfo) -> [u8; INFO_BYTES] {
+pub(super) fn info_bytes(n: &NodeInfo) -> [u8; INFO_BYTES] {
     let mut out = [0u8; INFO_BYTES];
     let mut at = 0;
     let mut put = |b: &[u8]| {
@@ -109,7 +109,7 @@ fn info_bytes(n: &NodeInfo) -> [u8; INFO_BYTES] {
     out
 }
 
-fn info_from_bytes(b: &[u8; INFO_BYTES]) -> NodeInfo {
+pub(super) fn info_from_bytes(b: &[u8; INFO_BYTES]) -> NodeInfo {
     let u64_at = |i: usize| {
         let mut a = [0u8; 8];
         a.copy_from_slice(&b[i..i + 8]);

@@ -55,5 +55,5 @@ pub use filter::{KeyFilter, SharedFilter};
 pub use journal::{Distinct, Entry, GamesInOrder, Journal, JournalReader};
 pub use key_range::KeyRange;
 pub use record::record;
-pub use sort::{PairSorter, SortRecord, Sorter};
+pub use sort::{PairSorter, SortRecord, Sorted, Sorter};
 pub(super) use temp_files::TempFiles;

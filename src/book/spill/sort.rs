@@ -106,6 +106,33 @@ impl<T: SortRecord> Sorter<T> {
             self.buf.dedup();
             return f(&self.buf);
         }
+        let mut sorted = self.into_sorted()?;
+        let mut out: Vec<T> = Vec::with_capacity(1 << 16);
+        while let Some(p) = sorted.next()? {
+            if out.len() == out.capacity() {
+                f(&out)?;
+                out.clear();
+            }
+            out.push(p);
+        }
+        f(&out)
+    }
+
+    /// Every record pushed, sorted, each once, to be read one at a time
+    /// ([`Sorted::next`]).
+    pub fn into_sorted(mut self) -> Result<Sorted<T>> {
+        if self.runs.is_empty() {
+            self.buf.par_sort_unstable();
+            self.buf.dedup();
+            return Ok(Sorted {
+                bytes: Vec::new(),
+                held: std::mem::take(&mut self.buf).into_iter(),
+                readers: Vec::new(),
+                heap: std::collections::BinaryHeap::new(),
+                last: None,
+                _runs: Vec::new(),
+            });
+        }
         if !self.buf.is_empty() {
             self.spill()?;
         }
@@ -116,36 +143,60 @@ impl<T: SortRecord> Sorter<T> {
                 .with_context(|| format!("cannot read {}", run.path().display()))?;
             readers.push(BufReader::with_capacity(1 << 18, file));
         }
-        let mut bytes = vec![0u8; T::SIZE];
-        let mut next = |r: &mut BufReader<File>| -> Result<Option<T>> {
-            match r.read_exact(&mut bytes) {
-                Ok(()) => Ok(Some(T::read(&bytes))),
-                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(None),
-                Err(e) => Err(e.into()),
-            }
-        };
         let mut heap = std::collections::BinaryHeap::new();
+        let mut bytes = Vec::new();
         for (i, r) in readers.iter_mut().enumerate() {
-            if let Some(p) = next(r)? {
+            if let Some(p) = read_record(r, &mut bytes)? {
                 heap.push(std::cmp::Reverse((p, i)));
             }
         }
-        let mut out: Vec<T> = Vec::with_capacity(1 << 16);
-        let mut last = None;
-        while let Some(std::cmp::Reverse((p, i))) = heap.pop() {
-            if last != Some(p) {
-                if out.len() == out.capacity() {
-                    f(&out)?;
-                    out.clear();
-                }
-                out.push(p);
-                last = Some(p);
+        Ok(Sorted {
+            bytes,
+            held: Vec::new().into_iter(),
+            readers,
+            heap,
+            last: None,
+            _runs: std::mem::take(&mut self.runs),
+        })
+    }
+}
+
+fn read_record<T: SortRecord>(r: &mut BufReader<File>, bytes: &mut Vec<u8>) -> Result<Option<T>> {
+    bytes.resize(T::SIZE, 0);
+    match r.read_exact(bytes) {
+        Ok(()) => Ok(Some(T::read(bytes))),
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// What [`Sorter::into_sorted`] gives: the records in order, each once.
+pub struct Sorted<T: SortRecord> {
+    /// The records, when they all fitted in memory.
+    held: std::vec::IntoIter<T>,
+    readers: Vec<BufReader<File>>,
+    heap: std::collections::BinaryHeap<std::cmp::Reverse<(T, usize)>>,
+    last: Option<T>,
+    bytes: Vec<u8>,
+    /// The runs, removed when this is dropped.
+    _runs: Vec<crate::atomic_file::Pending>,
+}
+
+impl<T: SortRecord> Sorted<T> {
+    pub fn next(&mut self) -> Result<Option<T>> {
+        if self.readers.is_empty() {
+            return Ok(self.held.next());
+        }
+        while let Some(std::cmp::Reverse((p, i))) = self.heap.pop() {
+            if let Some(q) = read_record(&mut self.readers[i], &mut self.bytes)? {
+                self.heap.push(std::cmp::Reverse((q, i)));
             }
-            if let Some(q) = next(&mut readers[i])? {
-                heap.push(std::cmp::Reverse((q, i)));
+            if self.last != Some(p) {
+                self.last = Some(p);
+                return Ok(Some(p));
             }
         }
-        f(&out)
+        Ok(None)
     }
 }
 
@@ -174,5 +225,19 @@ mod tests {
         .expect("drain");
         assert_eq!(got, want);
         assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 0);
+        for limit in [16 * 1024, 1 << 20] {
+            let mut s = PairSorter::new(limit, dir.path(), "t.run");
+            for i in 0..10_000i64 {
+                s.push(((i * 7919) % 3001, i % 5)).expect("push");
+            }
+            let mut sorted = s.into_sorted().expect("sorted");
+            let mut got = Vec::new();
+            while let Some(p) = sorted.next().expect("next") {
+                got.push(p);
+            }
+            assert_eq!(got, want, "limit {limit}");
+            drop(sorted);
+            assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 0);
+        }
     }
 }
