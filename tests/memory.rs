@@ -30,6 +30,11 @@ fn export_within_a_tiny_budget_writes_the_same_files() {
         ("exp", &[][..]),
         ("pgn", &[][..]),
         ("pgn", &["--pgn-lines", "--max-ply", "8"][..]),
+        ("pgn", &["--weights", "games", "--min-games", "2"][..]),
+        (
+            "pgn",
+            &["--weights", "games", "--max-ply", "16", "--pgn-lines"][..],
+        ),
     ] {
         let plain = dir.path().join(format!("plain.{ext}"));
         let bounded = dir.path().join(format!("bounded.{ext}"));
@@ -55,7 +60,64 @@ fn export_within_a_tiny_budget_writes_the_same_files() {
         .expect("list")
         .filter_map(|e| e.ok())
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.contains("export-sort") || n.contains("layers"))
+        .filter(|n| n.contains("export-sort") || n.contains("layers") || n.contains("pgn-plan"))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// Issue 53: the PGN export's plan lives in a scratch database beside the
+/// book. A killed export's (its database and a sorted run) is removed by
+/// the next export of the book, a running export's is not, and an export
+/// that fails leaves none.
+#[test]
+fn the_pgn_plan_leaves_no_scratch_file_and_spares_a_running_exports() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let book = sample_book(dir.path());
+    let scratch = |name: &str| dir.path().join(format!("sample.sqlite.pgn-plan-{name}"));
+    // A running export's database: SQLite's lock held by a connection.
+    let running = rusqlite::Connection::open(scratch("1")).expect("open");
+    running
+        .execute_batch(
+            "PRAGMA locking_mode = EXCLUSIVE; CREATE TABLE t(x); BEGIN; INSERT INTO t VALUES (1);",
+        )
+        .expect("lock");
+    std::fs::write(scratch("1.sort1"), b"run").expect("run");
+    // A killed one's.
+    std::fs::write(scratch("2"), b"killed").expect("killed");
+    std::fs::write(scratch("2.sort1"), b"run").expect("run");
+    let out = dir.path().join("x.pgn");
+    ok(&[
+        "export",
+        "--book",
+        s(&book),
+        "--out",
+        s(&out),
+        "--memory",
+        TINY,
+    ]);
+    let mut left: Vec<String> = std::fs::read_dir(dir.path())
+        .expect("list")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("pgn-plan"))
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        ["sample.sqlite.pgn-plan-1", "sample.sqlite.pgn-plan-1.sort1"],
+        "the killed export's files are not removed, or the running one's are"
+    );
+    // Once that export is gone, its files are a leftover too; an export
+    // that fails (no folder for its file) removes them and its own plan.
+    drop(running);
+    let nowhere = dir.path().join("missing").join("x.pgn");
+    let failed = run(&["export", "--book", s(&book), "--out", s(&nowhere)]);
+    assert!(!failed.status.success());
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("list")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("pgn-plan"))
         .collect();
     assert!(left.is_empty(), "left behind: {left:?}");
 }

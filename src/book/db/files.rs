@@ -63,6 +63,13 @@ fn locked(path: &Path, (start, len): (u64, u64)) -> Result<bool> {
         .with_context(|| format!("cannot read the locks of {}", path.display()))
 }
 
+/// Whether a process has the database at `path` open in SQLite's
+/// exclusive locking mode, or in a transaction (false for a missing
+/// file). As [`locked`]: this process must not have a connection to it.
+pub(super) fn in_use(path: &Path) -> Result<bool> {
+    locked(path, DB_LOCKS)
+}
+
 /// Refuses when a process has a book open at `book`, or has the WAL beside
 /// it open (a book deleted while a process had it). Call it with no
 /// connection of this process to `book`.

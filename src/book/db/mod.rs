@@ -38,11 +38,14 @@
 //! * `stream`: the whole book a position at a time with its children, within
 //!   a memory budget (`check`, the export), and the graph's size;
 //! * `tails`: single-game tails, stored as their game's moves, read as rows.
+//! * `plan_store`: the PGN export's plan in a temporary database beside the
+//!   book (the selected moves, the positions reached and their paths).
 //! * `tail_index`: the index of tail positions by key, in buckets.
 //!
 //! Submodules name the file they import from (`super::book::Book`, not a
 //! re-export from here), and the imports form no circle: `codec`, `rows`,
 //! `node_rows`, `tail_index` and `files` import no other file here;
+//! `plan_store` only `codec` and `files`;
 //! `top_games` only `codec`; `tails` those; `graph` and `explore` `tails`
 //! (never the reverse); `schema` imports `graph` (a migration re-evaluates
 //! the book), and nothing below `graph` imports `schema` (the column
@@ -63,6 +66,7 @@ pub mod import;
 mod learn;
 pub mod merge;
 mod node_rows;
+pub mod plan_store;
 mod rows;
 pub mod scan;
 pub mod schema;

@@ -3,7 +3,7 @@
 //! and pgn-extract (docs/FORMATS.md, `## PGN`).
 //!
 //! **Which moves.** Exactly the moves the Polyglot export selects with the
-//! same options ([`export_entries`]: weights, `--min-games`, engine moves,
+//! same options ([`for_each_selected`]: weights, `--min-games`, engine moves,
 //! and whatever selection it grows), in the order a GUI ranks them: weight
 //! first (highest first), then move code, as [`super::polyglot::write_bin`]
 //! sorts a position's entries. The first is the main line, the others its
@@ -35,22 +35,38 @@
 //! written from positions at most `max_ply - 1` plies deep, so a line has
 //! at most `max_ply` moves.
 //!
-//! **Memory.** The selection (as the Polyglot export holds it) and, for
-//! every position within the limit, its ply, via move and moves; the text
+//! **Memory** (issue 53: within `--memory`). The plan is not held in the
+//! heap: it lives in a scratch database beside the book ([`PlanStore`],
+//! removed when the export ends or fails, and a killed export's by the
+//! next), under SQLite's page cache of a quarter of the budget. The
+//! selection is sorted on disk (an eighth of the budget in memory) into a
+//! row a position: its moves in the order written. The breadth-first pass
+//! then goes level by level, reading a level's positions in their order of
+//! discovery a chunk at a time ([`LEVEL_CHUNK`]), each replayed from its
+//! path (its via moves from the start, stored with it); a child is added
+//! unless it was reached before (by key), so its via move is the first
+//! move that reaches it at its smallest ply, in the order of the
+//! in-memory pass this replaced: levels in order of discovery, a
+//! position's moves heaviest first, then by move code. Writing asks the
+//! store, for each move written, where its position is written. The text
 //! is streamed to the file, the recursion is at most `max_ply` deep, and
-//! each position's moves, counts and analysis are read from the book when
-//! it is written ([`Book::explore_moves`], the explorer's model).
+//! each position's counts and analysis are read from the book when it is
+//! written ([`Book::explore_moves`], the explorer's model). One path for
+//! every book: on the master book it costs about the time of the plan in
+//! memory (a fraction of the selection's).
 
-use std::{collections::hash_map, io::Write, path::Path};
+use std::{io::Write, path::Path};
 
 use anyhow::{bail, Result};
 use shakmaty::{san::SanPlus, Chess, Position};
 
-use super::polyglot::{export_entries, ExportOptions};
+use super::polyglot::{for_each_selected, ExportOptions};
 use crate::atomic_file;
+use crate::book::db::plan_store::PlanStore;
 use crate::book::db::Book;
-use crate::book::keys::{polyglot_key, Key, KeyMap, MoveCode};
+use crate::book::keys::{polyglot_key, Key, MoveCode};
 use crate::book::pgn::write::{MoveNumber, MovetextWriter};
+use crate::book::spill::default_memory;
 use crate::book::view::explorer::ExploredMove;
 use crate::book::view::report::format_cp;
 
@@ -75,26 +91,22 @@ pub enum Layout {
     Lines,
 }
 
-/// A position reached within the ply limit.
-struct Node {
-    /// The move that first reaches it at its smallest ply (`None`: the start).
-    via: Option<(Key, MoveCode)>,
-    /// Its selected legal moves with their weights, heaviest first; empty
-    /// at the ply limit.
-    moves: Vec<(MoveCode, u16)>,
-}
+/// Positions whose paths the breadth-first pass reads from the store at
+/// once.
+const LEVEL_CHUNK: usize = 4096;
 
 /// The tree to write: every position the selected moves reach within the
-/// ply limit, where it is written, and the number of lines.
+/// ply limit, where it is written, and the number of lines. Held by a
+/// [`PlanStore`] beside the book (see the module's documentation).
 pub struct Plan {
     max_ply: u32,
     root: Key,
-    nodes: KeyMap<Key, Node>,
+    store: PlanStore,
     lines: usize,
 }
 
 impl Plan {
-    /// The breadth-first pass over the moves [`export_entries`] selects
+    /// The breadth-first pass over the moves [`for_each_selected`] selects
     /// for `opts` (its `max_ply`, or [`DEFAULT_MAX_PLY`]).
     pub fn new(book: &Book, opts: &ExportOptions) -> Result<Plan> {
         let max_ply = opts.max_ply.unwrap_or(DEFAULT_MAX_PLY);
@@ -102,63 +114,59 @@ impl Plan {
             max_ply: Some(max_ply),
             ..opts.clone()
         };
-        // The one place the selection is made: whatever `export_entries`
+        let memory = book.memory_budget().unwrap_or_else(default_memory);
+        let mut store = PlanStore::create(&book.path, memory / 4)?;
+        // The one place the selection is made: whatever `for_each_selected`
         // honours (the side to export, when it has one) the tree follows.
-        let mut selected: KeyMap<Key, Vec<(MoveCode, u16)>> = KeyMap::default();
-        for e in export_entries(book, &opts)? {
-            selected
-                .entry(e.key)
-                .or_default()
-                .push((MoveCode(e.mv), e.weight));
-        }
-        for moves in selected.values_mut() {
-            moves.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-        }
+        let mut sorter = store.selection_sorter(memory / 8);
+        for_each_selected(book, &opts, |m| sorter.push(m.parent, m.mv, m.weight))?;
+        store.store_selection(sorter)?;
         let start = Chess::default();
         let root = polyglot_key(&start);
-        let mut nodes: KeyMap<Key, Node> = KeyMap::default();
-        nodes.insert(
-            root,
-            Node {
-                via: None,
-                moves: Vec::new(),
-            },
-        );
+        store.add_start(root)?;
         let (mut edges, mut continued) = (0usize, 0usize);
-        let mut level = vec![start];
+        // The positions of the current level: orders of discovery.
+        let mut level = 0..store.reached_count();
+        let mut path = Vec::new();
         for _ in 0..max_ply {
-            let mut next = Vec::new();
-            for pos in level {
-                let key = polyglot_key(&pos);
-                // Each position is on one level only: its moves are needed once.
-                let mut moves = selected.remove(&key).unwrap_or_default();
-                moves.retain(|m| m.0.to_move(&pos).is_some());
-                for &(mv, _) in &moves {
-                    let Some(m) = mv.to_move(&pos) else { continue };
-                    let mut child = pos.clone();
-                    child.play_unchecked(m);
-                    edges += 1;
-                    if let hash_map::Entry::Vacant(v) = nodes.entry(polyglot_key(&child)) {
-                        v.insert(Node {
-                            via: Some((key, mv)),
-                            moves: Vec::new(),
-                        });
-                        next.push(child);
+            let mut at = level.start;
+            while at < level.end {
+                let chunk = store.paths(at, level.end, LEVEL_CHUNK)?;
+                let Some(last) = chunk.last() else {
+                    bail!("the plan lost the positions from order {at}");
+                };
+                at = last.0 + 1;
+                for (_, moves_to) in chunk {
+                    let pos = replay(&moves_to)?;
+                    let key = polyglot_key(&pos);
+                    // Each position is on one level only: its moves are read once.
+                    let mut moves = store.selected(key)?;
+                    moves.retain(|m| m.0.to_move(&pos).is_some());
+                    for &(mv, _) in &moves {
+                        let Some(m) = mv.to_move(&pos) else { continue };
+                        let mut child = pos.clone();
+                        child.play_unchecked(m);
+                        edges += 1;
+                        path.clear();
+                        path.extend_from_slice(&moves_to);
+                        path.push(mv);
+                        store.reach(polyglot_key(&child), (key, mv), &path)?;
+                    }
+                    if !moves.is_empty() {
+                        store.set_has_moves(key)?;
+                        if key != root {
+                            continued += 1;
+                        }
                     }
                 }
-                if key != root && !moves.is_empty() {
-                    continued += 1;
-                }
-                if let Some(n) = nodes.get_mut(&key) {
-                    n.moves = moves;
-                }
             }
-            level = next;
+            level = level.end..store.reached_count();
         }
+        store.finish()?;
         Ok(Plan {
             max_ply,
             root,
-            nodes,
+            store,
             lines: edges.saturating_sub(continued),
         })
     }
@@ -172,40 +180,61 @@ impl Plan {
         self.max_ply
     }
 
-    /// Whether the move `mv` of `parent` is where `child`'s moves are written.
-    fn continues(&self, parent: Key, mv: MoveCode, child: Key) -> bool {
-        self.nodes
-            .get(&child)
-            .is_some_and(|n| n.via == Some((parent, mv)) && !n.moves.is_empty())
+    /// The moves of `key` to write, heaviest first (none: it is not
+    /// written, or not reached).
+    fn moves(&self, key: Key) -> Result<Vec<(MoveCode, u16)>> {
+        match self.store.reached(key)? {
+            Some(r) if r.has_moves => self.store.selected(key),
+            _ => Ok(Vec::new()),
+        }
     }
 
-    /// The moves to `key` after which its moves are written, as SAN with
-    /// move numbers (`1. d4 Nf6 2. c4`), if they are written at all.
-    fn written_at(&self, key: Key) -> Option<String> {
-        let node = self.nodes.get(&key)?;
-        if node.moves.is_empty() {
-            return None;
+    /// Whether the move `mv` of `parent` is where `child`'s moves are
+    /// written, and if not, the moves to `child` after which they are,
+    /// as SAN with move numbers (`1. d4 Nf6 2. c4`), if they are written
+    /// at all.
+    fn follows(&self, parent: Key, mv: MoveCode, child: Key) -> Result<(bool, Option<String>)> {
+        let Some(node) = self.store.reached(child)? else {
+            return Ok((false, None));
+        };
+        if !node.has_moves {
+            return Ok((false, None));
         }
-        let mut path = Vec::new();
-        let mut at = node;
-        while let Some((parent, mv)) = at.via {
-            path.push(mv);
-            at = self.nodes.get(&parent)?;
-            if path.len() > self.max_ply as usize {
-                return None;
-            }
+        if node.via == Some((parent, mv)) {
+            return Ok((true, None));
+        }
+        let Some(path) = self.store.path_of(node.order)? else {
+            return Ok((false, None));
+        };
+        if path.len() > self.max_ply as usize {
+            return Ok((false, None));
         }
         let mut pos = Chess::default();
         let mut words = MovetextWriter::one_line(Vec::new());
-        for mv in path.into_iter().rev() {
-            let m = mv.to_move(&pos)?;
+        for mv in path {
+            let Some(m) = mv.to_move(&pos) else {
+                return Ok((false, None));
+            };
             let at = MoveNumber::of(&pos);
             let san = SanPlus::from_move_and_play_unchecked(&mut pos, m);
             // Writing to memory cannot fail.
             let _ = words.mv(at, &san.to_string());
         }
-        Some(words.into_string())
+        Ok((false, Some(words.into_string())))
     }
+}
+
+/// The position after `moves` from the start (each legal: they are the
+/// plan's own via moves).
+fn replay(moves: &[MoveCode]) -> Result<Chess> {
+    let mut pos = Chess::default();
+    for mv in moves {
+        let Some(m) = mv.to_move(&pos) else {
+            bail!("the plan's path {moves:?} has an illegal move");
+        };
+        pos.play_unchecked(m);
+    }
+    Ok(pos)
 }
 
 /// `export --format pgn`: writes the book's lines to `path` (atomically) and
@@ -264,7 +293,8 @@ pub fn export(book: &Book, path: &Path, opts: &ExportOptions, layout: Layout) ->
 
 /// A selected move as written.
 struct Step {
-    mv: MoveCode,
+    /// Whether the child's moves are written after this move.
+    continues: bool,
     san: String,
     nag: Option<u8>,
     comment: String,
@@ -313,16 +343,16 @@ impl<W: Write> Writer<'_, W> {
         for alt in alternatives {
             self.out.open_variation();
             self.step(alt, ply)?;
-            self.follow(key, alt, ply)?;
+            self.follow(alt, ply)?;
             self.out.close_variation()?;
         }
-        self.follow(key, main, ply)
+        self.follow(main, ply)
     }
 
     /// After `step`: its position's moves if they are written here, else
     /// the end of a line.
-    fn follow(&mut self, key: Key, step: &Step, ply: u32) -> Result<()> {
-        if self.plan.continues(key, step.mv, step.child_key) {
+    fn follow(&mut self, step: &Step, ply: u32) -> Result<()> {
+        if step.continues {
             self.tree(&step.child, step.child_key, ply + 1)
         } else {
             self.ended += 1;
@@ -352,7 +382,7 @@ impl<W: Write> Writer<'_, W> {
     fn lines(&mut self, pos: &Chess, key: Key, path: &mut Vec<(String, Option<u8>)>) -> Result<()> {
         for step in self.steps(pos, key)? {
             path.push((step.san.clone(), step.nag));
-            if self.plan.continues(key, step.mv, step.child_key) {
+            if step.continues {
                 self.lines(&step.child, step.child_key, path)?;
             } else {
                 self.ended += 1;
@@ -377,16 +407,14 @@ impl<W: Write> Writer<'_, W> {
     /// The selected moves of `pos` as written: SAN, NAG, and the comment
     /// from the explorer's view of the position.
     fn steps(&self, pos: &Chess, key: Key) -> Result<Vec<Step>> {
-        let Some(node) = self.plan.nodes.get(&key) else {
-            return Ok(Vec::new());
-        };
-        if node.moves.is_empty() {
+        let moves = self.plan.moves(key)?;
+        if moves.is_empty() {
             return Ok(Vec::new());
         }
         let explored = self.book.explore_moves(pos)?;
-        let mut steps = Vec::with_capacity(node.moves.len());
-        let mut values = Vec::with_capacity(node.moves.len());
-        for &(mv, weight) in &node.moves {
+        let mut steps = Vec::with_capacity(moves.len());
+        let mut values = Vec::with_capacity(moves.len());
+        for &(mv, weight) in &moves {
             let Some(m) = mv.to_move(pos) else { continue };
             let mut child = pos.clone();
             let san = SanPlus::from_move_and_play_unchecked(&mut child, m).to_string();
@@ -394,13 +422,12 @@ impl<W: Write> Writer<'_, W> {
             let info = explored.moves.iter().find(|e| e.child == Some(child_key));
             values.push(info.and_then(|e| e.value));
             let mut comment = comment(info, weight);
-            if !self.plan.continues(key, mv, child_key) {
-                if let Some(there) = self.plan.written_at(child_key) {
-                    comment.push_str(&format!("; transposes to {there}"));
-                }
+            let (continues, there) = self.plan.follows(key, mv, child_key)?;
+            if let Some(there) = there {
+                comment.push_str(&format!("; transposes to {there}"));
             }
             steps.push(Step {
-                mv,
+                continues,
                 san,
                 nag: None,
                 comment,
