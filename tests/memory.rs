@@ -217,6 +217,50 @@ fn import_into_a_new_book_within_a_tiny_budget_gives_the_same_book() {
     }
 }
 
+/// Issue 53: `import` finds a position's entries by binary search, in file
+/// order within a key; a `.bin` not sorted by key (its positions' runs of
+/// entries in reverse) is indexed first and gives the same moves and the
+/// same depths (only which parent a position is linked to first may
+/// differ: the moves are added in file order).
+#[test]
+fn import_of_a_bin_not_sorted_by_key_gives_the_same_moves_and_depths() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let book = sample_book(dir.path());
+    let sorted = dir.path().join("sorted.bin");
+    ok(&["export", "--book", s(&book), "--out", s(&sorted)]);
+    let bytes = std::fs::read(&sorted).expect("read");
+    let mut runs: Vec<Vec<u8>> = Vec::new();
+    for entry in bytes.chunks_exact(16) {
+        match runs.last_mut() {
+            Some(run) if run[..8] == entry[..8] => run.extend_from_slice(entry),
+            _ => runs.push(entry.to_vec()),
+        }
+    }
+    assert!(runs.len() > 1_000, "{} positions", runs.len());
+    let unsorted = dir.path().join("unsorted.bin");
+    let reversed: Vec<u8> = runs.iter().rev().flatten().copied().collect();
+    std::fs::write(&unsorted, reversed).expect("write");
+    let (a, b) = (dir.path().join("a.sqlite"), dir.path().join("b.sqlite"));
+    let x = ok(&["import", "--book", s(&a), "--in", s(&sorted)]);
+    let y = ok(&[
+        "import",
+        "--book",
+        s(&b),
+        "--in",
+        s(&unsorted),
+        "--memory",
+        TINY,
+    ]);
+    let text = |o: &std::process::Output| {
+        String::from_utf8_lossy(&o.stdout).replace("unsorted.bin", "sorted.bin")
+    };
+    assert_eq!(text(&x), text(&y));
+    assert_eq!(differences(&a, &b, "moves", "*"), (0, 0));
+    assert_eq!(differences(&a, &b, "positions", "key, depth"), (0, 0));
+    assert!(count(&a, "SELECT count(*) FROM positions WHERE depth IS NOT NULL") > 1_000);
+    ok(&["check", "--book", s(&b)]);
+}
+
 #[test]
 fn check_within_a_tiny_budget_finds_what_the_whole_check_finds() {
     let dir = tempfile::tempdir().expect("tempdir");

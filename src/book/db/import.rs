@@ -36,30 +36,35 @@ pub struct EngineMove {
 
 impl Book {
     /// Adds `positions` (with their depth where known; a smaller depth
-    /// replaces a stored one) and then `moves` (weights add up), links
-    /// parents, and re-evaluates the whole book, in one transaction.
+    /// replaces a stored one) and then `moves` (weights add up; the first
+    /// move into a position links its parent), links parents, and
+    /// re-evaluates the whole book, in one transaction. Every move's parent
+    /// and child are among `positions`; `moves` are read once, as they come,
+    /// and both are dropped before the re-evaluation (which has the budget).
     pub fn add_imported(
         &mut self,
-        positions: &[(Key, Option<u32>)],
-        moves: &[ImportedMove],
+        positions: Vec<(Key, Option<u32>)>,
+        moves: impl IntoIterator<Item = ImportedMove>,
     ) -> Result<()> {
         let tx = self.conn.transaction()?;
-        // Imported moves land on rows: tails they touch become rows first.
-        let touched = positions.iter().map(|&(k, _)| k).chain(
-            moves
-                .iter()
-                .flat_map(|m| std::iter::once(m.parent).chain(m.child)),
-        );
-        materialize_keys(&tx, &self.settings.params, touched)?;
+        // Imported moves land on rows: tails they touch become rows first
+        // (the moves' ends are among the positions).
+        materialize_keys(
+            &tx,
+            &self.settings.params,
+            positions.iter().map(|&(k, _)| k),
+        )?;
+        crate::peak_memory::trace("import: tails turned into rows");
         {
             let mut pos_stmt = tx.prepare(
                 "INSERT INTO positions(key, depth) VALUES (?1, ?2)
                  ON CONFLICT(key) DO UPDATE SET depth = CASE WHEN depth IS NULL OR
                    (excluded.depth IS NOT NULL AND excluded.depth < depth) THEN coalesce(excluded.depth, depth) ELSE depth END",
             )?;
-            for (key, depth) in positions {
+            for (key, depth) in &positions {
                 pos_stmt.execute(params![key, depth])?;
             }
+            drop(positions);
             let mut mv_stmt = tx.prepare(
                 "INSERT INTO moves(parent, move, uci, child, weight) VALUES (?1, ?2, ?3, ?4, ?5)
                  ON CONFLICT(parent, move) DO UPDATE SET weight = coalesce(weight, 0) + excluded.weight,
@@ -72,6 +77,8 @@ impl Book {
                 }
             }
         }
+        crate::peak_memory::release_free();
+        crate::peak_memory::trace("import: rows written");
         reevaluate_within(&tx, &self.settings.params, self.memory.get(), &self.path)?;
         tx.commit()?;
         Ok(())

@@ -5,12 +5,7 @@
 //! stores keys and moves in exactly this encoding (see [`crate::book::keys`]), so
 //! export is a copy plus a weight.
 
-use std::{
-    collections::{HashMap, HashSet, VecDeque},
-    fs,
-    io::Write,
-    path::Path,
-};
+use std::{collections::VecDeque, fs, io::Write, path::Path};
 
 use anyhow::{bail, Context, Result};
 use shakmaty::{CastlingMode, Chess, Position};
@@ -441,78 +436,361 @@ pub struct ImportSummary {
 /// reachable from the start position through book moves get their depth and
 /// child keys; the rest are kept with unknown children (export still writes
 /// them, minimax ignores them).
+///
+/// Memory (issue 53): the entries in parallel arrays, about 30 bytes an
+/// entry (key, move, weight, child key, UCI, depth), plus 16 bytes a
+/// position and the breadth-first queue; no map, no string per entry.
 pub fn import(book: &mut Book, path: &Path) -> Result<ImportSummary> {
-    let entries = read_bin(path)?;
-    let mut by_key: HashMap<Key, Vec<Entry>> = HashMap::new();
-    for e in &entries {
-        by_key.entry(e.key).or_default().push(*e);
-    }
-    let mut summary = ImportSummary {
+    let entries = ImportEntries::read(path)?;
+    crate::peak_memory::trace("import: entries read");
+    let mut walk = walk_from_start(&entries);
+    crate::peak_memory::trace("import: breadth-first pass");
+    let positions = walk.positions(&entries);
+    let summary = ImportSummary {
         entries: entries.len(),
-        ..Default::default()
+        reached: walk.uci.iter().filter(|u| u[0] != 0).count(),
+        illegal: walk.illegal,
     };
-    // Breadth-first from the start position: smallest depth first.
-    let mut depth: HashMap<Key, u32> = HashMap::new();
-    let mut children: HashMap<(Key, u16), (Key, String)> = HashMap::new();
-    let mut illegal: HashSet<(Key, u16)> = HashSet::new();
-    let start = Chess::default();
-    let mut queue = VecDeque::from([(start.clone(), 0u32)]);
-    depth.insert(polyglot_key(&start), 0);
-    while let Some((pos, d)) = queue.pop_front() {
-        let key = polyglot_key(&pos);
-        let Some(list) = by_key.get(&key) else {
-            continue;
+    let Walk { child, uci, .. } = walk;
+    crate::peak_memory::trace("import: positions listed");
+    // In file order: the first move into a position links its parent. The
+    // moves own the entries: they go once the moves are added.
+    let moves = (0..entries.len()).map(move |i| {
+        let mv = entries.moves[i];
+        let (child, uci) = match uci_of(&uci[i]) {
+            Some(u) => (Some(child[i]), u),
+            None => (None, MoveCode(mv).to_string()),
         };
-        for e in list {
-            let code = MoveCode(e.mv);
-            match code.to_move(&pos) {
-                Some(m) => {
-                    let uci = m.to_uci(CastlingMode::Standard).to_string();
-                    let mut next = pos.clone();
-                    next.play_unchecked(m);
-                    let ck = polyglot_key(&next);
-                    children.insert((key, e.mv), (ck, uci));
-                    if let std::collections::hash_map::Entry::Vacant(e) = depth.entry(ck) {
-                        e.insert(d + 1);
-                        queue.push_back((next, d + 1));
-                    }
-                }
-                None => {
-                    illegal.insert((key, e.mv));
-                }
-            }
-        }
-    }
-    let mut keys: Vec<Key> = by_key.keys().copied().collect();
-    for (_, (ck, _)) in children.iter() {
-        keys.push(*ck);
-    }
-    keys.sort_unstable();
-    keys.dedup();
-    let positions: Vec<(Key, Option<u32>)> = keys
-        .into_iter()
-        .map(|k| (k, depth.get(&k).copied()))
-        .collect();
-    let mut moves = Vec::with_capacity(entries.len());
-    for e in &entries {
-        let (child, uci) = match children.get(&(e.key, e.mv)) {
-            Some((ck, uci)) => {
-                summary.reached += 1;
-                (Some(*ck), uci.clone())
-            }
-            None => (None, MoveCode(e.mv).to_string()),
-        };
-        if illegal.contains(&(e.key, e.mv)) {
-            summary.illegal += 1;
-        }
-        moves.push(ImportedMove {
-            parent: e.key,
-            mv: MoveCode(e.mv),
+        ImportedMove {
+            parent: entries.keys[i],
+            mv: MoveCode(mv),
             uci,
             child,
-            weight: e.weight,
-        });
-    }
-    book.add_imported(&positions, &moves)?;
+            weight: entries.weights[i],
+        }
+    });
+    book.add_imported(positions, moves)?;
+    crate::peak_memory::trace("import: moves added");
     Ok(summary)
+}
+
+/// A `.bin`'s entries as `import` reads them: in file order (the order their
+/// moves are added), and found by key through their order by key.
+struct ImportEntries {
+    keys: Vec<Key>,
+    moves: Vec<u16>,
+    weights: Vec<u16>,
+    /// The entries' indices by key (file order within a key); empty when
+    /// the file is sorted by key, as Polyglot books are.
+    by_key: Vec<u32>,
+}
+
+impl ImportEntries {
+    /// Reads `path` as [`read_bin`] does (the same errors), a buffer at a
+    /// time rather than the whole file at once.
+    fn read(path: &Path) -> Result<ImportEntries> {
+        use std::io::Read;
+        let cannot = || format!("cannot read {}", path.display());
+        let file = fs::File::open(path).with_context(cannot)?;
+        let size = file.metadata().with_context(cannot)?.len();
+        if size % 16 != 0 {
+            bail!(
+                "{} is not a Polyglot book: size {} is not a multiple of 16",
+                path.display(),
+                size
+            );
+        }
+        let n = usize::try_from(size / 16)?;
+        if u32::try_from(n).is_err() {
+            bail!("{} has more entries than import takes", path.display());
+        }
+        let (mut keys, mut moves, mut weights) = (
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+        );
+        let mut reader = std::io::BufReader::with_capacity(1 << 16, file);
+        let mut e = [0u8; 16];
+        for _ in 0..n {
+            reader.read_exact(&mut e).with_context(cannot)?;
+            let be = |b: &[u8]| b.iter().fold(0u64, |a, &x| (a << 8) | u64::from(x));
+            keys.push(Key(be(&e[0..8])));
+            moves.push(be(&e[8..10]) as u16);
+            weights.push(be(&e[10..12]) as u16);
+        }
+        Ok(ImportEntries::new(keys, moves, weights))
+    }
+
+    /// The entries in file order, indexed by key if they are not sorted
+    /// (at most `u32::MAX` of them).
+    fn new(keys: Vec<Key>, moves: Vec<u16>, weights: Vec<u16>) -> ImportEntries {
+        let mut by_key = Vec::new();
+        if !keys.is_sorted() {
+            by_key = (0..keys.len() as u32).collect();
+            by_key.sort_by_key(|&i| keys[i as usize]);
+        }
+        ImportEntries {
+            keys,
+            moves,
+            weights,
+            by_key,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// The entry at `slot` of the order by key.
+    fn at(&self, slot: usize) -> usize {
+        if self.by_key.is_empty() {
+            slot
+        } else {
+            self.by_key[slot] as usize
+        }
+    }
+
+    fn key_at(&self, slot: usize) -> Key {
+        self.keys[self.at(slot)]
+    }
+
+    /// The slots (in the order by key) of `key`'s entries.
+    fn slots_of(&self, key: Key) -> std::ops::Range<usize> {
+        let below = |k: Key| {
+            if self.by_key.is_empty() {
+                self.keys.partition_point(|&x| x < k)
+            } else {
+                self.by_key.partition_point(|&i| self.keys[i as usize] < k)
+            }
+        };
+        let first = below(key);
+        let mut end = first;
+        while end < self.len() && self.key_at(end) == key {
+            end += 1;
+        }
+        first..end
+    }
+}
+
+/// What the breadth-first pass from the start position found, by entry (in
+/// file order) unless said otherwise.
+struct Walk {
+    /// The position the move leads to (where `uci` says it was reached).
+    child: Vec<Key>,
+    /// The move in UCI, zero-padded; all zeros where the entry's position
+    /// was not reached or the move is illegal there.
+    uci: Vec<[u8; 5]>,
+    /// By slot of the order by key, at the first slot of a key: the
+    /// position's depth ([`UNREACHED`] if none).
+    depth: Vec<u32>,
+    /// Positions without entries that moves lead to, with the depth each
+    /// move reached them at.
+    leaves: Vec<(Key, u32)>,
+    start: Key,
+    illegal: usize,
+}
+
+const UNREACHED: u32 = u32::MAX;
+
+/// Breadth-first from the start position: a position's depth is the
+/// smallest ply it is reached at, its entries are played in the first
+/// position reached with its key.
+fn walk_from_start(entries: &ImportEntries) -> Walk {
+    let n = entries.len();
+    let start = Chess::default();
+    let mut walk = Walk {
+        child: vec![Key(0); n],
+        uci: vec![[0; 5]; n],
+        depth: vec![UNREACHED; n],
+        leaves: Vec::new(),
+        start: polyglot_key(&start),
+        illegal: 0,
+    };
+    let start_slots = entries.slots_of(walk.start);
+    if start_slots.is_empty() {
+        return walk;
+    }
+    walk.depth[start_slots.start] = 0;
+    let mut queue = VecDeque::from([(start, 0u32)]);
+    while let Some((pos, d)) = queue.pop_front() {
+        for slot in entries.slots_of(polyglot_key(&pos)) {
+            let i = entries.at(slot);
+            let Some(m) = MoveCode(entries.moves[i]).to_move(&pos) else {
+                walk.illegal += 1;
+                continue;
+            };
+            let uci = m.to_uci(CastlingMode::Standard).to_string();
+            let mut next = pos.clone();
+            next.play_unchecked(m);
+            let ck = polyglot_key(&next);
+            walk.child[i] = ck;
+            walk.uci[i] = uci_bytes(&uci);
+            let child_slots = entries.slots_of(ck);
+            if child_slots.is_empty() {
+                walk.leaves.push((ck, d + 1));
+            } else if walk.depth[child_slots.start] == UNREACHED {
+                walk.depth[child_slots.start] = d + 1;
+                queue.push_back((next, d + 1));
+            }
+        }
+    }
+    walk
+}
+
+impl Walk {
+    /// Every position of the import, by key: the entries' keys and the
+    /// positions their moves lead to, with the depth where reached.
+    fn positions(&mut self, entries: &ImportEntries) -> Vec<(Key, Option<u32>)> {
+        // The first move to reach a leaf reached it at its smallest depth.
+        let mut leaves = std::mem::take(&mut self.leaves);
+        leaves.sort_unstable();
+        leaves.dedup_by_key(|&mut (k, _)| k);
+        let mut positions = Vec::new();
+        let mut leaf = leaves.into_iter().peekable();
+        let mut slot = 0;
+        while slot < entries.len() {
+            let key = entries.key_at(slot);
+            while let Some(&(k, d)) = leaf.peek() {
+                if k > key {
+                    break;
+                }
+                positions.push((k, Some(if k == self.start { 0 } else { d })));
+                leaf.next();
+            }
+            let d = self.depth[slot];
+            positions.push((key, (d != UNREACHED).then_some(d)));
+            while slot < entries.len() && entries.key_at(slot) == key {
+                slot += 1;
+            }
+        }
+        for (k, d) in leaf {
+            positions.push((k, Some(if k == self.start { 0 } else { d })));
+        }
+        self.depth = Vec::new();
+        positions
+    }
+}
+
+fn uci_bytes(uci: &str) -> [u8; 5] {
+    let mut b = [0; 5];
+    for (to, from) in b.iter_mut().zip(uci.bytes()) {
+        *to = from;
+    }
+    b
+}
+
+/// The UCI of a reached entry's move; `None` if it was not reached.
+fn uci_of(b: &[u8; 5]) -> Option<String> {
+    let len = b.iter().position(|&x| x == 0).unwrap_or(5);
+    (len > 0).then(|| String::from_utf8_lossy(&b[..len]).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shakmaty::uci::UciMove;
+
+    /// The position after `line` (UCI moves from the start).
+    fn after(line: &[&str]) -> Chess {
+        let mut pos = Chess::default();
+        for u in line {
+            let m = u
+                .parse::<UciMove>()
+                .expect("uci")
+                .to_move(&pos)
+                .expect("legal");
+            pos.play_unchecked(m);
+        }
+        pos
+    }
+
+    fn code(pos: &Chess, uci: &str) -> u16 {
+        let m = uci
+            .parse::<UciMove>()
+            .expect("uci")
+            .to_move(pos)
+            .expect("legal");
+        MoveCode::from_move(&m).0
+    }
+
+    /// Issue 53: the compact breadth-first pass gives each position its
+    /// smallest depth (a transposition reached a longer way too), a move back to the start leaves it at depth 0, moves
+    /// into positions without entries give those their smallest depth, an
+    /// illegal move and an unreached position are kept without a child;
+    /// the same whether the file is sorted by key or not.
+    #[test]
+    fn the_walk_gives_smallest_depths_sorted_or_not() {
+        let lines: &[(&[&str], &str)] = &[
+            (&[], "e2e3"),
+            (&[], "e2e4"),
+            (&[], "g1f3"),
+            (&["e2e3"], "e7e6"),
+            (&["e2e3", "e7e6"], "e3e4"),
+            (&["e2e3", "e7e6", "e3e4"], "e6e5"),
+            (&["e2e4"], "e7e5"),
+            (&["e2e4", "e7e5"], "g1f3"),
+            (&["g1f3"], "g8f6"),
+            (&["g1f3", "g8f6"], "f3g1"),
+            (&["g1f3", "g8f6", "f3g1"], "f6g8"),
+        ];
+        let mut entries: Vec<(Key, u16)> = lines
+            .iter()
+            .map(|(line, uci)| {
+                let pos = after(line);
+                (polyglot_key(&pos), code(&pos, uci))
+            })
+            .collect();
+        // a1a8 at the start (from a1 = 0, to a8 = 56: illegal), and a
+        // position never reached.
+        let start = polyglot_key(&Chess::default());
+        entries.push((start, 56));
+        entries.push((Key(12345), 1));
+        let depth_of = |line: &[&str]| (polyglot_key(&after(line)), Some(line.len() as u32));
+        let mut expected = vec![
+            depth_of(&[]),
+            depth_of(&["e2e3"]),
+            depth_of(&["e2e4"]),
+            depth_of(&["g1f3"]),
+            depth_of(&["e2e3", "e7e6"]),
+            depth_of(&["e2e3", "e7e6", "e3e4"]),
+            depth_of(&["e2e4", "e7e5"]),
+            depth_of(&["e2e4", "e7e5", "g1f3"]),
+            depth_of(&["g1f3", "g8f6"]),
+            depth_of(&["g1f3", "g8f6", "f3g1"]),
+            (Key(12345), None),
+        ];
+        expected.sort_unstable();
+        let mut sorted = entries.clone();
+        sorted.sort_unstable();
+        let mut results = Vec::new();
+        for file in [entries.clone(), sorted, entries.into_iter().rev().collect()] {
+            let e = ImportEntries::new(
+                file.iter().map(|&(k, _)| k).collect(),
+                file.iter().map(|&(_, m)| m).collect(),
+                vec![1; file.len()],
+            );
+            let mut walk = walk_from_start(&e);
+            assert_eq!(walk.illegal, 1);
+            assert_eq!(walk.positions(&e), expected);
+            let mut by_entry: Vec<(Key, u16, Option<(Key, String)>)> = (0..e.len())
+                .map(|i| {
+                    let reached = uci_of(&walk.uci[i]).map(|u| (walk.child[i], u));
+                    (e.keys[i], e.moves[i], reached)
+                })
+                .collect();
+            by_entry.sort();
+            results.push(by_entry);
+        }
+        let back = &results[0]
+            .iter()
+            .find(|(k, _, _)| *k == polyglot_key(&after(&["g1f3", "g8f6", "f3g1"])))
+            .expect("entry");
+        assert_eq!(back.2, Some((start, "f6g8".to_string())));
+        assert_eq!(
+            results.iter().filter(|r| r[..] == results[0][..]).count(),
+            3
+        );
+        let unreached = results[0].iter().filter(|(_, _, r)| r.is_none()).count();
+        assert_eq!(unreached, 2, "the illegal and the unreached entry");
+    }
 }
