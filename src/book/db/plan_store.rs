@@ -341,7 +341,7 @@ mod tests {
                     .map(|(m, w)| (key, m, w)),
             );
         }
-        got.sort_by(|a, b| a.0.cmp(&b.0));
+        got.sort_by_key(|a| a.0);
         assert_eq!(got, want);
         assert!(store.selected(Key(12345)).expect("selected").is_empty());
 

@@ -82,7 +82,7 @@ impl Book {
     ) -> Result<()> {
         let params = self.settings.params;
         let mut heads = self.tail_heads_by_row()?;
-        let mut next_head = heads.next()?;
+        let mut next_head = heads.next_record()?;
         // The tails' first positions after the current row.
         let mut here_heads: Vec<NodeInfo> = Vec::new();
         let mut positions = self.conn.prepare(&format!(
@@ -128,7 +128,7 @@ impl Book {
                 if h.key == at {
                     here_heads.push(info_from_bytes(&h.head));
                 }
-                next_head = heads.next()?;
+                next_head = heads.next_record()?;
             }
             for m in &mut group {
                 m.parent_depth = here.and_then(|(n, _)| n.depth);

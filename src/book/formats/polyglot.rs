@@ -772,7 +772,9 @@ mod tests {
             let mut walk = walk_from_start(&e);
             assert_eq!(walk.illegal, 1);
             assert_eq!(walk.positions(&e), expected);
-            let mut by_entry: Vec<(Key, u16, Option<(Key, String)>)> = (0..e.len())
+            // (key, move, the child and UCI where the walk reached it)
+            type Reached = (Key, u16, Option<(Key, String)>);
+            let mut by_entry: Vec<Reached> = (0..e.len())
                 .map(|i| {
                     let reached = uci_of(&walk.uci[i]).map(|u| (walk.child[i], u));
                     (e.keys[i], e.moves[i], reached)

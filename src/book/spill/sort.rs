@@ -108,7 +108,7 @@ impl<T: SortRecord> Sorter<T> {
         }
         let mut sorted = self.into_sorted()?;
         let mut out: Vec<T> = Vec::with_capacity(1 << 16);
-        while let Some(p) = sorted.next()? {
+        while let Some(p) = sorted.next_record()? {
             if out.len() == out.capacity() {
                 f(&out)?;
                 out.clear();
@@ -119,7 +119,7 @@ impl<T: SortRecord> Sorter<T> {
     }
 
     /// Every record pushed, sorted, each once, to be read one at a time
-    /// ([`Sorted::next`]).
+    /// ([`Sorted::next_record`]).
     pub fn into_sorted(mut self) -> Result<Sorted<T>> {
         if self.runs.is_empty() {
             self.buf.par_sort_unstable();
@@ -183,7 +183,7 @@ pub struct Sorted<T: SortRecord> {
 }
 
 impl<T: SortRecord> Sorted<T> {
-    pub fn next(&mut self) -> Result<Option<T>> {
+    pub fn next_record(&mut self) -> Result<Option<T>> {
         if self.readers.is_empty() {
             return Ok(self.held.next());
         }
@@ -232,7 +232,7 @@ mod tests {
             }
             let mut sorted = s.into_sorted().expect("sorted");
             let mut got = Vec::new();
-            while let Some(p) = sorted.next().expect("next") {
+            while let Some(p) = sorted.next_record().expect("next") {
                 got.push(p);
             }
             assert_eq!(got, want, "limit {limit}");
