@@ -14,7 +14,7 @@ use super::node_rows::{node_from_row, NODE_COLS, NODE_WIDTH};
 use super::scan::StoredMove;
 use super::tail_index::{for_each_bucket, prefix};
 use super::tails::for_each_tail;
-use super::values::{info_bytes, info_from_bytes, Due, GRAPH_BYTES_PER_POSITION, HEAD};
+use super::values::{info_from_bytes, push_tail_heads, Due, GRAPH_BYTES_PER_POSITION};
 use crate::book::keys::{Key, MoveCode};
 use crate::book::pgn::game::Counts;
 use crate::book::spill::{Sorted, Sorter};
@@ -208,15 +208,7 @@ impl Book {
             .map_or_else(|| "book".into(), |n| n.to_string_lossy().into_owned());
         let mut by_row: Sorter<Due> =
             Sorter::new(memory / 20, dir, &format!("{name}.positions-tail-heads"));
-        for_each_tail(&self.conn, &self.settings.params, |t| {
-            by_row.push(Due {
-                layer: 0,
-                key: t.anchor.to_sql(),
-                kind: HEAD,
-                game: t.game,
-                head: info_bytes(&t.nodes[0]),
-            })
-        })?;
+        push_tail_heads(&self.conn, &self.settings.params, &mut by_row)?;
         by_row.into_sorted()
     }
 

@@ -182,15 +182,7 @@ pub(super) fn reevaluate_by_depth(
     if heads_first {
         let mut by_row: Sorter<Due> =
             Sorter::new(memory / 20, temp.0, &format!("{}tail-heads", temp.1));
-        for_each_tail(conn, params, |t| {
-            by_row.push(Due {
-                layer: 0,
-                key: t.anchor.to_sql(),
-                kind: HEAD,
-                game: t.game,
-                head: info_bytes(&t.nodes[0]),
-            })
-        })?;
+        push_tail_heads(conn, params, &mut by_row)?;
         // The rows in key order, each pushed before the heads after it.
         let mut last: Option<(i64, i64)> = None;
         by_row.drain(|heads| {
@@ -299,6 +291,24 @@ pub(super) fn reevaluate_within(
         .file_name()
         .map_or_else(|| "book".into(), |n| n.to_string_lossy().into_owned());
     reevaluate_by_depth(conn, params, memory, (dir, &format!("{name}.values-")))
+}
+
+/// Every tail's first position with its value, keyed by the row before it
+/// (its anchor): each tail expanded once.
+pub(super) fn push_tail_heads(
+    conn: &Connection,
+    params: &ValueParams,
+    by_row: &mut Sorter<Due>,
+) -> Result<()> {
+    for_each_tail(conn, params, |t| {
+        by_row.push(Due {
+            layer: 0,
+            key: t.anchor.to_sql(),
+            kind: HEAD,
+            game: t.game,
+            head: info_bytes(&t.nodes[0]),
+        })
+    })
 }
 
 #[cfg(test)]
