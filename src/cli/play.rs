@@ -36,7 +36,7 @@ pub fn uci(args: UciArgs) -> Result<ExitCode> {
 /// Arguments of `learnbook play`.
 #[derive(Args)]
 pub struct PlayArgs {
-    /// name=N,cmd=CMD[,proto=uci|xboard][,option.X=V][,dir=D][,tc=|nodes=|depth=]; cmd=builtin[,weights=W][,book=B][,bookmode=M]. Twice.
+    /// name=N,cmd=CMD[,proto=uci|xboard][,option.X=V][,dir=D][,tc=|nodes=|depth=]; cmd=builtin[,weights=W.toml|PRESET][,book=B][,bookmode=M]. Twice.
     #[arg(long = "engine", required = true, num_args = 1)]
     engines: Vec<String>,
     #[command(flatten)]
