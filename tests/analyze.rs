@@ -119,7 +119,15 @@ fn a_killed_analysis_resumes_without_analysing_a_position_twice() {
         if analysed(&book).0 >= 256 {
             break;
         }
-        assert!(start.elapsed() < Duration::from_secs(120), "nothing stored");
+        // A watchdog, not a time limit: a loaded machine may take minutes.
+        assert!(
+            child.try_wait().expect("wait").is_none(),
+            "analyze ended before a batch was stored"
+        );
+        assert!(
+            start.elapsed() < Duration::from_secs(1200),
+            "nothing stored in 20 minutes"
+        );
     }
     assert!(
         child.try_wait().expect("wait").is_none(),

@@ -15,7 +15,7 @@ use shakmaty::{Chess, Position};
 use super::Budget;
 use crate::book::{
     db::Analysis,
-    keys::{Key, KeyMap, MoveCode},
+    keys::{Key, KeyMap, KeySet, MoveCode},
     values::{minimax::option_weights, select::choice_of},
     Book,
 };
@@ -172,7 +172,7 @@ struct Walk<'a> {
     engine: &'a str,
     budget: &'a str,
     /// Positions already a target or queued.
-    seen: HashSet<Key>,
+    seen: SeenKeys,
     /// The probability that `weighted` play reaches a position.
     reach: HashMap<Key, f64>,
     /// `reach` kept only for the positions queued to expand (breadth
@@ -187,6 +187,46 @@ struct Walk<'a> {
     /// The ply of the position being expanded.
     ply: u32,
     out: Targets,
+}
+
+/// The keys a walk has met, in little memory: those of the breadth-first
+/// levels before the one being found in one sorted vector (8 bytes a key),
+/// the level being found in a hash set. A hash set of every key would take
+/// about twice as much, three times while it grows: most of the planning's
+/// memory on a 10 M-game book.
+#[derive(Default)]
+struct SeenKeys {
+    /// Sorted; disjoint from `current`.
+    earlier: Vec<Key>,
+    current: KeySet<Key>,
+}
+
+impl SeenKeys {
+    /// Whether `key` is new (and now met).
+    fn insert(&mut self, key: Key) -> bool {
+        self.earlier.binary_search(&key).is_err() && self.current.insert(key)
+    }
+
+    /// Moves the keys met since the last call into `earlier`: merged from
+    /// the back in place, so no more than the new keys is held twice.
+    fn close_level(&mut self) {
+        let mut level: Vec<Key> = std::mem::take(&mut self.current).into_iter().collect();
+        level.sort_unstable();
+        let mut old = self.earlier.len();
+        self.earlier.reserve_exact(level.len());
+        self.earlier.resize(old + level.len(), Key(0));
+        let mut out = self.earlier.len();
+        while let Some(&last) = level.last() {
+            out -= 1;
+            if old > 0 && self.earlier[old - 1] > last {
+                old -= 1;
+                self.earlier[out] = self.earlier[old];
+            } else {
+                self.earlier[out] = last;
+                level.pop();
+            }
+        }
+    }
 }
 
 /// Whether a stored analysis answers what `engine` at `budget` would: by
@@ -211,7 +251,7 @@ impl Walk<'_> {
             min_games,
             engine,
             budget,
-            seen: HashSet::new(),
+            seen: SeenKeys::default(),
             reach: HashMap::new(),
             reach_queued_only: false,
             root_games: 1.0,
@@ -364,6 +404,10 @@ pub(super) fn walk_from_start(
         walk.seen.insert(root_key);
     }
     while let Some((pos, key, games, ply)) = queue.pop_front() {
+        if ply != walk.ply {
+            // Every key met so far is of this level or an earlier one.
+            walk.seen.close_level();
+        }
         walk.ply = ply;
         queue.extend(
             walk.expand(pos, key, games)?
@@ -423,4 +467,27 @@ pub fn leaves(
         }
     }
     Ok(walk.out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{rngs::StdRng, Rng, SeedableRng};
+
+    #[test]
+    fn seen_keys_answer_as_a_hash_set_across_levels() {
+        let mut rng = StdRng::seed_from_u64(7);
+        let (mut seen, mut all) = (SeenKeys::default(), HashSet::new());
+        for level in 0..12 {
+            // Keys from a small range, so that many repeat within and across levels.
+            for _ in 0..rng.random_range(0..400) {
+                let key = Key(rng.random_range(0..2_000));
+                assert_eq!(seen.insert(key), all.insert(key), "level {level} {key:?}");
+            }
+            seen.close_level();
+            assert!(seen.current.is_empty());
+            assert!(seen.earlier.windows(2).all(|w| w[0] < w[1]));
+            assert_eq!(seen.earlier.len(), all.len());
+        }
+    }
 }

@@ -372,14 +372,8 @@ impl Book {
     }
 
     /// Calls `f` on every row's stored top list (`None`: a damaged blob).
-    pub fn for_each_top(&self, mut f: impl FnMut(Key, Option<TopList>)) -> Result<()> {
-        let mut stmt = self.conn.prepare("SELECT key, top FROM positions")?;
-        let mut rows = stmt.query([])?;
-        while let Some(r) = rows.next()? {
-            let (key, list) = top_row(r)?;
-            f(key, list);
-        }
-        Ok(())
+    pub fn for_each_top(&self, f: impl FnMut(Key, Option<TopList>)) -> Result<()> {
+        self.for_each_top_in(Key(0), Key(u64::MAX), f)
     }
 
     /// [`Book::for_each_top`] of the rows whose key is in `lo..=hi`, in the
