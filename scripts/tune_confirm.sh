@@ -2,7 +2,9 @@
 # The night's confirmation (issue 51): the tuned values against the start
 # at 10+0.1, both sides `learnbook uci` processes (one thread, 16 MB hash),
 # on openings the tuning never saw (the UHO-style suite, pairs with colours
-# swapped), an SPRT [0, 5] reported where it decides, and on to GAMES.
+# swapped), an SPRT [0, 5] reported where it decides, and on to GAMES
+# (raise GAMES and run more parts while the SPRT has not decided: the
+# openings' order does not depend on it).
 # In parts, resumable on any machine: the games played are kept in the
 # journal (docs/bench/tune-night/confirm.pgn.gz) and read back, not played
 # again.

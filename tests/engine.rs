@@ -174,9 +174,9 @@ fn search_parameters_are_spin_options_with_their_bounds() {
     e.send("uci");
     let lines = e.until("uciok");
     for line in [
-        "option name search_rfp_margin type spin default 80 min 20 max 300",
-        "option name search_lmr_divisor_x100 type spin default 225 min 100 max 600",
-        "option name search_aspiration_window type spin default 25 min 5 max 200",
+        "option name search_rfp_margin type spin default 83 min 20 max 300",
+        "option name search_lmr_divisor_x100 type spin default 185 min 100 max 600",
+        "option name search_aspiration_window type spin default 16 min 5 max 200",
     ] {
         assert!(lines.iter().any(|l| l == line), "no {line:?} in {lines:?}");
     }
@@ -190,10 +190,10 @@ fn setting_a_search_parameter_through_setoption_changes_the_search() {
     // Each parameter alone changes the node count of the same search,
     // and setting it back restores it exactly.
     for (name, value, back) in [
-        ("search_lmr_divisor_x100", 400, 225),
+        ("search_lmr_divisor_x100", 400, 185),
         ("search_futility_depth", 0, 6),
         ("search_nmp_base", 5, 3),
-        ("search_aspiration_window", 10, 25),
+        ("search_aspiration_window", 10, 16),
     ] {
         e.send(&format!("setoption name {name} value {value}"));
         let changed = nodes_at_depth(&mut e, 8);
@@ -315,7 +315,7 @@ fn plays_the_books_choice_then_searches() {
 #[test]
 fn weights_presets_load_back_into_the_engine() {
     let dir = tempfile::tempdir().expect("tempdir");
-    for preset in ["default", "kaissa", "kotok"] {
+    for preset in ["default", "search-hand", "kaissa", "kotok"] {
         let out = ok(&["weights", "--preset", preset]);
         let path = dir.path().join(format!("{preset}.toml"));
         std::fs::write(&path, &out.stdout).expect("write");

@@ -202,11 +202,16 @@ fn learning_adds_every_game_to_the_book() {
     ok(&["check", "--book", s(&book)]);
 }
 
-/// A lopsided match at 2,000 nodes: the default evaluation against Kotok's.
-fn lopsided(dir: &Path, games: &str, extra: &[&str]) -> String {
+/// A lopsided match at 2,000 nodes: the default evaluation against Kotok's
+/// (its weights as a file, or by the preset's name with `by_name`).
+fn lopsided(dir: &Path, by_name: bool, games: &str, extra: &[&str]) -> String {
     let weak = dir.join("kotok.toml");
     std::fs::write(&weak, ok(&["weights", "--preset", "kotok"]).stdout).expect("write");
-    let engine = format!("name=kotok,cmd=builtin,weights={}", s(&weak));
+    let engine = if by_name {
+        "name=kotok,cmd=builtin,weights=kotok".to_string()
+    } else {
+        format!("name=kotok,cmd=builtin,weights={}", s(&weak))
+    };
     let openings = shared().join("openings/8moves_v3.pgn.gz");
     let mut args = vec![
         "play",
@@ -245,7 +250,7 @@ fn sprt_stops_a_lopsided_match_early() {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
-    let text = lopsided(dir.path(), "400", &[]);
+    let text = lopsided(dir.path(), false, "400", &[]);
     assert!(text.contains("H1 accepted"), "{text}");
     assert!(games_played(&text) < 400, "{text}");
     assert!(text.contains("Elo from the "), "pentanomial Elo: {text}");
@@ -259,7 +264,7 @@ fn sprt_play_on_keeps_the_decision_and_plays_every_game() {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
-    let text = lopsided(dir.path(), "120", &["--sprt-play-on"]);
+    let text = lopsided(dir.path(), true, "120", &["--sprt-play-on"]);
     assert_eq!(games_played(&text), 120, "{text}");
     assert!(text.contains("H1 accepted"), "{text}");
     let after: usize = text

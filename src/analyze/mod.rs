@@ -615,7 +615,7 @@ fn progress_bar(show: bool, total: u64) -> indicatif::ProgressBar {
     }
 }
 
-/// An engine spec for `--engine`: `builtin[,weights=W.toml]` or a match
+/// An engine spec for `--engine`: `builtin[,weights=W.toml|PRESET]` or a match
 /// runner spec of a UCI engine (`cmd=stockfish,option.Threads=1`).
 pub fn parse_engine(spec: Option<&str>) -> Result<EngineChoice> {
     use crate::play::{runner::PlayerSpec, spec::parse_player};
@@ -626,7 +626,7 @@ pub fn parse_engine(spec: Option<&str>) -> Result<EngineChoice> {
                 label: "learnbook".into(),
             },
             Some(p) => EngineChoice::Builtin {
-                weights: Box::new(crate::engine::params::Weights::load(p)?),
+                weights: Box::new(crate::engine::presets::load(&p.to_string_lossy())?),
                 label: format!(
                     "learnbook weights={}",
                     p.file_name()

@@ -249,7 +249,7 @@ pub struct SearchArgs {
     /// Engines searching in parallel (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
-    /// The engine: builtin (the search core; builtin,weights=W.toml) or a UCI engine
+    /// The engine: builtin (the search core; builtin,weights=W.toml or a preset) or a UCI engine
     /// as the match runner takes it: "cmd=stockfish,option.Threads=1".
     #[arg(long)]
     pub engine: Option<String>,

@@ -20,7 +20,7 @@ pub struct UciArgs {
     #[arg(long, value_name = "BOOK.sqlite")]
     book: Option<PathBuf>,
     /// Evaluation weights: a TOML file (as `learnbook weights` writes) or a preset
-    /// (default, hand, kaissa, kotok).
+    /// (default, search-hand, hand, kaissa, kotok).
     #[arg(long, value_name = "W.toml")]
     weights: Option<PathBuf>,
 }
@@ -36,7 +36,7 @@ pub fn uci(args: UciArgs) -> Result<ExitCode> {
 /// Arguments of `learnbook play`.
 #[derive(Args)]
 pub struct PlayArgs {
-    /// name=N,cmd=CMD[,proto=uci|xboard][,option.X=V][,dir=D][,tc=|nodes=|depth=]; cmd=builtin[,weights=W][,book=B][,bookmode=M]. Twice.
+    /// name=N,cmd=CMD[,proto=uci|xboard][,option.X=V][,dir=D][,tc=|nodes=|depth=]; cmd=builtin[,weights=W.toml|PRESET][,book=B][,bookmode=M]. Twice.
     #[arg(long = "engine", required = true, num_args = 1)]
     engines: Vec<String>,
     #[command(flatten)]
@@ -338,7 +338,7 @@ pub struct SelfplayArgs {
     #[arg(long)]
     concurrency: Option<usize>,
     /// The weights of both sides: a TOML file (`learnbook weights`, `tune --out`) or a preset
-    /// (default, hand, kaissa, kotok).
+    /// (default, search-hand, hand, kaissa, kotok).
     #[arg(long, value_name = "W.toml", default_value = "default")]
     weights: String,
     /// Orders the openings: the same seed, openings and settings give the same games.

@@ -14,7 +14,7 @@ use super::args::{all_cores, exit_code, PoolThreads, SelfAdjudication};
 /// Arguments of `learnbook tune`.
 #[derive(Args)]
 pub struct TuneArgs {
-    /// Start weights: a TOML file (`learnbook weights`) or a preset (default, hand, kaissa, kotok);
+    /// Start weights: a TOML file (`learnbook weights`) or a preset (default, search-hand, hand, kaissa, kotok);
     /// with --engine, a TOML file of option values (`Name = value`; default: the engine's own).
     #[arg(long, value_name = "W.toml", required_unless_present_any = ["resume", "engine"])]
     start: Option<String>,
@@ -229,7 +229,7 @@ pub struct FitArgs {
     /// PGN files of games (.pgn, .gz, .zst): self-play games with `{+0.35/12}` scores, or any database.
     #[arg(long = "positions", required = true, num_args = 1.., value_name = "FILE.pgn")]
     files: Vec<PathBuf>,
-    /// Start weights: a TOML file (`learnbook weights`) or a preset (default, hand, kaissa, kotok).
+    /// Start weights: a TOML file (`learnbook weights`) or a preset (default, search-hand, hand, kaissa, kotok).
     #[arg(long, value_name = "W.toml", default_value = "default")]
     start: String,
     /// Which weights to fit: a parameter file as `tune --params` takes (its names; default all).

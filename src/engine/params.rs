@@ -326,48 +326,48 @@ weights! {
     scale_no_pawns: i32 = 16, NONE, [0, 64];
 
     /// Search: the aspiration window (centipawns) around the last score, from this depth on.
-    search_aspiration_window: i32 = 25, NONE, [5, 200];
+    search_aspiration_window: i32 = 16, NONE, [5, 200];
     search_aspiration_depth: i32 = 5, NONE, [1, 20];
     /// Search: reverse futility up to this depth (0: never), when the eval
     /// is above beta by margin * depth (less `improving` when improving).
-    search_rfp_depth: i32 = 7, NONE, [0, 16];
-    search_rfp_margin: i32 = 80, NONE, [20, 300];
-    search_rfp_improving: i32 = 40, NONE, [0, 200];
+    search_rfp_depth: i32 = 6, NONE, [0, 16];
+    search_rfp_margin: i32 = 83, NONE, [20, 300];
+    search_rfp_improving: i32 = 36, NONE, [0, 200];
     /// Search: null move from this depth on, reduced by base + depth / divisor
     /// + min((eval - beta) / eval_divisor, eval_max).
     search_nmp_depth: i32 = 3, NONE, [1, 16];
     search_nmp_base: i32 = 3, NONE, [1, 6];
     search_nmp_divisor: i32 = 4, NONE, [1, 16];
-    search_nmp_eval_divisor: i32 = 200, NONE, [50, 1000];
-    search_nmp_eval_max: i32 = 3, NONE, [0, 6];
+    search_nmp_eval_divisor: i32 = 185, NONE, [50, 1000];
+    search_nmp_eval_max: i32 = 4, NONE, [0, 6];
     /// Search: internal iterative reduction (one ply without a table move) from this depth on.
-    search_iir_depth: i32 = 6, NONE, [2, 32];
+    search_iir_depth: i32 = 4, NONE, [2, 32];
     /// Search: late move pruning of quiet moves up to this depth (0: never),
     /// after (base + depth^2 * per_depth_sq_x100 / 100) moves, half that when not improving.
-    search_lmp_depth: i32 = 6, NONE, [0, 16];
-    search_lmp_base: i32 = 3, NONE, [0, 20];
-    search_lmp_per_depth_sq_x100: i32 = 100, NONE, [25, 400];
+    search_lmp_depth: i32 = 4, NONE, [0, 16];
+    search_lmp_base: i32 = 4, NONE, [0, 20];
+    search_lmp_per_depth_sq_x100: i32 = 143, NONE, [25, 400];
     /// Search: futility pruning of quiet moves up to this depth (0: never),
     /// when eval + base + per_depth * depth cannot reach alpha.
     search_futility_depth: i32 = 6, NONE, [0, 16];
-    search_futility_base: i32 = 100, NONE, [0, 400];
-    search_futility_per_depth: i32 = 90, NONE, [20, 300];
+    search_futility_base: i32 = 94, NONE, [0, 400];
+    search_futility_per_depth: i32 = 70, NONE, [20, 300];
     /// Search: captures that are not good are skipped up to this depth (0: never)
     /// when their static exchange loses more than see_capture * depth.
     search_see_depth: i32 = 6, NONE, [0, 16];
-    search_see_capture: i32 = 100, NONE, [20, 400];
+    search_see_capture: i32 = 83, NONE, [20, 400];
     /// Search: late move reductions from this depth on, after this many moves
     /// (one more at PV nodes); the table is base + ln(depth) ln(move) / divisor
     /// (both in hundredths); the history score divided by history_divisor is subtracted.
     search_lmr_depth: i32 = 3, NONE, [2, 16];
     search_lmr_moves: i32 = 2, NONE, [1, 16];
-    search_lmr_base_x100: i32 = 75, NONE, [0, 300];
-    search_lmr_divisor_x100: i32 = 225, NONE, [100, 600];
-    search_lmr_history_divisor: i32 = 8192, NONE, [1024, 65536];
+    search_lmr_base_x100: i32 = 85, NONE, [0, 300];
+    search_lmr_divisor_x100: i32 = 185, NONE, [100, 600];
+    search_lmr_history_divisor: i32 = 6804, NONE, [1024, 65536];
     /// Quiescence: delta pruning margin, and the loss by static exchange
     /// (centipawns) beyond which a capture is skipped.
-    search_qs_delta: i32 = 200, NONE, [0, 1000];
-    search_qs_see: i32 = 0, NONE, [0, 300];
+    search_qs_delta: i32 = 198, NONE, [0, 1000];
+    search_qs_see: i32 = 1, NONE, [0, 300];
 }
 
 /// Every search parameter's name starts with this; every other parameter is the evaluation's.

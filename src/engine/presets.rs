@@ -1,6 +1,8 @@
 //! Parameter presets: `default` (the evaluation fitted to self-play games by
-//! `learnbook fit`), `hand` (the hand-set values that were the default
-//! before), and `kaissa` and `kotok` mapped from the published weights in
+//! `learnbook fit`, the search parameters tuned by SPSA), `search-hand` (the
+//! default before that tune: the fitted evaluation with the hand-set search
+//! parameters), `hand` (the hand-set values of both, the default before the
+//! fit), and `kaissa` and `kotok` mapped from the published weights in
 //! `../shared/data/eval-presets.md`. The
 //! mapping and every term without a counterpart are written into the TOML
 //! header, so the file says what it is.
@@ -17,9 +19,10 @@ pub fn preset(name: &str) -> Result<(Weights, String)> {
             Weights::from_toml(HAND).context("the hand preset")?,
             HAND_NOTES.to_string(),
         )),
+        "search-hand" => Ok((search_hand()?, SEARCH_HAND_NOTES.to_string())),
         "kaissa" => Ok((kaissa(), KAISSA_NOTES.to_string())),
         "kotok" => Ok((kotok(), KOTOK_NOTES.to_string())),
-        _ => bail!("unknown preset {name:?} (default, hand, kaissa, kotok)"),
+        _ => bail!("unknown preset {name:?} (default, search-hand, hand, kaissa, kotok)"),
     }
 }
 
@@ -30,6 +33,23 @@ const HAND_NOTES: &str = "\
 # The hand-set parameters: learnbook's defaults until a Texel fit on
 # self-play games replaced the evaluation's (docs/BENCHMARKS.md, 2026-11-24).
 ";
+
+const SEARCH_HAND_NOTES: &str = "\
+# The fitted evaluation with the hand-set search parameters: learnbook's
+# defaults until the SPSA tune of the search (20,000 games at 25,000 nodes)
+# gained at 10+0.1 (docs/BENCHMARKS.md, issue 51).
+";
+
+/// The default evaluation with the search parameters of [`HAND`], which
+/// were the search's defaults until its tune.
+fn search_hand() -> Result<Weights> {
+    let hand = Weights::from_toml(HAND).context("the hand preset")?;
+    let mut w = Weights::default();
+    for p in hand.params().into_iter().filter(|p| p.is_search()) {
+        w.set(&p.name, p.value)?;
+    }
+    Ok(w)
+}
 
 /// Weights named on the command line: a TOML file (`learnbook weights`
 /// writes one) if `spec` is an existing path, else a preset's name.
@@ -212,5 +232,16 @@ mod tests {
         assert_eq!(ka.pst_king_eg[3 * 4 + 3], 0);
         assert_eq!(ka.pst_king_eg[0], -100);
         assert!(preset("nope").is_err());
+    }
+
+    #[test]
+    fn the_default_is_the_confirmed_tune_and_search_hand_its_start() {
+        // The two sides of the confirmation match at 10+0.1 (issue 51).
+        let tuned = include_str!("../../docs/bench/tune-night/candidate.toml");
+        let start = include_str!("../../docs/bench/tune-night/baseline.toml");
+        assert_eq!(Weights::from_toml(tuned).unwrap(), Weights::default());
+        let (search_hand, notes) = preset("search-hand").unwrap();
+        assert_eq!(Weights::from_toml(start).unwrap(), search_hand);
+        assert!(notes.contains("hand-set search"));
     }
 }

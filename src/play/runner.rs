@@ -114,7 +114,8 @@ impl PlayerSpec {
                 book_mode,
             } => {
                 let w = match weights {
-                    Some(p) => Weights::load(p).map_err(|e| Fault::Crash(format!("{e:#}")))?,
+                    Some(p) => crate::engine::presets::load(&p.to_string_lossy())
+                        .map_err(|e| Fault::Crash(format!("{e:#}")))?,
                     None => Weights::default(),
                 };
                 Builtin::new(name, w, book.as_deref(), *book_mode, seed)

@@ -66,7 +66,7 @@ pub enum BenchCommand {
         /// Transposition table per search, MB.
         #[arg(long, default_value_t = 64)]
         hash: usize,
-        /// The engine's weights: a TOML file or a preset (default, hand, kaissa, kotok).
+        /// The engine's weights: a TOML file or a preset (default, search-hand, hand, kaissa, kotok).
         #[arg(long, default_value = "default")]
         weights: String,
     },
