@@ -8,7 +8,7 @@
 # OPTIONS go to strength_match.py (--tc, --concurrency, --opt ...); the
 # learnbook binary is copied into WORK once, so a rebuild mid-match does
 # not change a side. Example (issue 51, Glaurung 2.2 at 10+0.1):
-#   scripts/strength_parts.sh docs/bench/glaurung-10s.pgn.gz /tmp/gl 45m 400 glaurung uci \
+#   scripts/strength_parts.sh docs/bench/glaurung-10s.pgn.gz WORK 45m 400 glaurung uci \
 #       --tc 10+0.1 --concurrency 2 --opt Threads=1
 set -eu
 
