@@ -213,6 +213,32 @@ impl Book {
         }
     }
 
+    /// The positions with a book move into `key`: a row's first parent and
+    /// the `parents` table, or the position before it in its tail.
+    pub fn parents_of(&self, key: Key) -> Result<Vec<Key>> {
+        let row: Option<Option<Key>> = self
+            .conn
+            .prepare_cached("SELECT parent FROM positions WHERE key = ?1")?
+            .query_row([key], |r| r.get(0))
+            .optional()?;
+        let Some(first) = row else {
+            return Ok(tail_node(&self.conn, key, &self.settings.params)?
+                .map(|(t, i)| t.parent_of(i))
+                .into_iter()
+                .collect());
+        };
+        let mut out: Vec<Key> = first.into_iter().collect();
+        let mut linked = self
+            .conn
+            .prepare_cached("SELECT parent FROM parents WHERE child = ?1")?;
+        for parent in linked.query_map([key], |r| r.get(0))? {
+            out.push(parent?);
+        }
+        out.sort_unstable();
+        out.dedup();
+        Ok(out)
+    }
+
     pub fn stored_best(&self, key: Key) -> Result<Option<MoveCode>> {
         let row = self
             .conn

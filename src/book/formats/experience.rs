@@ -333,17 +333,13 @@ pub fn export_entries(
     let mut summary = ExportSummary::default();
     // Only the positions on a path to a scored move need walking (the
     // search covers a book's busy top, the games go much further): the
-    // parents of scored moves and their ancestors. A first pass over the
-    // moves keeps only the links (child, parent); a second the moves of
-    // the positions wanted.
-    let mut links: Vec<(Key, Key)> = Vec::new();
+    // parents of scored moves and their ancestors, found by looking up
+    // each one's parents (a pass keeping every link would hold the book's
+    // whole tree). A second pass keeps the moves of the positions wanted.
     let mut todo = Vec::new();
     book.for_each_move(|m| {
         let scored = match m.child {
-            Some(child) => {
-                links.push((child, m.parent));
-                score_of(&m, child).is_some()
-            }
+            Some(child) => score_of(&m, child).is_some(),
             None => deviation_of(&m).is_some(),
         };
         if scored {
@@ -352,15 +348,12 @@ pub fn export_entries(
             summary.unscored += 1;
         }
     })?;
-    links.sort_unstable();
     let mut wanted: HashSet<Key> = HashSet::new();
     while let Some(k) = todo.pop() {
         if wanted.insert(k) {
-            let from = links.partition_point(|l| l.0 < k);
-            todo.extend(links[from..].iter().take_while(|l| l.0 == k).map(|l| l.1));
+            todo.extend(book.parents_of(k)?);
         }
     }
-    drop(links);
     let edges = Edges::load_of(book, |k| wanted.contains(&k))?;
     let mut out = Vec::new();
     let start = Chess::default();
