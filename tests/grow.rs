@@ -218,28 +218,54 @@ fn a_game_through_an_engine_move_makes_it_an_ordinary_move() {
     let dir = TempDir::new().expect("tmp");
     let book = analysed_sample(&dir);
     grow(&book, "1", &[]);
-    // The start position's engine moves, as `grow` stored them.
+    // The first engine move `grow` stored, and the book line to its position.
     let conn = rusqlite::Connection::open(&book).expect("open");
-    let start_key: i64 = conn
-        .query_row("SELECT key FROM positions WHERE depth = 0", [], |r| {
-            r.get(0)
-        })
-        .expect("start");
-    let uci: String = conn
+    let (parent, uci): (i64, String) = conn
         .query_row(
-            "SELECT uci FROM moves WHERE parent = ?1 AND grown = 1 ORDER BY move LIMIT 1",
-            [start_key],
-            |r| r.get(0),
+            "SELECT parent, uci FROM moves WHERE grown = 1 ORDER BY parent, move LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
         )
-        .expect("an engine move at the start");
+        .expect("an engine move");
+    let mut line: Vec<String> = Vec::new();
+    let mut key = parent;
+    loop {
+        let up: Option<i64> = conn
+            .query_row("SELECT parent FROM positions WHERE key = ?1", [key], |r| {
+                r.get(0)
+            })
+            .expect("a row");
+        let Some(up) = up else { break };
+        let mv: String = conn
+            .query_row(
+                "SELECT uci FROM moves WHERE parent = ?1 AND child = ?2",
+                [up, key],
+                |r| r.get(0),
+            )
+            .expect("the move into it");
+        line.insert(0, mv);
+        key = up;
+    }
     drop(conn);
-    // A game that opens with it (then a legal reply for either side).
-    let first = san_at_start(&uci);
+    // A game that plays the line, then the engine move.
+    let sans = sans_from_start(line.iter().chain(std::iter::once(&uci)));
+    let movetext: Vec<String> = sans
+        .iter()
+        .enumerate()
+        .map(|(i, san)| {
+            if i % 2 == 0 {
+                format!("{}. {san}", i / 2 + 1)
+            } else {
+                san.clone()
+            }
+        })
+        .collect();
     let pgn = dir.path().join("g.pgn");
     std::fs::write(
         &pgn,
         format!(
-            "[Event \"t\"]\n[White \"a\"]\n[Black \"b\"]\n[Result \"1-0\"]\n\n1. {first} Nf6 1-0\n"
+            "[Event \"t\"]\n[White \"a\"]\n[Black \"b\"]\n[Result \"1-0\"]\n\n{} 1-0\n",
+            movetext.join(" ")
         ),
     )
     .expect("write");
@@ -247,32 +273,41 @@ fn a_game_through_an_engine_move_makes_it_an_ordinary_move() {
     let games = count(
         &book,
         &format!(
-            "SELECT white + draws + black FROM moves WHERE parent = {start_key} AND uci = '{uci}'"
+            "SELECT white + draws + black FROM moves WHERE parent = {parent} AND uci = '{uci}'"
         ),
     );
     assert_eq!(games, 1);
-    let show = String::from_utf8_lossy(&ok(&["show", "--book", s(&book)]).stdout).into_owned();
-    let line = show
+    let played = sans.last().expect("the engine move");
+    let show = String::from_utf8_lossy(
+        &ok(&["show", "--book", s(&book), "--moves", &line.join(" ")]).stdout,
+    )
+    .into_owned();
+    let row = show
         .lines()
         .find(|l| {
             l.split_whitespace()
-                .any(|w| w.trim_start_matches('*') == first)
+                .any(|w| w.trim_start_matches('*') == played)
         })
-        .unwrap_or_else(|| panic!("{first} in {show}"));
-    assert!(!line.contains('~'), "{line}");
+        .unwrap_or_else(|| panic!("{played} in {show}"));
+    assert!(!row.contains('~'), "{row}");
     ok(&["check", "--book", s(&book)]);
 }
 
-/// The SAN of a move from the start position given in UCI.
-fn san_at_start(uci: &str) -> String {
-    use shakmaty::{san::San, uci::UciMove, Chess};
-    let pos = Chess::default();
-    let mv = uci
-        .parse::<UciMove>()
-        .expect("uci")
-        .to_move(&pos)
-        .expect("legal");
-    San::from_move(&pos, mv).to_string()
+/// The SANs of moves given in UCI, played from the start position.
+fn sans_from_start<'a>(ucis: impl Iterator<Item = &'a String>) -> Vec<String> {
+    use shakmaty::{san::San, uci::UciMove, Chess, Position};
+    let mut pos = Chess::default();
+    let mut out = Vec::new();
+    for uci in ucis {
+        let mv = uci
+            .parse::<UciMove>()
+            .expect("uci")
+            .to_move(&pos)
+            .expect("legal");
+        out.push(San::from_move(&pos, mv).to_string());
+        pos.play_unchecked(mv);
+    }
+    out
 }
 
 #[test]
