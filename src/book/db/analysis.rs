@@ -92,13 +92,16 @@ impl Book {
             .optional()?)
     }
 
-    /// Every stored analysis row (the experience export reads them all).
-    pub fn all_analysis(&self) -> Result<Vec<Analysis>> {
+    /// Calls `f` on every stored analysis row (the experience export reads
+    /// them all), one at a time.
+    pub fn for_each_analysis(&self, mut f: impl FnMut(Analysis)) -> Result<()> {
         let mut stmt = self
             .conn
             .prepare(&format!("SELECT {ANALYSIS_COLUMNS} FROM analysis"))?;
-        let rows = stmt.query_map([], analysis_from_row)?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        for row in stmt.query_map([], analysis_from_row)? {
+            f(row?);
+        }
+        Ok(())
     }
 
     /// `(search score for White, [White wins, draws, Black wins])` of every

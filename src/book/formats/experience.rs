@@ -266,11 +266,11 @@ impl Edges {
         Edges::load_of(book, |_| true)
     }
 
-    /// The moves of the positions `keep` keeps.
-    fn load_of(book: &Book, keep: impl Fn(Key) -> bool) -> Result<Edges> {
+    /// The moves `keep` keeps.
+    fn load_of(book: &Book, keep: impl Fn(&StoredMove) -> bool) -> Result<Edges> {
         let mut by_parent: KeyMap<Key, Vec<StoredMove>> = KeyMap::default();
         book.for_each_move(|m| {
-            if keep(m.parent) {
+            if keep(&m) {
                 by_parent.entry(m.parent).or_default().push(m);
             }
         })?;
@@ -280,6 +280,15 @@ impl Edges {
     fn of(&self, key: Key) -> &[StoredMove] {
         self.by_parent.get(&key).map_or(&[], Vec::as_slice)
     }
+}
+
+/// What the export needs of a position's analysis: its score and depth,
+/// and its searched deviation (move, score, depth).
+#[derive(Clone, Copy, Debug)]
+struct Searched {
+    score: i32,
+    depth: u32,
+    deviation: Option<(MoveCode, i32, u32)>,
 }
 
 /// What an export wrote.
@@ -310,19 +319,29 @@ pub fn export_entries(
     book: &Book,
     opts: &ExportOptions,
 ) -> Result<(Vec<ExportedEntry>, ExportSummary)> {
-    let analysis: KeyMap<Key, Analysis> = book
-        .all_analysis()?
-        .into_iter()
-        .map(|a| (a.key, a))
-        .collect();
+    let mut analysis: KeyMap<Key, Searched> = KeyMap::default();
+    book.for_each_analysis(|a| {
+        let deviation = match (a.dev_move, a.deviation) {
+            (Some(mv), Some(d)) => Some((mv, d, a.dev_depth.unwrap_or(a.depth))),
+            _ => None,
+        };
+        analysis.insert(
+            a.key,
+            Searched {
+                score: a.score,
+                depth: a.depth,
+                deviation,
+            },
+        );
+    })?;
+    crate::peak_memory::trace("export exp: analysis read");
     // The score of a book move: its child's search score, or the parent's
     // searched deviation where that became a book move.
     let deviation_of = |m: &StoredMove| -> Option<(i32, u32)> {
-        analysis.get(&m.parent).and_then(|p| {
-            (p.dev_move == Some(m.mv))
-                .then_some(p.deviation.map(|d| (d, p.dev_depth.unwrap_or(p.depth))))
-                .flatten()
-        })
+        analysis
+            .get(&m.parent)
+            .and_then(|p| p.deviation)
+            .and_then(|(mv, d, depth)| (mv == m.mv).then_some((d, depth)))
     };
     let score_of = |m: &StoredMove, child: Key| -> Option<(i32, u32)> {
         match analysis.get(&child) {
@@ -348,13 +367,27 @@ pub fn export_entries(
             summary.unscored += 1;
         }
     })?;
+    crate::peak_memory::trace("export exp: scored moves found");
     let mut wanted: HashSet<Key> = HashSet::new();
     while let Some(k) = todo.pop() {
         if wanted.insert(k) {
             todo.extend(book.parents_of(k)?);
         }
     }
-    let edges = Edges::load_of(book, |k| wanted.contains(&k))?;
+    crate::peak_memory::trace("export exp: positions on their paths");
+    // Of their moves, those written and those leading on (a move without a
+    // known child may lead to a wanted position: kept).
+    let edges = Edges::load_of(book, |m| {
+        wanted.contains(&m.parent)
+            && match m.child {
+                Some(child) => {
+                    wanted.contains(&child)
+                        || (selected(m, opts) && score_of(m, child).is_some())
+                }
+                None => true,
+            }
+    })?;
+    crate::peak_memory::trace("export exp: their moves");
     let mut out = Vec::new();
     let start = Chess::default();
     let mut seen: HashSet<Key> = HashSet::from([polyglot_key(&start)]);
