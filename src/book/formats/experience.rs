@@ -381,8 +381,7 @@ pub fn export_entries(
         wanted.contains(&m.parent)
             && match m.child {
                 Some(child) => {
-                    wanted.contains(&child)
-                        || (selected(m, opts) && score_of(m, child).is_some())
+                    wanted.contains(&child) || (selected(m, opts) && score_of(m, child).is_some())
                 }
                 None => true,
             }
