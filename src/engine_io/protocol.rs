@@ -378,8 +378,9 @@ impl Player for UciEngine {
                 depth,
             }),
             None => Err(Fault::Illegal(format!(
-                "{} played {text:?}",
-                self.spec.name
+                "{} played {text:?} in {}",
+                self.spec.name,
+                shakmaty::fen::Fen::from_position(req.position, shakmaty::EnPassantMode::Legal)
             ))),
         }
     }
