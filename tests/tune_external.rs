@@ -339,7 +339,9 @@ fn unknown_and_non_spin_options_are_refused_with_a_clear_message() {
 }
 
 /// A fake engine: `learnbook uci` itself, unless a file `crash` lies next to
-/// the script; then it answers the handshake and dies at the first `go`.
+/// the script; then it answers the handshake and dies at the first `go`
+/// (or, with a file `none` there instead, answers every `go` with
+/// `bestmove (none)`, as Glaurung 2.2 does when its node limit comes first).
 fn fake_engine(dir: &Path) -> PathBuf {
     let script = dir.join("engine.sh");
     fs::write(
@@ -349,7 +351,7 @@ fn fake_engine(dir: &Path) -> PathBuf {
              if [ -e \"$(dirname \"$0\")/crash\" ]; then\n\
                while read -r line; do\n\
                  case \"$line\" in\n\
-                   uci) echo 'id name fake'; echo 'option name knight_mg type spin default {} min 150 max 600'; echo uciok ;;\n\
+                   uci) echo 'id name fake'; echo 'option name knight_mg type spin default {0} min 150 max 600'; echo uciok ;;\n\
                    isready) echo readyok ;;\n\
                    go*) exit 3 ;;\n\
                    quit) exit 0 ;;\n\
@@ -357,7 +359,18 @@ fn fake_engine(dir: &Path) -> PathBuf {
                done\n\
                exit 0\n\
              fi\n\
-             exec {} uci\n",
+             if [ -e \"$(dirname \"$0\")/none\" ]; then\n\
+               while read -r line; do\n\
+                 case \"$line\" in\n\
+                   uci) echo 'id name fake'; echo 'option name knight_mg type spin default {0} min 150 max 600'; echo uciok ;;\n\
+                   isready) echo readyok ;;\n\
+                   go*) echo 'bestmove (none)' ;;\n\
+                   quit) exit 0 ;;\n\
+                 esac\n\
+               done\n\
+               exit 0\n\
+             fi\n\
+             exec {1} uci\n",
             // The real engine's default, so a mended run resumes as a sound one.
             Weights::default().knight_mg,
             common::bin()
@@ -367,6 +380,36 @@ fn fake_engine(dir: &Path) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
     fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).expect("chmod");
     script
+}
+
+#[test]
+fn an_engine_that_plays_no_legal_move_loses_the_game_and_the_tune_goes_on() {
+    let (dir, openings, _) = tune_setup();
+    let d = dir.path();
+    let params = d.join("one.toml");
+    fs::write(&params, "knight_mg = {}\n").unwrap();
+    let spec = format!("name=fake,cmd={}", s(&fake_engine(d)));
+    fs::write(d.join("none"), "").unwrap();
+    let out = run(&strs(&args(
+        d,
+        &openings,
+        &params,
+        Some(&spec),
+        2,
+        1,
+        "none",
+    )));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    // White moves first and never plays: each game is White's loss, the
+    // plus side's in even games, the minus side's in odd ones.
+    for says in [
+        "game 1 (pair 1): the plus side's engine played no legal move at each of 3 tries: a loss for it",
+        "game 2 (pair 1): the minus side's engine played no legal move at each of 3 tries: a loss for it",
+    ] {
+        assert!(err.contains(says), "expected {says:?} in {err}");
+    }
+    assert_eq!(load(d, "none").iteration(), 2);
 }
 
 #[test]
