@@ -33,5 +33,6 @@ timeout -s TERM -k 1m "$PART" python3 scripts/strength_match.py "$LB" "$OPPONENT
 case $status in 0 | 124) ;; *) tail -5 "$WORK/log.txt" >&2; exit "$status" ;; esac
 gzip -9nc "$PGN" >"$JOURNAL.tmp"
 mv "$JOURNAL.tmp" "$JOURNAL"
-[ "$status" = 0 ] && cp "$WORK/summary.txt" "${JOURNAL%.pgn.gz}.txt"
+# The summary without this machine's paths.
+[ "$status" = 0 ] && sed "s#$WORK/#WORK/#g" "$WORK/summary.txt" >"${JOURNAL%.pgn.gz}.txt"
 echo "games so far: $(grep -c '^\[Result' "$PGN"); commit $JOURNAL"
