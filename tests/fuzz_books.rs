@@ -13,7 +13,10 @@ use std::{
 use common::fuzz::*;
 use learnbook::book::{
     check::check,
-    formats::polyglot::{import, ExportOptions, WeightMode},
+    formats::{
+        polyglot::{ExportOptions, WeightMode},
+        polyglot_import::import,
+    },
     values::select::{Decision, Mode, OpeningBook},
     Book, BookSettings,
 };

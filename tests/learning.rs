@@ -247,7 +247,7 @@ fn learning_stays_exact_when_others_write_to_the_book() {
         if i == 62 {
             // This connection, outside add_game: new moves from the root.
             let bin = shared().join("polyglot/gnuchess-book.bin");
-            learnbook::book::formats::polyglot::import(&mut a, &bin).expect("import");
+            learnbook::book::formats::polyglot_import::import(&mut a, &bin).expect("import");
         }
         if i % 10 == 9 || i == 63 {
             assert_exact(&a, &format!("after game {i}"));

@@ -746,12 +746,13 @@ fn total(scores: &[f64]) -> Wdl {
 }
 
 /// Game `g` of the iteration (pair `g / 2`; the plus side has White in
-/// even games): the plus side's score. An engine that fails is replaced
-/// and the game played again; one side that plays no legal move at each
-/// try loses the game, as cutechess and fastchess score an illegal move
-/// (an engine alive but wrong in one position: Glaurung 2.2 answers
-/// `bestmove (none)` when its node limit comes before its first
-/// iteration ends); `None` if SIGINT came meanwhile.
+/// even games): the plus side's score. A side that plays an illegal move
+/// (or none) loses the game at once, as cutechess and fastchess score it
+/// (Glaurung 2.2 answers `bestmove (none)` when its node limit comes
+/// before its first iteration ends; a replay would differ, the engines'
+/// hash tables being other), and its engine is started afresh for the
+/// next game. An engine that fails otherwise (exits, hangs) is replaced
+/// and the game played again; `None` if SIGINT came meanwhile.
 fn play_with_retries(
     slot: &mut [Option<UciEngine>; 2],
     specs: &[EngineSpec; 2],
@@ -771,6 +772,15 @@ fn play_with_retries(
             Err((side, why)) => {
                 // Killed (quit, then kill) and started afresh for the next try.
                 slot[side] = None;
+                if why.contains("illegal move") {
+                    eprintln!(
+                        "game {} (pair {}): {why}: a loss for the {} side",
+                        g + 1,
+                        pair + 1,
+                        ["plus", "minus"][side]
+                    );
+                    return Ok(Some(if side == 0 { 0.0 } else { 1.0 }));
+                }
                 if !crate::interrupt::interrupted() {
                     eprintln!(
                         "game {} (pair {}): {why}; restarting the engine",
@@ -778,28 +788,13 @@ fn play_with_retries(
                         pair + 1
                     );
                 }
-                faults.push((side, why));
+                faults.push(why);
             }
         }
     }
     if crate::interrupt::interrupted() {
         return Ok(None);
     }
-    let side = faults.first().map_or(0, |f| f.0);
-    if !faults.is_empty()
-        && faults
-            .iter()
-            .all(|(s, why)| *s == side && why.contains("illegal move"))
-    {
-        let lost = ["plus", "minus"][side];
-        eprintln!(
-            "game {} (pair {}): the {lost} side's engine played no legal move at each of {ATTEMPTS} tries: a loss for it",
-            g + 1,
-            pair + 1
-        );
-        return Ok(Some(if side == 0 { 0.0 } else { 1.0 }));
-    }
-    let mut faults: Vec<String> = faults.into_iter().map(|(_, why)| why).collect();
     faults.dedup();
     bail!(
         "the engine failed {ATTEMPTS} times in a row in game {} (pair {}, opening {}): {}",

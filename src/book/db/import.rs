@@ -12,6 +12,11 @@ use super::values::reevaluate_within;
 use crate::book::keys::{Key, MoveCode};
 use crate::book::pgn::game::Counts;
 
+/// Keys [`Book::add_imported`] turns from tails into rows at a time (8 MB):
+/// a tail game that holds keys of two batches is expanded twice, the second
+/// time from where the first left its tail.
+const MATERIALIZE_BATCH: usize = 1 << 20;
+
 /// One Polyglot entry as a book move.
 #[derive(Clone, Debug)]
 pub struct ImportedMove {
@@ -39,21 +44,28 @@ impl Book {
     /// replaces a stored one) and then `moves` (weights add up; the first
     /// move into a position links its parent), links parents, and
     /// re-evaluates the whole book, in one transaction. Every move's parent
-    /// and child are among `positions`; `moves` are read once, as they come,
-    /// and both are dropped before the re-evaluation (which has the budget).
-    pub fn add_imported(
+    /// and child are among `positions`, which are read twice (tails they
+    /// touch first become rows); `moves` are read once, as they come. Both
+    /// stream: memory is the re-evaluation's budget and SQLite's cache.
+    pub fn add_imported<P>(
         &mut self,
-        positions: Vec<(Key, Option<u32>)>,
-        moves: impl IntoIterator<Item = ImportedMove>,
-    ) -> Result<()> {
+        positions: impl Fn() -> Result<P>,
+        moves: impl IntoIterator<Item = Result<ImportedMove>>,
+    ) -> Result<()>
+    where
+        P: Iterator<Item = Result<(Key, Option<u32>)>>,
+    {
         let tx = self.conn.transaction()?;
-        // Imported moves land on rows: tails they touch become rows first
-        // (the moves' ends are among the positions).
-        materialize_keys(
-            &tx,
-            &self.settings.params,
-            positions.iter().map(|&(k, _)| k),
-        )?;
+        // Imported moves land on rows: tails they touch become rows first,
+        // a bounded batch of keys at a time.
+        let mut batch = Vec::with_capacity(MATERIALIZE_BATCH);
+        for p in positions()? {
+            batch.push(p?.0);
+            if batch.len() == MATERIALIZE_BATCH {
+                materialize_keys(&tx, &self.settings.params, batch.drain(..))?;
+            }
+        }
+        materialize_keys(&tx, &self.settings.params, batch)?;
         crate::peak_memory::trace("import: tails turned into rows");
         {
             let mut pos_stmt = tx.prepare(
@@ -61,16 +73,17 @@ impl Book {
                  ON CONFLICT(key) DO UPDATE SET depth = CASE WHEN depth IS NULL OR
                    (excluded.depth IS NOT NULL AND excluded.depth < depth) THEN coalesce(excluded.depth, depth) ELSE depth END",
             )?;
-            for (key, depth) in &positions {
+            for p in positions()? {
+                let (key, depth) = p?;
                 pos_stmt.execute(params![key, depth])?;
             }
-            drop(positions);
             let mut mv_stmt = tx.prepare(
                 "INSERT INTO moves(parent, move, uci, child, weight) VALUES (?1, ?2, ?3, ?4, ?5)
                  ON CONFLICT(parent, move) DO UPDATE SET weight = coalesce(weight, 0) + excluded.weight,
                    child = coalesce(child, excluded.child)",
             )?;
             for m in moves {
+                let m = m?;
                 mv_stmt.execute(params![m.parent, m.mv.0, m.uci, m.child, m.weight])?;
                 if let Some(c) = m.child {
                     link_parent(&tx, m.parent, c)?;

@@ -9,6 +9,7 @@ pub mod abk;
 pub mod experience;
 pub mod pgn_tree;
 pub mod polyglot;
+pub mod polyglot_import;
 pub mod sf_keys;
 pub mod suite;
 
@@ -130,7 +131,7 @@ pub fn export(
 /// What [`import`] read, by format.
 #[derive(Clone, Debug)]
 pub enum Imported {
-    Bin(polyglot::ImportSummary),
+    Bin(polyglot_import::ImportSummary),
     Abk(abk::ImportSummary),
     Exp(experience::ImportSummary),
 }
@@ -205,7 +206,7 @@ fn import_into(
     let mut b = Book::open_or_create(path, BookSettings::default())?;
     b.limit_memory(memory)?;
     Ok(match format {
-        BookFormat::Bin => Imported::Bin(polyglot::import(&mut b, input)?),
+        BookFormat::Bin => Imported::Bin(polyglot_import::import(&mut b, input)?),
         BookFormat::Abk => {
             let abk = abk.context("the ABK book was read above")?;
             Imported::Abk(abk::store(&mut b, &abk)?)

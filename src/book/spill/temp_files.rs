@@ -6,9 +6,9 @@ use anyhow::{bail, Result};
 
 use super::budget::Spill;
 
-/// Temporary files of one build, beside the book or in `--temp-dir`, named
-/// after the book: removed when the build ends, and a killed build's by the
-/// next build of the same book.
+/// Temporary files of one build (or another command), beside the book or
+/// in `--temp-dir`, named after the book: removed when the build ends, and
+/// a killed build's by the next build of the same book.
 pub(in crate::book) struct TempFiles {
     pub dir: PathBuf,
     pub prefix: String,
@@ -16,8 +16,14 @@ pub(in crate::book) struct TempFiles {
 
 impl TempFiles {
     pub fn new(book: &Path, spill: &Spill) -> Result<TempFiles> {
-        let dir = match &spill.temp_dir {
-            Some(d) => d.clone(),
+        TempFiles::named(book, spill.temp_dir.as_deref(), "spill")
+    }
+
+    /// The temporary files of a `command` on `book` (`book.command-*`), in
+    /// `temp_dir` or beside the book.
+    pub fn named(book: &Path, temp_dir: Option<&Path>, command: &str) -> Result<TempFiles> {
+        let dir = match temp_dir {
+            Some(d) => d.to_path_buf(),
             None => crate::atomic_file::directory_of(book).to_path_buf(),
         };
         if !dir.is_dir() {
@@ -30,7 +36,7 @@ impl TempFiles {
             .file_name()
             .ok_or_else(|| anyhow::anyhow!("{}: not a file name", book.display()))?
             .to_string_lossy();
-        let prefix = format!("{name}.spill-");
+        let prefix = format!("{name}.{command}-");
         if let Ok(entries) = std::fs::read_dir(&dir) {
             for e in entries.flatten() {
                 if e.file_name().to_string_lossy().starts_with(&prefix) {
