@@ -91,6 +91,11 @@ cpu=$(awk 'NF == 2 { c = $1 + $2 } END { printf "%.0f", c }' "$WORK/cpu" 2>/dev/
 gzip -9nc "$CKPT" >"$JOURNAL/search.ckpt.gz.tmp"
 mv "$JOURNAL/search.ckpt.gz.tmp" "$JOURNAL/search.ckpt.gz"
 cp "$WORK/search-tuned.toml" "$JOURNAL/search-tuned.toml"
+# An engine's tuned values in its parameter file's format, as `setoption`
+# lines and as cutechess options (`tune --engine` writes them beside --out).
+for f in "$WORK"/search-tuned.toml.*; do
+    if [ -e "$f" ]; then cp "$f" "$JOURNAL/"; fi
+done
 "$LB" tune-report --checkpoint "$CKPT" --plot "$JOURNAL/search-trajectory.png" >"$JOURNAL/summary.txt"
 done_now=$(sed -n 's/^\([0-9]*\) iterations, \([0-9]*\) games.*/\1\t\2/p' "$JOURNAL/summary.txt")
 [ -e "$JOURNAL/parts.tsv" ] ||
