@@ -33,7 +33,7 @@
 #
 # Glaurung 2.2 recovered from a scrambled start (issue 52):
 #   JOURNAL=docs/bench/tune-glaurung PARAMS=data/tune/glaurung-scrambled.openbench \
-#   NODES=20000 ITERATIONS=1000 SEED=52 \
+#   NODES=20000 ITERATIONS=600 SEED=52 \
 #   ENGINE="cmd=/usr/games/glaurung,option.Threads=1,option.Hash=16,option.OwnBook=false,option.Ponder=false" \
 #   scripts/tune_night.sh WORK-GLAURUNG 45m
 set -eu
