@@ -99,6 +99,13 @@ pub fn directory_of(path: &Path) -> &Path {
         .unwrap_or(Path::new("."))
 }
 
+/// The file name of `path`, to name temporary files beside it (`book` for
+/// a path without one).
+pub fn file_name_of(path: &Path) -> String {
+    path.file_name()
+        .map_or_else(|| "book".into(), |n| n.to_string_lossy().into_owned())
+}
+
 /// Replaces `path` with what `fill` writes, synced to disk before the rename.
 pub fn write_with(
     path: &Path,

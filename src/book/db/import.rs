@@ -9,13 +9,18 @@ use super::book::Book;
 use super::graph::link_parent;
 use super::tails::materialize_keys;
 use super::values::reevaluate_within;
+use crate::atomic_file::{directory_of, file_name_of};
 use crate::book::keys::{Key, MoveCode};
 use crate::book::pgn::game::Counts;
+use crate::book::spill::PairSorter;
 
 /// Keys [`Book::add_imported`] turns from tails into rows at a time (8 MB):
 /// a tail game that holds keys of two batches is expanded twice, the second
 /// time from where the first left its tail.
 const MATERIALIZE_BATCH: usize = 1 << 20;
+
+/// Memory for sorting the parent links of a book without a budget.
+const LINK_SORT_BYTES: u64 = 64 << 20;
 
 /// One Polyglot entry as a book move.
 #[derive(Clone, Debug)]
@@ -41,8 +46,9 @@ pub struct EngineMove {
 
 impl Book {
     /// Adds `positions` (with their depth where known; a smaller depth
-    /// replaces a stored one) and then `moves` (weights add up; the first
-    /// move into a position links its parent), links parents, and
+    /// replaces a stored one) and then `moves` (weights add up), links
+    /// parents (a new row's first parent is its smallest key as Polyglot
+    /// orders keys), and
     /// re-evaluates the whole book, in one transaction. Every move's parent
     /// and child are among `positions`, which are read twice (tails they
     /// touch first become rows); `moves` are read once, as they come. Both
@@ -82,13 +88,29 @@ impl Book {
                  ON CONFLICT(parent, move) DO UPDATE SET weight = coalesce(weight, 0) + excluded.weight,
                    child = coalesce(child, excluded.child)",
             )?;
+            // Linked in child order, not as the moves come: a child's row
+            // is then found beside the last one, where a random look-up per
+            // move spent most of a 174 M-entry import. A child's parents in
+            // Polyglot's (unsigned) key order: its first parent is the
+            // first in a sorted book's file, as when linked as they came.
+            let mut links = PairSorter::new(
+                self.memory.get().map_or(LINK_SORT_BYTES, |m| m / 8),
+                directory_of(&self.path),
+                &format!("{}.import-links", file_name_of(&self.path)),
+            );
             for m in moves {
                 let m = m?;
                 mv_stmt.execute(params![m.parent, m.mv.0, m.uci, m.child, m.weight])?;
                 if let Some(c) = m.child {
-                    link_parent(&tx, m.parent, c)?;
+                    links.push((c.to_sql(), m.parent.to_sql() ^ i64::MIN))?;
                 }
             }
+            links.drain(|pairs| {
+                for &(child, parent) in pairs {
+                    link_parent(&tx, Key::from_sql(parent ^ i64::MIN), Key::from_sql(child))?;
+                }
+                Ok(())
+            })?;
         }
         crate::peak_memory::release_free();
         crate::peak_memory::trace("import: rows written");

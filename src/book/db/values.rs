@@ -13,6 +13,7 @@ use rusqlite::{params, Connection};
 use super::cache::{NodeCache, Sql};
 use super::graph::reevaluate_all;
 use super::tails::for_each_tail;
+use crate::atomic_file::{directory_of, file_name_of};
 use crate::book::keys::{Key, MoveCode};
 use crate::book::pgn::game::Counts;
 use crate::book::spill::{SortRecord, Sorter};
@@ -283,14 +284,13 @@ pub(super) fn reevaluate_within(
     if graph <= memory / 2 {
         return reevaluate_all(conn, params);
     }
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let name = path
-        .file_name()
-        .map_or_else(|| "book".into(), |n| n.to_string_lossy().into_owned());
-    reevaluate_by_depth(conn, params, memory, (dir, &format!("{name}.values-")))
+    let name = file_name_of(path);
+    reevaluate_by_depth(
+        conn,
+        params,
+        memory,
+        (directory_of(path), &format!("{name}.values-")),
+    )
 }
 
 /// Every tail's first position with its value, keyed by the row before it

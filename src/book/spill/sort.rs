@@ -10,6 +10,8 @@ use std::{
 use anyhow::{Context, Result};
 use rayon::prelude::*;
 
+use crate::atomic_file::Pending;
+
 /// A record [`Sorter`] can write to its runs on disk: a fixed number of
 /// bytes.
 pub trait SortRecord: Ord + Copy + Send {
@@ -46,8 +48,17 @@ pub struct Sorter<T: SortRecord> {
     limit: usize,
     dir: std::path::PathBuf,
     prefix: String,
-    runs: Vec<crate::atomic_file::Pending>,
+    runs: Vec<Pending>,
+    /// Run files written so far (their names' numbers).
+    written: usize,
 }
+
+/// Runs merged at once: each has a file open and a read buffer
+/// ([`READ_BUFFER`]), so more runs (a sort many times its memory) are
+/// first merged in groups into longer runs, and the merge holds 16 MB
+/// whatever the size.
+const MAX_MERGE: usize = 64;
+const READ_BUFFER: usize = 1 << 18;
 
 impl<T: SortRecord> Sorter<T> {
     /// At most `bytes` in memory; runs written to `dir` as `prefix` + n.
@@ -58,6 +69,7 @@ impl<T: SortRecord> Sorter<T> {
             dir: dir.to_path_buf(),
             prefix: prefix.to_string(),
             runs: Vec::new(),
+            written: 0,
         }
     }
 
@@ -77,26 +89,33 @@ impl<T: SortRecord> Sorter<T> {
     fn spill(&mut self) -> Result<()> {
         self.buf.par_sort_unstable();
         self.buf.dedup();
-        let path = self
-            .dir
-            .join(format!("{}{}", self.prefix, self.runs.len() + 1));
-        // Never committed: the guard removes the run when the build ends.
-        let guard = crate::atomic_file::Pending::new(&path, "");
+        let buf = std::mem::take(&mut self.buf);
+        let run = self.write_run(buf.iter().map(|&r| Ok(r)))?;
+        self.runs.push(run);
+        self.buf = buf;
+        self.buf.clear();
+        Ok(())
+    }
+
+    /// A new run file holding `records` (in order).
+    fn write_run(&mut self, records: impl Iterator<Item = Result<T>>) -> Result<Pending> {
+        self.written += 1;
+        let path = self.dir.join(format!("{}{}", self.prefix, self.written));
+        // Never committed: the guard removes the run when the sort ends.
+        let guard = Pending::new(&path, "");
         let file = File::create(&path)
             .with_context(|| format!("cannot create the temporary file {}", path.display()))?;
         let mut w = BufWriter::with_capacity(1 << 20, file);
         let mut bytes = Vec::with_capacity(T::SIZE);
-        for r in &self.buf {
+        for r in records {
             bytes.clear();
-            r.write(&mut bytes);
+            r?.write(&mut bytes);
             w.write_all(&bytes)
                 .with_context(|| format!("cannot write to {}", path.display()))?;
         }
         w.flush()
             .with_context(|| format!("cannot write to {}", path.display()))?;
-        self.runs.push(guard);
-        self.buf.clear();
-        Ok(())
+        Ok(guard)
     }
 
     /// Every record pushed, sorted, each once, handed to `f` in batches.
@@ -137,28 +156,46 @@ impl<T: SortRecord> Sorter<T> {
             self.spill()?;
         }
         self.buf = Vec::new();
-        let mut readers = Vec::new();
-        for run in &self.runs {
-            let file = File::open(run.path())
-                .with_context(|| format!("cannot read {}", run.path().display()))?;
-            readers.push(BufReader::with_capacity(1 << 18, file));
-        }
-        let mut heap = std::collections::BinaryHeap::new();
-        let mut bytes = Vec::new();
-        for (i, r) in readers.iter_mut().enumerate() {
-            if let Some(p) = read_record(r, &mut bytes)? {
-                heap.push(std::cmp::Reverse((p, i)));
+        while self.runs.len() > MAX_MERGE {
+            let mut runs = std::mem::take(&mut self.runs).into_iter();
+            loop {
+                let group: Vec<Pending> = runs.by_ref().take(MAX_MERGE).collect();
+                if group.is_empty() {
+                    break;
+                }
+                let mut merged = merge(group)?;
+                let run =
+                    self.write_run(std::iter::from_fn(|| merged.next_record().transpose()))?;
+                self.runs.push(run);
             }
         }
-        Ok(Sorted {
-            bytes,
-            held: Vec::new().into_iter(),
-            readers,
-            heap,
-            last: None,
-            _runs: std::mem::take(&mut self.runs),
-        })
+        merge(std::mem::take(&mut self.runs))
     }
+}
+
+/// The records of sorted `runs` (at most [`MAX_MERGE`]) in order, each once.
+fn merge<T: SortRecord>(runs: Vec<Pending>) -> Result<Sorted<T>> {
+    let mut readers = Vec::new();
+    for run in &runs {
+        let file = File::open(run.path())
+            .with_context(|| format!("cannot read {}", run.path().display()))?;
+        readers.push(BufReader::with_capacity(READ_BUFFER, file));
+    }
+    let mut heap = std::collections::BinaryHeap::new();
+    let mut bytes = Vec::new();
+    for (i, r) in readers.iter_mut().enumerate() {
+        if let Some(p) = read_record(r, &mut bytes)? {
+            heap.push(std::cmp::Reverse((p, i)));
+        }
+    }
+    Ok(Sorted {
+        bytes,
+        held: Vec::new().into_iter(),
+        readers,
+        heap,
+        last: None,
+        _runs: runs,
+    })
 }
 
 fn read_record<T: SortRecord>(r: &mut BufReader<File>, bytes: &mut Vec<u8>) -> Result<Option<T>> {
@@ -179,7 +216,7 @@ pub struct Sorted<T: SortRecord> {
     last: Option<T>,
     bytes: Vec<u8>,
     /// The runs, removed when this is dropped.
-    _runs: Vec<crate::atomic_file::Pending>,
+    _runs: Vec<Pending>,
 }
 
 impl<T: SortRecord> Sorted<T> {
@@ -239,5 +276,35 @@ mod tests {
             drop(sorted);
             assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 0);
         }
+    }
+
+    #[test]
+    fn more_runs_than_are_merged_at_once_are_merged_in_passes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        // The smallest run: 1,024 records.
+        let mut s = PairSorter::new(0, dir.path(), "t.run");
+        let n = (2 * MAX_MERGE as i64 + 3) * 1024;
+        let mut want = Vec::new();
+        for i in 0..n {
+            let p = ((i * 7919) % 100_003, i % 3);
+            s.push(p).expect("push");
+            want.push(p);
+        }
+        want.sort_unstable();
+        want.dedup();
+        assert!(s.runs.len() > 2 * MAX_MERGE, "{} runs", s.runs.len());
+        let mut sorted = s.into_sorted().expect("sorted");
+        assert!(
+            sorted.readers.len() <= MAX_MERGE,
+            "{} runs open",
+            sorted.readers.len()
+        );
+        let mut got = Vec::new();
+        while let Some(p) = sorted.next_record().expect("next") {
+            got.push(p);
+        }
+        assert_eq!(got, want);
+        drop(sorted);
+        assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 0);
     }
 }
