@@ -260,12 +260,41 @@ pub(super) fn reevaluate_by_depth(
     Ok(changed)
 }
 
+/// Whether the book holds no evidence, so that every value stays what the
+/// rows hold: no games, no analysis, no counts, exact values or grown moves,
+/// every value 0 and no choice, and the formula gives a position without
+/// evidence, with children without evidence, 0 and no choice (checked, for
+/// both sides to move). A book imported from Polyglot files alone: valuing
+/// its 170 M positions depth by depth would take hours to change nothing.
+fn nothing_to_value(conn: &Connection, params: &ValueParams) -> Result<bool> {
+    let mut buf = Vec::new();
+    for depth in [Some(0), Some(1), None] {
+        let empty = |key| NodeInfo::from_counts(Key(key), depth.map(|d| d + 1), Counts::default());
+        let (a, b) = (empty(1), empty(2));
+        let node = NodeInfo::from_counts(Key(0), depth, Counts::default());
+        let children = [(MoveCode(1), &a), (MoveCode(2), &b)];
+        if node_value_with(&node, children, params, &mut buf) != (0.0, None) {
+            return Ok(false);
+        }
+    }
+    let evidence: bool = conn.query_row(
+        "SELECT EXISTS(SELECT 1 FROM games) OR EXISTS(SELECT 1 FROM analysis)
+           OR EXISTS(SELECT 1 FROM moves WHERE white + draws + black > 0 OR grown != 0)
+           OR EXISTS(SELECT 1 FROM positions WHERE white + draws + black > 0
+                     OR exact IS NOT NULL OR value != 0 OR best IS NOT NULL)",
+        [],
+        |r| r.get(0),
+    )?;
+    Ok(!evidence)
+}
+
 /// Every row's value and choice through `conn` (inside the transaction that
 /// changed the counts): in memory ([`reevaluate_all`]) unless its graph
 /// (the rows and each game's tail head, [`GRAPH_BYTES_PER_POSITION`]
 /// each) exceeds half of `memory`, then depth by depth
 /// ([`reevaluate_by_depth`]), the positions sorted in runs beside the book
-/// at `path`. The same values either way; returns how many changed.
+/// at `path`, unless the book has nothing to value ([`nothing_to_value`]).
+/// The same values either way; returns how many changed.
 pub(super) fn reevaluate_within(
     conn: &Connection,
     params: &ValueParams,
@@ -283,6 +312,9 @@ pub(super) fn reevaluate_within(
     let graph = (positions + games.unwrap_or(0)).max(0) as u64 * GRAPH_BYTES_PER_POSITION;
     if graph <= memory / 2 {
         return reevaluate_all(conn, params);
+    }
+    if nothing_to_value(conn, params)? {
+        return Ok(0);
     }
     let name = file_name_of(path);
     reevaluate_by_depth(
