@@ -1,7 +1,6 @@
 //! `import` of a Polyglot `.bin` within the book's memory budget, whatever
 //! the file's size up to 2^32 - 1 entries (a larger file is refused; issue
-//! 53). Measured on files of 2 M entries; the 174 M-entry one was still
-//! being measured when this was written (docs/BENCHMARKS.md).
+//! 53). Measured on files of 2 M and 174 M entries (docs/BENCHMARKS.md).
 //!
 //! The entries stay on disk: in the file itself when it is sorted by key,
 //! as Polyglot books are, else in a sorted copy beside the book. A sparse
