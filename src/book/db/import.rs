@@ -90,10 +90,10 @@ impl Book {
             )?;
             // Linked in child order, not as the moves come: a child's row
             // is then found beside the last one (writing a 174 M-entry
-            // import's rows: 730 s, against 1,511 s with a random look-up
-            // per move). A child's parents in
-            // Polyglot's (unsigned) key order: its first parent is the
-            // first in a sorted book's file, as when linked as they came.
+            // import's rows: 734 s, against 1,511 s with a random look-up
+            // per move). A child's parents in Polyglot's (unsigned) key
+            // order: its first parent is the first in a sorted book's
+            // file, as when linked as they came.
             let mut links = PairSorter::new(
                 self.memory.get().map_or(LINK_SORT_BYTES, |m| m / 8),
                 directory_of(&self.path),
