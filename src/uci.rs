@@ -17,7 +17,7 @@ use std::{
 
 use shakmaty::CastlingMode;
 
-use crate::book::values::select::{Decision, Mode, OpeningBook};
+use crate::book::choose::{Decision, Mode, OpeningBook};
 use crate::engine::{
     params::Weights,
     position::Position,

@@ -153,7 +153,7 @@ fn show_marks_the_stored_choice_and_choose_agrees() {
 #[test]
 fn learn_prints_the_choices_that_changed() {
     use learnbook::book::{
-        values::select::{choose, Mode},
+        choose::{choose, Mode},
         Book,
     };
     use shakmaty::{san::SanPlus, Chess};

@@ -17,7 +17,7 @@ use learnbook::book::{
         polyglot::{ExportOptions, WeightMode},
         polyglot_import::import,
     },
-    values::select::{Decision, Mode, OpeningBook},
+    choose::{Decision, Mode, OpeningBook},
     Book, BookSettings,
 };
 use rand::{rngs::StdRng, Rng, SeedableRng};

@@ -15,7 +15,7 @@ use learnbook::book::{
         input::{open_input, GameStream},
         validate::{Filter, Header},
     },
-    values::select::{choose, Mode},
+    choose::{choose, Mode},
     Book, BookSettings,
 };
 use rand::{rngs::StdRng, Rng, SeedableRng};

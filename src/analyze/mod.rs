@@ -490,7 +490,7 @@ fn plan_targets(
 /// ([`Book::memory_budget`], set by `--memory`), else the default one.
 pub(crate) fn plan_memory(book: &Book) -> u64 {
     book.memory_budget()
-        .unwrap_or_else(crate::book::spill::default_memory)
+        .unwrap_or_else(crate::book::memory::default_memory)
 }
 
 /// `analyze --shard I/N --out FILE`: the targets of `book` whose key the

@@ -25,7 +25,7 @@ use crate::atomic_file::Pending;
 use crate::book::{
     db::Analysis,
     keys::{Key, KeyMap, MoveCode},
-    spill::PairSorter,
+    sort::PairSorter,
     Book,
 };
 

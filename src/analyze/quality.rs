@@ -30,10 +30,8 @@ use crate::{
     book::{
         formats::polyglot::PolyglotBook,
         keys::{polyglot_key, Key},
-        values::{
-            minimax::{option_weights, Choice},
-            select::choice_of,
-        },
+        choose::choice_of,
+        values::minimax::{option_weights, Choice},
         Book,
     },
     engine_io::protocol::{EngineSpec, UciEngine},

@@ -16,7 +16,8 @@ use super::Budget;
 use crate::book::{
     db::Analysis,
     keys::{Key, KeyMap, KeySet, MoveCode},
-    values::{minimax::option_weights, select::choice_of},
+    choose::choice_of,
+    values::minimax::option_weights,
     Book,
 };
 

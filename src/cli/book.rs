@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
-use learnbook::book::{self, values::select::Mode, Book};
+use learnbook::book::{self, choose::Mode, Book};
 
 use super::args::{BookArg, Memory};
 
@@ -95,7 +95,7 @@ pub fn choose(args: ChooseArgs) -> Result<ExitCode> {
     } = args;
     let b = Book::open(&book.book)?;
     let pos = book::view::report::position_from(fen.as_deref(), moves.as_deref())?;
-    match book::values::select::choose(&b, &pos, mode, &mut rand::rng())? {
+    match book::choose::choose(&b, &pos, mode, &mut rand::rng())? {
         Some(m) => println!("{}", m.to_uci(shakmaty::CastlingMode::Standard)),
         None => {
             println!("(none)");

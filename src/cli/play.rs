@@ -6,7 +6,7 @@ use std::{path::PathBuf, process::ExitCode};
 
 use anyhow::{Context, Result};
 use clap::Args;
-use learnbook::book::{values::select::Mode, Book};
+use learnbook::book::{choose::Mode, Book};
 use learnbook::shard::Shard;
 
 use super::args::{
@@ -262,7 +262,7 @@ pub fn duel(args: DuelArgs) -> Result<ExitCode> {
         .filter(|&(l, h): &(u32, u32)| l >= 1 && l <= h)
         .with_context(|| format!("--start-plies {:?}: give LO-HI, e.g. 4-8", args.start_plies))?;
     for p in &args.books {
-        learnbook::book::values::select::OpeningBook::open(p)
+        learnbook::book::choose::OpeningBook::open(p)
             .with_context(|| format!("--book {}", p.display()))?;
     }
     if !(0.0..90.0).contains(&args.jitter) {

@@ -7,7 +7,7 @@ use rand::{rngs::StdRng, SeedableRng};
 
 use crate::engine_io::protocol::{Budget, Fault, Player, Reply, Request};
 use crate::{
-    book::values::select::{Decision, Mode, OpeningBook},
+    book::choose::{Decision, Mode, OpeningBook},
     engine::{
         params::Weights,
         position::Position,

@@ -27,7 +27,7 @@ use super::{
 use crate::{
     book::{
         pgn::input::{open_input, GameStream},
-        values::select::Mode,
+        choose::Mode,
     },
     engine_io::protocol::EngineSpec,
 };

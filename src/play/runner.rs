@@ -26,7 +26,7 @@ use crate::{
             input::{open_input, GameStream, RawGame},
             validate::Header,
         },
-        values::select::{Mode, OpeningBook},
+        choose::{Mode, OpeningBook},
         Book,
     },
     engine::{epd::Epd, params::Weights},

@@ -17,7 +17,7 @@ use super::{
     stats::Sprt,
 };
 use crate::{
-    book::values::select::Mode,
+    book::choose::Mode,
     engine_io::protocol::{EngineSpec, Proto},
 };
 

@@ -60,6 +60,21 @@ pub fn wait_with_usage(pid: u32) -> std::io::Result<Exited> {
     })
 }
 
+/// Whether process `pid` exists (it may belong to another user): signal 0
+/// checks without sending anything. A pid that is not a positive `pid_t`
+/// names no process (`kill` would read 0 and -1 as groups).
+pub fn process_exists(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: kill with signal 0 sends nothing and has no memory preconditions.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
 /// Sends SIGINT to process `pid` (a child's graceful stop).
 pub fn interrupt(pid: u32) {
     if let Ok(pid) = libc::pid_t::try_from(pid) {

@@ -33,7 +33,8 @@ use super::db::top_games::{mover_elo, rank_of, TopEntry, TopList};
 use super::db::{Book, MoveRating};
 use super::keys::{polyglot_key, Key, KeyMap, KeySet, MoveCode};
 use super::pgn::{game::Counts, validate::next_key};
-use super::spill::{Buckets, KeyFilter, SortRecord, Sorter};
+use super::build::filter::KeyFilter;
+use super::sort::{Buckets, SortRecord, Sorter};
 use super::values::minimax::node_value_with;
 
 #[derive(Clone, Debug, Default)]

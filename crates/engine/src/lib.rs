@@ -1,5 +1,7 @@
 //! The shared search core: evaluation weights, position keys, search, UCI.
 
+#![forbid(unsafe_code)]
+
 pub mod epd;
 pub mod eval;
 pub mod params;

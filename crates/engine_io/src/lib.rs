@@ -4,4 +4,6 @@
 //! `analyze`, the external-engine tuner in `tune`); it imports none of
 //! them. Not the search core: that is `engine`, which plays in-process.
 
+#![forbid(unsafe_code)]
+
 pub mod protocol;

@@ -18,7 +18,7 @@ pub(super) fn bench_play(nodes: u64, games: usize, openings: &Path) -> Result<()
         name: name.into(),
         weights: None,
         book: None,
-        book_mode: learnbook::book::values::select::Mode::Best,
+        book_mode: learnbook::book::choose::Mode::Best,
     };
     let mut rates = Vec::new();
     for concurrency in [1, 2] {

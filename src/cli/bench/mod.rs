@@ -452,7 +452,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             min_book_games,
         } => {
             let start = Instant::now();
-            let opts = learnbook::book::pgn::generate::Options {
+            let opts = learnbook::book::generate::Options {
                 book,
                 out,
                 games,
@@ -460,7 +460,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
                 max_ply,
                 min_book_games,
             };
-            let bytes = learnbook::book::pgn::generate::generate(&opts)?;
+            let bytes = learnbook::book::generate::generate(&opts)?;
             let secs = start.elapsed().as_secs_f64();
             println!(
                 "{}: {games} games, {:.1} MB of PGN ({:.0} bytes a game) in {secs:.1} s, {:.0} games/s",

@@ -43,7 +43,7 @@ use hyper_util::rt::TokioIo;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use shakmaty::{CastlingMode, Chess, Position};
 
-use learnbook::book::{keys::polyglot_key, pgn::generate, Book};
+use learnbook::book::{keys::polyglot_key, generate, Book};
 
 /// What `bench serve` was given.
 #[derive(Clone, Debug)]

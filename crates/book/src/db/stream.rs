@@ -17,7 +17,7 @@ use super::tails::for_each_tail;
 use super::values::{info_from_bytes, push_tail_heads, Due, GRAPH_BYTES_PER_POSITION};
 use crate::keys::{Key, MoveCode};
 use crate::pgn::game::Counts;
-use crate::spill::{Sorted, Sorter};
+use crate::sort::{Sorted, Sorter};
 use crate::values::minimax::NodeInfo;
 
 /// Children's nodes the cache holds before it starts again (about 200

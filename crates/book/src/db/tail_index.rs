@@ -164,7 +164,7 @@ pub(super) fn for_each_bucket(
 }
 
 /// Writes the index of a new book from its entries, handed over in sorted
-/// batches (as [`crate::spill::PairSorter::drain`] gives them); a
+/// batches (as [`crate::sort::PairSorter::drain`] gives them); a
 /// bucket may span two batches.
 pub(super) struct IndexWriter<'c> {
     stmt: rusqlite::Statement<'c>,

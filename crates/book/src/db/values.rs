@@ -16,7 +16,7 @@ use super::tails::for_each_tail;
 use learnbook_base::atomic_file::{directory_of, file_name_of};
 use crate::keys::{Key, MoveCode};
 use crate::pgn::game::Counts;
-use crate::spill::{SortRecord, Sorter};
+use crate::sort::{SortRecord, Sorter};
 use crate::values::minimax::{node_value_with, NodeInfo, ValueParams};
 
 /// Positions the cache holds before it starts again (about 200 bytes each).

@@ -66,7 +66,7 @@ use crate::db::plan_store::PlanStore;
 use crate::db::Book;
 use crate::keys::{polyglot_key, Key, MoveCode};
 use crate::pgn::write::{MoveNumber, MovetextWriter};
-use crate::spill::default_memory;
+use crate::memory::default_memory;
 use crate::view::explorer::ExploredMove;
 use crate::view::report::format_cp;
 

@@ -17,7 +17,7 @@ use crate::db::scan::StoredMove;
 use crate::db::Book;
 use crate::keys::{polyglot_key, Key, KeyMap, MoveCode};
 use crate::pgn::game::Counts;
-use crate::spill::Sorter;
+use crate::sort::Sorter;
 use crate::values::minimax::{self, option_weights, NodeInfo};
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -27,7 +27,8 @@ use learnbook_base::atomic_file::Pending;
 use crate::db::import::ImportedMove;
 use crate::db::Book;
 use crate::keys::{polyglot_key, Key, MoveCode};
-use crate::spill::{default_memory, SortRecord, Sorted, Sorter, TempFiles};
+use crate::memory::default_memory;
+use crate::sort::{SortRecord, Sorted, Sorter, TempFiles};
 
 /// What `import` did.
 #[derive(Clone, Debug, Default)]

@@ -1,10 +1,9 @@
 //! Games in PGN: reading them (inputs opened and decompressed, raw games
 //! streamed, validated into games in parallel, SAN resolved fast, dropped
-//! tokens caught) and writing them (movetext as the exports write it, realistic
-//! games generated from a book for benchmarks).
+//! tokens caught) and writing them (movetext as the exports write it). Games
+//! generated from a book are [`crate::generate`], a floor above the store.
 
 pub mod game;
-pub mod generate;
 pub mod input;
 pub mod movetext;
 pub mod read_games;

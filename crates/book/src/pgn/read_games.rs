@@ -41,7 +41,7 @@ pub struct Summary {
     pub seconds: f64,
     /// Each phase's wall time and peak memory, for the summary.
     pub phases: Vec<Phase>,
-    /// What a build over its memory budget did (see [`crate::spill`]).
+    /// What a build over its memory budget did (see [`crate::build`]).
     pub spill: Option<String>,
     /// Which games a shard took (`build --shard`).
     pub shard: Option<String>,

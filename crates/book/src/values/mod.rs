@@ -1,6 +1,5 @@
-//! The value formula and the choice: every position's value from its games
-//! and searches (full and incremental evaluation), and which book move to
-//! play from those values (`best`, `weighted`).
+//! The value formula: every position's value from its games and searches
+//! (full and incremental evaluation). Pure: it reads no storage; which move
+//! to play from the stored values is [`crate::choose`].
 
 pub mod minimax;
-pub mod select;

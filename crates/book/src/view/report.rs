@@ -9,7 +9,7 @@ use crate::build::Learned;
 use crate::db::{Book, BookMove};
 use crate::keys::polyglot_key;
 use crate::values::minimax::option_weights;
-use crate::values::select::{best_of, choice_of};
+use crate::choose::{best_of, choice_of};
 
 /// The position given by `--fen` or `--moves` (from the start), or the start.
 pub fn position_from(fen: Option<&str>, moves: Option<&str>) -> Result<Chess> {

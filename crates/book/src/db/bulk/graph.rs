@@ -14,7 +14,7 @@ use crate::db::tails::value_chain;
 use crate::db::top_games::{mover_elo, rank_of, TopEntry, TopList};
 use crate::keys::{polyglot_key, Key, KeyMap, MoveCode};
 use crate::pgn::game::Game;
-use crate::spill::GamesInOrder;
+use crate::journal::GamesInOrder;
 use crate::values::minimax::{Graph, NodeInfo, ValueParams};
 
 /// What the thread that prepares the rows sends before it values them:

@@ -25,7 +25,8 @@ use crate::db::tail_index::IndexWriter;
 use crate::db::top_games::write_top_blob;
 use crate::keys::{Key, KeySet, MoveCode};
 use crate::pgn::game::Counts;
-use crate::spill::{GamesInOrder, PairSorter};
+use crate::journal::GamesInOrder;
+use crate::sort::PairSorter;
 use crate::values::minimax::{node_value_with, NodeInfo, ValueParams};
 
 /// The keys of the rows, 8 bytes each: a hash set of them would take twice

@@ -28,7 +28,8 @@ use crate::db::tail_index::{prefix, IndexWriter};
 use crate::db::tails::materialize_keys;
 use crate::db::top_games::{merge_top, write_top_blob};
 use crate::keys::{Key, MoveCode};
-use crate::spill::{GamesInOrder, PairSorter};
+use crate::journal::GamesInOrder;
+use crate::sort::PairSorter;
 use crate::values::minimax::Graph;
 
 impl Book {

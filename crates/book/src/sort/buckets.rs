@@ -10,7 +10,7 @@ use std::{
 
 use anyhow::{Context, Result};
 
-use super::sort::SortRecord;
+use super::external::SortRecord;
 use learnbook_base::atomic_file::Pending;
 
 /// Bytes buffered for each bucket's file while the records come in.

@@ -2,6 +2,40 @@
 //!
 //! The games come from [`super::pgn::read_games`]; the calling thread owns the
 //! book.
+//!
+//! Within its memory budget (`--memory`, [`Spill`]):
+//!
+//! While the counts fit the budget, `build` keeps them all in memory and
+//! writes the book in one pass. Each game is also appended to a journal, a
+//! temporary file of the validated games (moves and keys). When the counts
+//! outgrow the budget (or from the start, for a new book from a large
+//! input) they are dropped, and counting goes on in a [`SharedFilter`]
+//! instead: two Bloom filters that tell a position met once from one met
+//! again, in a fixed amount of memory. A position the filter does not call
+//! shared is reached by one game only, so it lies in that game's
+//! single-game tail or before a position that other games reach.
+//!
+//! The journal is then read twice: once in input order to count exactly
+//! every position the filter calls shared (the rows, and the few single
+//! positions a false positive adds) and the moves out of them, once in the
+//! games' id order to find each game's true tail from those exact counts,
+//! add the single positions before it, and write the book
+//! ([`crate::db::Book::bulk_load_games`]). The result is the book of
+//! the one-pass build, row for row.
+//!
+//! The build's own room: counting (in memory, or from the journal through
+//! the filter of shared positions, a key range at a time) and its memory
+//! policy. The rows are written by the store's bulk writer (`db::bulk`).
+//!
+//! * `count`: counting the games, in memory or from the journal;
+//! * `filter`: the Bloom filters of shared positions (and of any key set);
+//! * `key_range`: ranges of position keys, counted one at a time;
+//! * `shares`: the budget's shares for each structure.
+
+mod count;
+pub mod filter;
+mod key_range;
+mod shares;
 
 use std::{path::PathBuf, sync::Arc, time::Instant};
 
@@ -15,13 +49,17 @@ use super::pgn::{
     game::Game,
     validate::{Filter, SkipReason},
 };
-use super::spill::{
-    self, count_part, count_shared, plain_size, Counter, Distinct, GamesInOrder, Journal,
-    JournalReader, KeyRange, PairSorter, SharedFilter, TempFiles, AGGREGATE_SHARE,
-    CACHE_SHARE_COUNTING, CACHE_SHARE_VALUES, CACHE_SHARE_WRITING, FILTER_SHARE, JOURNAL_FROM,
-    JOURNAL_MEMORY_SHARE, PART_BYTES_PER_POSITION, PART_SHARE, SORT_SHARE,
+use super::journal::{self, Distinct, GamesInOrder, Journal, JournalReader};
+use super::sort::{PairSorter, TempFiles};
+use count::{count_part, count_shared, Counter};
+use filter::SharedFilter;
+use key_range::KeyRange;
+use shares::{
+    plain_size, AGGREGATE_SHARE, CACHE_SHARE_COUNTING, CACHE_SHARE_VALUES, CACHE_SHARE_WRITING,
+    FILTER_SHARE, JOURNAL_FROM, JOURNAL_MEMORY_SHARE, PART_BYTES_PER_POSITION, PART_SHARE,
+    SORT_SHARE,
 };
-pub use super::spill::{default_memory, parse_size, Spill};
+pub use super::memory::{default_memory, parse_size, Spill};
 use super::values::minimax::ChoiceChange;
 use learnbook_base::atomic_file;
 use learnbook_base::peak_memory;
@@ -148,7 +186,7 @@ pub fn learn(
 /// journal (fast) and renamed into place when complete, so a killed build
 /// leaves no book rather than a broken one; an existing book is added to in
 /// one transaction. Counts past `spill.memory` are kept on disk (see
-/// [`super::spill`]): the same book, in bounded memory; an existing book is
+/// [`crate::build`]): the same book, in bounded memory; an existing book is
 /// then merged with the new games' book and replaced by the result, as
 /// `merge` does.
 ///
@@ -412,7 +450,7 @@ fn count_within_budget(
     let prepare: Option<Prepare> = shared.clone().map(|f| -> Prepare {
         Arc::new(move |g: &Game| {
             f.add_all(g.keys());
-            spill::record(g)
+            journal::record(g)
         })
     });
     let mut counter = Counter {

@@ -31,7 +31,7 @@ impl SortRecord for (i64, i64) {
     }
 }
 
-pub(super) fn read_i64(b: &[u8]) -> i64 {
+pub(crate) fn read_i64(b: &[u8]) -> i64 {
     let mut a = [0u8; 8];
     a.copy_from_slice(&b[..8]);
     i64::from_le_bytes(a)
@@ -61,8 +61,11 @@ const MAX_MERGE: usize = 64;
 const READ_BUFFER: usize = 1 << 18;
 
 impl<T: SortRecord> Sorter<T> {
-    /// At most `bytes` in memory; runs written to `dir` as `prefix` + n.
+    /// At most `bytes` in memory; runs written to `dir` as `prefix` + n +
+    /// `.` + this process's id. Runs of the same prefix left by a process
+    /// that no longer runs (a killed sort's) are removed first.
     pub fn new(bytes: u64, dir: &Path, prefix: &str) -> Sorter<T> {
+        remove_leftover_runs(dir, prefix);
         Sorter {
             buf: Vec::new(),
             limit: (bytes / std::mem::size_of::<T>().max(1) as u64).max(1024) as usize,
@@ -100,7 +103,7 @@ impl<T: SortRecord> Sorter<T> {
     /// A new run file holding `records` (in order).
     fn write_run(&mut self, records: impl Iterator<Item = Result<T>>) -> Result<Pending> {
         self.written += 1;
-        let path = self.dir.join(format!("{}{}", self.prefix, self.written));
+        let path = self.dir.join(run_name(&self.prefix, self.written, std::process::id()));
         // Never committed: the guard removes the run when the sort ends.
         let guard = Pending::new(&path, "");
         let file = File::create(&path)
@@ -173,6 +176,37 @@ impl<T: SortRecord> Sorter<T> {
     }
 }
 
+/// The file name of run `n` of a sort by process `pid`.
+fn run_name(prefix: &str, n: usize, pid: u32) -> String {
+    format!("{prefix}{n}.{pid}")
+}
+
+/// The process that wrote run file `name` of a sort named `prefix`, if the
+/// name is one of its runs (`prefix` + n + `.` + pid).
+fn run_owner(name: &str, prefix: &str) -> Option<u32> {
+    let (n, pid) = name.strip_prefix(prefix)?.split_once('.')?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    (digits(n) && digits(pid)).then(|| pid.parse().ok())?
+}
+
+/// Removes the runs of sorts named `prefix` in `dir` whose process is gone
+/// (a killed run's; a running sort's are kept). Best effort: a file that
+/// cannot be listed or removed is left as it was.
+fn remove_leftover_runs(dir: &Path, prefix: &str) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name.to_str().and_then(|n| run_owner(n, prefix)) else {
+            continue;
+        };
+        if !learnbook_base::sys::process_exists(pid) {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
 /// The records of sorted `runs` (at most [`MAX_MERGE`]) in order, each once.
 fn merge<T: SortRecord>(runs: Vec<Pending>) -> Result<Sorted<T>> {
     let mut readers = Vec::new();
@@ -240,6 +274,41 @@ impl<T: SortRecord> Sorted<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_killed_sorts_runs_are_removed_by_the_next_sort_of_that_name_and_a_running_ones_kept() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        // A process that has ended: its pid names no process now.
+        let mut child = std::process::Command::new("true").spawn().expect("spawn");
+        let gone = child.id();
+        child.wait().expect("wait");
+        let mine = std::process::id();
+        let names = [
+            run_name("b.sqlite.values-layers", 1, gone),
+            run_name("b.sqlite.values-layers", 12, gone),
+            run_name("b.sqlite.values-layers", 1, mine),
+            run_name("b.sqlite.values-tail-heads", 1, gone),
+            "b.sqlite.values-layersX.1".to_string(),
+            "b.sqlite".to_string(),
+        ];
+        for n in &names {
+            std::fs::write(dir.path().join(n), b"x").expect("write");
+        }
+        let _s: PairSorter = Sorter::new(1 << 20, dir.path(), "b.sqlite.values-layers");
+        let mut left: Vec<String> = std::fs::read_dir(dir.path())
+            .expect("read_dir")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        let mut want = vec![
+            names[2].clone(),
+            names[3].clone(),
+            names[4].clone(),
+            names[5].clone(),
+        ];
+        want.sort();
+        assert_eq!(left, want);
+    }
 
     #[test]
     fn sorted_pairs_come_back_in_order_and_once_across_runs() {

@@ -6,14 +6,14 @@ use std::sync::Arc;
 use anyhow::Result;
 
 use super::filter::SharedFilter;
-use super::journal::{Journal, JournalReader};
+use crate::journal::{Journal, JournalReader};
 use super::key_range::KeyRange;
 use crate::db::Aggregate;
 use crate::keys::{Key, KeySet};
 use crate::pgn::game::Game;
 
 /// Counts games in memory while they fit; past the budget, in a filter of
-/// shared positions (see [`crate::spill`]). Every game is journalled.
+/// shared positions (see [`crate::build`]). Every game is journalled.
 pub(in crate) struct Counter {
     pub agg: Option<Aggregate>,
     pub filter: Option<Arc<SharedFilter>>,

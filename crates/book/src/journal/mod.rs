@@ -2,6 +2,12 @@
 //! memory while they fit), read back in input order to count and in id
 //! order to write the book.
 
+mod record;
+#[cfg(test)]
+pub(crate) mod test_games;
+
+pub use record::record;
+
 use std::{
     fs::File,
     io::{BufReader, BufWriter, Read, Write},
@@ -12,8 +18,8 @@ use std::{
 use anyhow::{anyhow, Context, Result};
 use rayon::prelude::*;
 
-use super::record::{decode, encode, Fields};
-use super::sort::{read_i64, SortRecord, Sorter};
+use record::{decode, encode, Fields};
+use crate::sort::{read_i64, SortRecord, Sorter};
 use crate::keys::KeySet;
 use crate::pgn::game::Game;
 
@@ -141,7 +147,7 @@ impl Journal {
         written
     }
 
-    /// Appends a record [`record`](super::record) made of the game with this `hash`.
+    /// Appends a record [`record`] made of the game with this `hash`.
     pub fn append_record(&mut self, hash: u64, record: &[u8], source: u32) -> Result<()> {
         match &mut self.in_memory {
             Some(held) if (held.len() + record.len()) as u64 <= self.in_memory_limit => {
@@ -542,7 +548,7 @@ fn read_batches<T: Send>(
 mod tests {
     use super::*;
     use crate::keys::Key;
-    use crate::spill::test_games::game_through;
+    use crate::journal::test_games::game_through;
 
     #[test]
     fn a_journal_reads_back_alike_held_in_memory_outgrowing_it_or_on_file() {

@@ -4,12 +4,12 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 
-use super::budget::Spill;
+use crate::memory::Spill;
 
 /// Temporary files of one build (or another command), beside the book or
 /// in `--temp-dir`, named after the book: removed when the build ends, and
 /// a killed build's by the next build of the same book.
-pub(in crate) struct TempFiles {
+pub struct TempFiles {
     pub dir: PathBuf,
     pub prefix: String,
 }

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::Result;
 
-use super::journal::JournalReader;
+use crate::journal::JournalReader;
 use super::key_range::KeyRange;
 use crate::keys::Key;
 
@@ -206,8 +206,8 @@ impl SharedFilter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spill::journal::Journal;
-    use crate::spill::test_games::game_through;
+    use crate::journal::Journal;
+    use crate::journal::test_games::game_through;
 
     #[test]
     fn the_filter_never_calls_a_shared_position_single() {
