@@ -1,5 +1,5 @@
 //! `build --memory`: past its budget, a build journals its games and keeps
-//! a filter of shared positions instead of every count (src/book/spill/),
+//! a filter of shared positions instead of every count (crates/book/src/build/),
 //! and writes the book a build in memory writes, row for row (compared
 //! table by table with `EXCEPT` both ways). Its temporary files are gone
 //! when it ends, or with the next build after a kill; a killed build leaves

@@ -1,8 +1,8 @@
 //! `build`'s aggregate of many games: each position and move counted
 //! with its results, ratings and top games, and each game's row, in
 //! memory ([`Aggregate`]); `--min-games` ([`prune`]). What is made of it
-//! is in `bulk_graph` (rows, parent links, tails, the graph to value) and
-//! how it is written in `bulk_write`.
+//! is in `graph` (rows, parent links, tails, the graph to value) and
+//! how it is written in `write`.
 
 use rayon::prelude::*;
 use shakmaty::Chess;
