@@ -21,9 +21,9 @@ use shakmaty::{san::SanPlus, Chess, Position};
 
 use super::game::Counts;
 use super::write::{MoveNumber, MovetextWriter};
-use learnbook_base::atomic_file;
 use crate::db::Book;
 use crate::keys::{polyglot_key, Key, KeyMap, MoveCode};
+use learnbook_base::atomic_file;
 
 /// What to generate.
 #[derive(Clone, Debug)]

@@ -9,7 +9,7 @@ use super::budget::Spill;
 /// Temporary files of one build (or another command), beside the book or
 /// in `--temp-dir`, named after the book: removed when the build ends, and
 /// a killed build's by the next build of the same book.
-pub(in crate) struct TempFiles {
+pub(crate) struct TempFiles {
     pub dir: PathBuf,
     pub prefix: String,
 }
