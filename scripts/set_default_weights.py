@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Writes the values of a weights TOML (`learnbook weights`, `fit --out`,
 `tune --out`) as the defaults of the `weights!` block in
-src/engine/params.rs, keeping names, bounds and layout.
+crates/engine/src/params.rs, keeping names, bounds and layout.
 
-usage: scripts/set_default_weights.py WEIGHTS.toml [src/engine/params.rs]
+usage: scripts/set_default_weights.py WEIGHTS.toml [crates/engine/src/params.rs]
 """
 import re
 import sys
@@ -26,7 +26,7 @@ def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     values = read_toml(sys.argv[1])
-    path = sys.argv[2] if len(sys.argv) > 2 else "src/engine/params.rs"
+    path = sys.argv[2] if len(sys.argv) > 2 else "crates/engine/src/params.rs"
     text = open(path, encoding="utf-8").read()
     used = set()
 
