@@ -183,7 +183,10 @@ fn tune_external_runs_both_tunes_and_the_match() {
 
 #[test]
 fn merge_check_finds_the_merged_sample_equal_to_one_build() {
-    if !(have_program("/usr/bin/sqlite3") && have_program("/usr/bin/bc")) {
+    if !(have_program("/usr/bin/sqlite3")
+        && have_program("/usr/bin/bc")
+        && have_program("/usr/bin/time"))
+    {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
