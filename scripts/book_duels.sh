@@ -11,7 +11,9 @@
 #         polyglot-ceiling (not in the default: Stockfish at 1,000,000 nodes
 #         wherever the improved book has a move, `duel --deep-book`)
 # env: LEARNBOOK (default target/release/learnbook), SHARED (default ../shared/data),
-#      STOCKFISH, ETHEREAL (engine paths), NODES (20000), CONCURRENCY (2)
+#      STOCKFISH, ETHEREAL (engine paths), NODES (20000), CONCURRENCY (2),
+#      STARTS (the duels' start positions, default SHARED's master games),
+#      REPORTS (where finished duels' reports go, default docs/bench/duels)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 IMPROVED=$1
@@ -28,7 +30,9 @@ ETH=${ETHEREAL:-/usr/games/ethereal-chess}
 NODES=${NODES:-20000}
 CONC=${CONCURRENCY:-2}
 POLYGLOT=$SHARED/polyglot/master-games-maxply40-mingame3.bin
-mkdir -p "$WORK" docs/bench/duels
+STARTS=${STARTS:-$SHARED/games/master-games.pgn.gz}
+REPORTS=${REPORTS:-docs/bench/duels}
+mkdir -p "$WORK" "$REPORTS"
 # The books as engines and GUIs read them: Polyglot files, value weights.
 [ -f "$WORK/improved.bin" ] || "$LB" export --book "$IMPROVED" --polyglot "$WORK/improved.bin"
 [ -f "$WORK/before.bin" ] || "$LB" export --book "$BEFORE" --polyglot "$WORK/before.bin"
@@ -53,9 +57,9 @@ for d in "${DUELS[@]}"; do
   esac
   echo "== $d"
   "$LB" duel --engine "$engine" --book "$WORK/improved.bin" --book "$other" --mode "$mode" "${extra[@]}" \
-    --starts "$SHARED/games/master-games.pgn.gz" --pairs "$PAIRS" "${limit[@]}" \
+    --starts "$STARTS" --pairs "$PAIRS" "${limit[@]}" \
     --concurrency "$CONC" --pgnout "$WORK/$d.pgn" --json > "$WORK/$d.json"
   # Only a finished duel's report replaces the one kept in the repository.
-  cp "$WORK/$d.json" "docs/bench/duels/$d.json"
-  cat "docs/bench/duels/$d.json"
+  cp "$WORK/$d.json" "$REPORTS/$d.json"
+  cat "$REPORTS/$d.json"
 done

@@ -4,6 +4,8 @@
 # master games; every 25 games, the book's first-move choice and root value.
 #
 # usage: scripts/hossa_vs_stockfish.sh OUTDIR [GAMES] [NODES] [SF_DEPTH]
+# env: LEARNBOOK (default target/release/learnbook), STOCKFISH, PGN (the
+#      book's games, default ../shared/data/games/master-games.pgn.gz)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LB=${LEARNBOOK:-target/release/learnbook}
@@ -14,7 +16,7 @@ SF_DEPTH=${4:-12}
 STOCKFISH=${STOCKFISH:-/usr/games/stockfish}
 mkdir -p "$OUT"
 rm -f "$OUT"/hossa.sqlite* "$OUT/hossa.pgn"
-"$LB" build --book "$OUT/hossa.sqlite" --max-ply 12 ../shared/data/games/master-games.pgn.gz 2>/dev/null
+"$LB" build --book "$OUT/hossa.sqlite" --max-ply 12 "${PGN:-../shared/data/games/master-games.pgn.gz}" 2>/dev/null
 "$LB" show --book "$OUT/hossa.sqlite" | head -n 4
 played=0
 while [ "$played" -lt "$GAMES" ]; do

@@ -7,6 +7,8 @@
 # left as it is. Prints the learning curve of both runs.
 #
 # usage: scripts/killer_book.sh OUTDIR [GAMES] [NODES] [DEPTH]
+# env: LEARNBOOK (default target/release/learnbook), PGN (the book's games,
+#      default ../shared/data/games/master-games.pgn.gz)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LB=${LEARNBOOK:-target/release/learnbook}
@@ -16,7 +18,7 @@ NODES=${3:-4000}
 DEPTH=${4:-6}
 mkdir -p "$OUT"
 if [ ! -f "$OUT/base.sqlite" ]; then
-  "$LB" build --book "$OUT/base.sqlite" --max-ply 12 ../shared/data/games/master-games.pgn.gz 2>/dev/null
+  "$LB" build --book "$OUT/base.sqlite" --max-ply 12 "${PGN:-../shared/data/games/master-games.pgn.gz}" 2>/dev/null
 fi
 for mode in learn static; do
   rm -f "$OUT/$mode".sqlite* "$OUT/$mode.pgn"

@@ -4,13 +4,17 @@
 Valid games are real master games from data/master-sample.pgn.gz with
 White renamed "Valid-NN"; every malformed case has White "Bad-<case>".
 tests/malformed.rs states what each file must yield.
+
+usage: scripts/make_malformed_corpus.py [OUTDIR] (default tests/corpus;
+tests/malformed.rs checks that the script writes the corpus as committed)
 """
+import sys
 import gzip
 import os
 import re
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
-OUT = os.path.join(ROOT, "tests", "corpus")
+OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "tests", "corpus")
 os.makedirs(OUT, exist_ok=True)
 
 sample = gzip.open(os.path.join(ROOT, "data", "master-sample.pgn.gz"), "rb").read()
@@ -110,7 +114,7 @@ junk = bytes((i * 37 + 11) % 256 for i in range(600))
 write("garbage.pgn", [valid(), junk, b"\n\n", valid()])
 
 # A gzip stream cut short: the games before the cut are still used.
-whole = gzip.compress(b"".join(valid() for _ in range(40)))
+whole = gzip.compress(b"".join(valid() for _ in range(40)), mtime=0)  # no date: the same bytes each run
 with open(os.path.join(OUT, "cut.pgn.gz"), "wb") as f:
     f.write(whole[: len(whole) * 2 // 3])
 print("valid games written:", counter[0])

@@ -4,11 +4,12 @@
 # cousin xargs -P), merged, and compared with one build of all the games,
 # table by table with EXCEPT both ways. Prints the times.
 #   scripts/merge_check.sh OUTDIR [PARTS] [LEARNBOOK]
+# env: PGN (default ../shared/data/games/master-games.pgn.gz)
 set -euo pipefail
 out=${1:?usage: merge_check.sh OUTDIR [PARTS] [LEARNBOOK]}
 parts=${2:-4}
 lb=${3:-target/release/learnbook}
-pgn=../shared/data/games/master-games.pgn.gz
+pgn=${PGN:-../shared/data/games/master-games.pgn.gz}
 mkdir -p "$out"
 rm -f "$out"/part*.pgn "$out"/*.sqlite*
 # Split at game starts (bytes: the names are not all UTF-8).

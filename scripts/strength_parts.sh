@@ -11,6 +11,7 @@
 #   scripts/strength_parts.sh docs/bench/glaurung-10s.pgn.gz WORK 45m 400 glaurung uci \
 #       --tc 10+0.1 --concurrency 2 --opt Threads=1
 set -eu
+. "$(dirname "$0")/lib/parts.sh"
 
 JOURNAL=${1:?usage: scripts/strength_parts.sh JOURNAL WORK PART GAMES OPPONENT PROTOCOL [OPTIONS...]}
 WORK=${2:?WORK}
@@ -20,19 +21,12 @@ OPPONENT=${5:?OPPONENT}
 PROTOCOL=${6:?PROTOCOL}
 shift 6
 
-mkdir -p "$WORK"
-LB="$(cd "$WORK" && pwd)/learnbook"
-[ -x "$LB" ] || cp "${LEARNBOOK:-target/release/learnbook}" "$LB"
+parts_binary "$WORK"
 PGN="$WORK/$(basename "$JOURNAL" .gz)"
-if [ ! -e "$PGN" ] && [ -e "$JOURNAL" ]; then
-    gzip -dc "$JOURNAL" >"$PGN"
-fi
-status=0
-timeout -s TERM -k 1m "$PART" python3 scripts/strength_match.py "$LB" "$OPPONENT" "$PROTOCOL" "$GAMES" \
-    --pgn "$PGN" "$@" >"$WORK/summary.txt" 2>>"$WORK/log.txt" || status=$?
-case $status in 0 | 124) ;; *) tail -5 "$WORK/log.txt" >&2; exit "$status" ;; esac
-gzip -9nc "$PGN" >"$JOURNAL.tmp"
-mv "$JOURNAL.tmp" "$JOURNAL"
+parts_restore "$PGN" "$JOURNAL"
+parts_run "$WORK/log.txt" "$PART" -s TERM -k 1m -- python3 "$(dirname "$0")/strength_match.py" \
+    "$LB" "$OPPONENT" "$PROTOCOL" "$GAMES" --pgn "$PGN" "$@" >"$WORK/summary.txt"
+parts_keep "$PGN" "$JOURNAL"
 # The summary without this machine's paths.
-[ "$status" = 0 ] && sed "s#$WORK/#WORK/#g" "$WORK/summary.txt" >"${JOURNAL%.pgn.gz}.txt"
-echo "games so far: $(grep -c '^\[Result' "$PGN"); commit $JOURNAL"
+[ "$PARTS_STATUS" = 0 ] && sed "s#$WORK/#WORK/#g" "$WORK/summary.txt" >"${JOURNAL%.pgn.gz}.txt"
+echo "games so far: $(parts_games "$PGN"); commit $JOURNAL"

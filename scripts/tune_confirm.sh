@@ -17,6 +17,7 @@
 # Settings (environment): JOURNAL, LEARNBOOK, GAMES (1000), TC (10+0.1),
 # OPENINGS, SEED (51), CONCURRENCY (2).
 set -eu
+. "$(dirname "$0")/lib/parts.sh"
 
 WORK=${1:?usage: scripts/tune_confirm.sh WORK [PART] [CANDIDATE] [BASELINE]}
 PART=${2:-45m}
@@ -30,27 +31,20 @@ OPENINGS=${OPENINGS:-../shared/data/openings/8mvs_big_+80_+109.epd.gz}
 SEED=${SEED:-51}
 CONCURRENCY=${CONCURRENCY:-2}
 
-mkdir -p "$WORK"
-LB="$(cd "$WORK" && pwd)/learnbook"
-[ -x "$LB" ] || cp "$LEARNBOOK" "$LB"
+parts_binary "$WORK" "$LEARNBOOK"
 name=$(basename "$CANDIDATE" .toml)-vs-$(basename "$BASELINE" .toml)
 PGN="$WORK/$name.pgn"
-if [ ! -e "$PGN" ] && [ -e "$JOURNAL/$name.pgn.gz" ]; then
-    gzip -dc "$JOURNAL/$name.pgn.gz" >"$PGN"
-fi
+parts_restore "$PGN" "$JOURNAL/$name.pgn.gz"
 cand=$(cd "$(dirname "$CANDIDATE")" && pwd)/$(basename "$CANDIDATE")
 base=$(cd "$(dirname "$BASELINE")" && pwd)/$(basename "$BASELINE")
-status=0
 # Only `play` gets the signal (--foreground): its engines see their input
 # close and quit, so no game in progress is written as a fault.
-timeout --foreground -s TERM -k 2m "$PART" "$LB" play \
+parts_run "$WORK/$name.log" "$PART" --foreground -s TERM -k 2m -- "$LB" play \
     --engine "name=$(basename "$CANDIDATE" .toml),cmd=$LB uci,option.WeightsFile=$cand,option.Hash=16" \
     --engine "name=$(basename "$BASELINE" .toml),cmd=$LB uci,option.WeightsFile=$base,option.Hash=16" \
     --tc "$TC" --games "$GAMES" --concurrency "$CONCURRENCY" --openings "$OPENINGS" \
     --random --seed "$SEED" --repeat --sprt elo0=0,elo1=5 --sprt-play-on \
-    --pgnout "$PGN" >"$WORK/$name.txt" 2>>"$WORK/$name.log" || status=$?
-case $status in 0 | 124 | 130) ;; *) tail -5 "$WORK/$name.log" >&2; exit "$status" ;; esac
-gzip -9nc "$PGN" >"$JOURNAL/$name.pgn.gz.tmp"
-mv "$JOURNAL/$name.pgn.gz.tmp" "$JOURNAL/$name.pgn.gz"
-[ "$status" = 0 ] && cp "$WORK/$name.txt" "$JOURNAL/$name.txt"
-echo "games so far: $(grep -c '^\[Result' "$PGN"); commit $JOURNAL"
+    --pgnout "$PGN" >"$WORK/$name.txt"
+parts_keep "$PGN" "$JOURNAL/$name.pgn.gz"
+[ "$PARTS_STATUS" = 0 ] && cp "$WORK/$name.txt" "$JOURNAL/$name.txt"
+echo "games so far: $(parts_games "$PGN"); commit $JOURNAL"

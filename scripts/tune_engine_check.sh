@@ -22,6 +22,7 @@
 #   scripts/tune_engine_check.sh WORK 45m tuned-vs-defaults \
 #       docs/bench/tune-glaurung/search-tuned.toml.uci /dev/null
 set -eu
+. "$(dirname "$0")/lib/parts.sh"
 
 WORK=${1:?usage: scripts/tune_engine_check.sh WORK PART NAME CANDIDATE BASELINE}
 PART=${2:?PART}
@@ -46,25 +47,19 @@ options() {
     esac
 }
 
-mkdir -p "$WORK" "$JOURNAL"
-LB="$(cd "$WORK" && pwd)/learnbook"
-[ -x "$LB" ] || cp "$LEARNBOOK" "$LB"
+mkdir -p "$JOURNAL"
+parts_binary "$WORK" "$LEARNBOOK"
 PGN="$WORK/$NAME.pgn"
-if [ ! -e "$PGN" ] && [ -e "$JOURNAL/$NAME.pgn.gz" ]; then
-    gzip -dc "$JOURNAL/$NAME.pgn.gz" >"$PGN"
-fi
+parts_restore "$PGN" "$JOURNAL/$NAME.pgn.gz"
 first=${NAME%%-vs-*}
 second=${NAME##*-vs-}
-status=0
 # shellcheck disable=SC2086 # LIMIT is two words
-timeout --foreground -s TERM -k 2m "$PART" "$LB" play \
+parts_run "$WORK/$NAME.log" "$PART" --foreground -s TERM -k 2m -- "$LB" play \
     --engine "name=$first,$ENGINE$(options "$CANDIDATE")" \
     --engine "name=$second,$ENGINE$(options "$BASELINE")" \
     $LIMIT --games "$GAMES" --concurrency "$CONCURRENCY" --openings "$OPENINGS" \
     --random --seed "$SEED" --repeat \
-    --pgnout "$PGN" >"$WORK/$NAME.txt" 2>>"$WORK/$NAME.log" || status=$?
-case $status in 0 | 124 | 130) ;; *) tail -5 "$WORK/$NAME.log" >&2; exit "$status" ;; esac
-gzip -9nc "$PGN" >"$JOURNAL/$NAME.pgn.gz.tmp"
-mv "$JOURNAL/$NAME.pgn.gz.tmp" "$JOURNAL/$NAME.pgn.gz"
-[ "$status" = 0 ] && cp "$WORK/$NAME.txt" "$JOURNAL/$NAME.txt"
-echo "games so far: $(grep -c '^\[Result' "$PGN"); commit $JOURNAL"
+    --pgnout "$PGN" >"$WORK/$NAME.txt"
+parts_keep "$PGN" "$JOURNAL/$NAME.pgn.gz"
+[ "$PARTS_STATUS" = 0 ] && cp "$WORK/$NAME.txt" "$JOURNAL/$NAME.txt"
+echo "games so far: $(parts_games "$PGN"); commit $JOURNAL"

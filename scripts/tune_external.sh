@@ -13,7 +13,8 @@
 # does not change it mid-run; remove $OUT/learnbook to take a newer one),
 # OUT (directory, default tune-external), ITERATIONS (625), PAIRS (16 pairs = 32 games per iteration), THREADS (2),
 # NODES (2000), OPENINGS (../shared/data/openings/8moves_v3.pgn.gz),
-# SPRT_OPENINGS (../shared/data/openings/noob_3moves.epd.gz).
+# SPRT_OPENINGS (../shared/data/openings/noob_3moves.epd.gz), GAMES (2000,
+# the SPRT match's most).
 # Either run resumes from its checkpoint if the script is run again.
 set -eu
 
@@ -25,6 +26,7 @@ THREADS=${THREADS:-2}
 NODES=${NODES:-2000}
 OPENINGS=${OPENINGS:-../shared/data/openings/8moves_v3.pgn.gz}
 SPRT_OPENINGS=${SPRT_OPENINGS:-../shared/data/openings/noob_3moves.epd.gz}
+GAMES=${GAMES:-2000}
 START=data/tune/scrambled.toml
 PARAMS=data/tune/material-mobility.toml
 
@@ -69,5 +71,5 @@ tuned=$(grep '^# as an engine: ' "$OUT/external.toml" | sed 's/^# as an engine: 
 "$LB" play --engine "name=tuned,$tuned" \
     --engine "name=start,cmd=$LB uci,$(as_options "$START")" \
     --nodes 5000 --openings "$SPRT_OPENINGS" --random --seed 7 --repeat \
-    --games 2000 --concurrency "$THREADS" --sprt elo0=0,elo1=10,alpha=0.05,beta=0.05 \
+    --games "$GAMES" --concurrency "$THREADS" --sprt elo0=0,elo1=10,alpha=0.05,beta=0.05 \
     --draw movenumber=34,movecount=8,score=20 --resign movecount=3,score=400

@@ -37,6 +37,7 @@
 #   ENGINE="cmd=/usr/games/glaurung,option.Threads=1,option.Hash=16,option.OwnBook=false,option.Ponder=false" \
 #   scripts/tune_night.sh WORK-GLAURUNG 45m
 set -eu
+. "$(dirname "$0")/lib/parts.sh"
 
 WORK=${1:?usage: scripts/tune_night.sh WORK [PART]}
 PART=${2:-30m}
@@ -54,18 +55,13 @@ SEED=${SEED:-51}
 START=${START:-default}
 ENGINE=${ENGINE:-}
 
-mkdir -p "$WORK" "$JOURNAL"
-LB="$(cd "$WORK" && pwd)/learnbook"
-# A copy, so that a rebuild does not change the engine within a part.
-[ -x "$LB" ] || cp "$LEARNBOOK" "$LB"
+mkdir -p "$JOURNAL"
+parts_binary "$WORK" "$LEARNBOOK"
 CKPT="$WORK/search.ckpt"
-if [ ! -e "$CKPT" ] && [ -e "$JOURNAL/search.ckpt.gz" ]; then
-    gzip -dc "$JOURNAL/search.ckpt.gz" >"$CKPT"
-fi
+parts_restore "$CKPT" "$JOURNAL/search.ckpt.gz"
 
 began=$(date -u +%Y-%m-%dT%H:%M)
 t0=$(date +%s)
-status=0
 if [ -e "$CKPT" ]; then
     set -- tune --resume --checkpoint "$CKPT" --out "$WORK/search-tuned.toml" \
         --threads "$THREADS" --match-every "$MATCH_EVERY" --match-pairs "$MATCH_PAIRS"
@@ -81,15 +77,12 @@ else
         --match-every "$MATCH_EVERY" --match-pairs "$MATCH_PAIRS"
 fi
 # The part's CPU seconds (user + system): machine time, whatever else ran.
+# The part ends with SIGINT, which `tune` obeys after the current iteration.
 rm -f "$WORK/cpu"
-timeout -s INT -k 10m "$PART" /usr/bin/time -f '%U %S' -o "$WORK/cpu" "$LB" "$@" \
-    2>>"$WORK/tune.log" || status=$?
-# 0: finished; 124 or 130: stopped at the part's end (SIGINT); else failed.
-case $status in 0 | 124 | 130) ;; *) tail -5 "$WORK/tune.log" >&2; echo "tune failed ($status)" >&2; exit "$status" ;; esac
+parts_run "$WORK/tune.log" "$PART" -s INT -k 10m -- /usr/bin/time -f '%U %S' -o "$WORK/cpu" "$LB" "$@"
 secs=$(($(date +%s) - t0))
 cpu=$(awk 'NF == 2 { c = $1 + $2 } END { printf "%.0f", c }' "$WORK/cpu" 2>/dev/null || echo 0)
-gzip -9nc "$CKPT" >"$JOURNAL/search.ckpt.gz.tmp"
-mv "$JOURNAL/search.ckpt.gz.tmp" "$JOURNAL/search.ckpt.gz"
+parts_keep "$CKPT" "$JOURNAL/search.ckpt.gz"
 cp "$WORK/search-tuned.toml" "$JOURNAL/search-tuned.toml"
 # An engine's tuned values in its parameter file's format, as `setoption`
 # lines and as cutechess options (`tune --engine` writes them beside --out).

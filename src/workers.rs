@@ -256,9 +256,11 @@ mod tests {
             },
         );
         assert_eq!(r, Err("job 10 failed".to_string()));
-        // Job 10 and the jobs under way when it failed, not the thousand.
+        // Job 10 and the jobs under way when it failed, not the thousand
+        // (how many were under way depends on the scheduler: a busy machine
+        // may leave the failing thread waiting while the others go on).
         let runs = runs.load(Ordering::SeqCst);
-        assert!((11..100).contains(&runs), "{runs} jobs ran");
+        assert!((11..1000).contains(&runs), "{runs} jobs ran");
     }
 
     #[test]
@@ -275,7 +277,9 @@ mod tests {
             },
         );
         assert_eq!(r, Err("no engine"));
-        assert!(runs.load(Ordering::SeqCst) < 100);
+        // Not the thousand (how many ran before worker 1 failed to start
+        // depends on the scheduler).
+        assert!(runs.load(Ordering::SeqCst) < 1000);
     }
 
     #[test]

@@ -125,7 +125,7 @@ fn a_killed_analysis_resumes_without_analysing_a_position_twice() {
             "analyze ended before a batch was stored"
         );
         assert!(
-            start.elapsed() < Duration::from_secs(1200),
+            start.elapsed() < common::WATCHDOG,
             "nothing stored in 20 minutes"
         );
     }

@@ -116,10 +116,7 @@ fn sigkill_during_learn_loses_nothing() {
         if n >= 200 {
             break;
         }
-        assert!(
-            start.elapsed() < Duration::from_secs(120),
-            "learn made no progress"
-        );
+        assert!(start.elapsed() < common::WATCHDOG, "learn made no progress");
         assert!(
             child.try_wait().expect("wait").is_none(),
             "learn finished before it could be killed"

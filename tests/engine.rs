@@ -53,7 +53,8 @@ impl Uci {
         loop {
             let line = self
                 .lines
-                .recv_timeout(Duration::from_secs(60))
+                // A hang guard: an answer takes milliseconds on a quiet machine.
+                .recv_timeout(Duration::from_secs(300))
                 .unwrap_or_else(|_| panic!("no {prefix:?} from the engine; saw {seen:?}"));
             let done = line.starts_with(prefix);
             seen.push(line);
@@ -260,9 +261,11 @@ fn stop_ends_an_infinite_search_with_a_legal_move() {
     let mut e = Uci::start(&[]);
     e.send("position startpos");
     e.send("go infinite");
-    std::thread::sleep(Duration::from_millis(300));
+    // Stopped once it has searched to depth 8, however long that takes
+    // (not after a fixed time: a busy machine searches less in it).
+    let mut lines = e.until("info depth 8 ");
     e.send("isready");
-    let mut lines = e.until("readyok");
+    lines.extend(e.until("readyok"));
     e.send("stop");
     lines.extend(e.until("bestmove"));
     assert!(lines.iter().any(|l| l.starts_with("info depth")));
@@ -341,9 +344,20 @@ fn python_chess_plays_full_games() {
     if !(common::have_python_chess() && common::have_program("/usr/games/glaurung")) {
         return;
     }
+    // The games at 20,000 nodes a move (legal moves, whole games, no engine
+    // dies: the same verdict on a busy machine), then one on the clock at
+    // 10+0.1 for 60 plies, where losing on time takes a move seconds late.
     let script = repo().join("tests/py/uci_games.py");
     let out = Command::new("python3")
-        .args([s(&script), bin(), "/usr/games/glaurung", "1", "4", "0.05"])
+        .args([
+            s(&script),
+            bin(),
+            "/usr/games/glaurung",
+            "1",
+            "10",
+            "0.1",
+            "20000",
+        ])
         .output()
         .expect("python3 runs (.ci/run installs python-chess)");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -355,6 +369,12 @@ fn python_chess_plays_full_games() {
     assert!(stdout.contains("stop answered within"));
     assert!(
         stdout.lines().filter(|l| l.contains(" game 1: ")).count() == 3,
+        "{stdout}"
+    );
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("self-play on the clock: ") && l.contains("clocks left")),
         "{stdout}"
     );
 }

@@ -162,7 +162,7 @@ fn a_fit_killed_and_resumed_ends_with_the_weights_of_an_uninterrupted_fit() {
                 break st.epoch;
             }
         }
-        assert!(t.elapsed() < Duration::from_secs(120), "no progress");
+        assert!(t.elapsed() < common::WATCHDOG, "no progress");
         sleep(Duration::from_millis(2));
     };
     child.kill().expect("SIGKILL");

@@ -132,7 +132,7 @@ fn killed_resumed_moved_and_sharded_runs_end_as_one_run() {
     while (!journal.exists() || journal_rows(&journal) < 40)
         && child.try_wait().expect("wait").is_none()
     {
-        assert!(start.elapsed() < Duration::from_secs(600), "no results");
+        assert!(start.elapsed() < common::WATCHDOG, "no results");
         thread::sleep(Duration::from_millis(20));
     }
     let was_running = child.try_wait().expect("wait").is_none();

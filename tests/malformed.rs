@@ -238,3 +238,36 @@ fn the_whole_corpus_at_once_loses_no_valid_game() {
     assert_eq!(run.read, run.used + skipped);
     assert_eq!(skipped, 20 + 1 + 1 + 1);
 }
+
+#[test]
+fn the_corpus_is_what_its_script_writes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = std::process::Command::new("python3")
+        .arg(repo().join("scripts/make_malformed_corpus.py"))
+        .arg(dir.path())
+        .output()
+        .expect("python3");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut names: Vec<String> = std::fs::read_dir(repo().join("tests/corpus"))
+        .expect("tests/corpus")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let mut written: Vec<String> = std::fs::read_dir(dir.path())
+        .expect("written")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    written.sort();
+    assert_eq!(names, written);
+    for name in names {
+        assert!(
+            std::fs::read(corpus(&name)).expect("read")
+                == std::fs::read(dir.path().join(&name)).expect("read"),
+            "tests/corpus/{name} is not what scripts/make_malformed_corpus.py writes"
+        );
+    }
+}

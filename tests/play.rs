@@ -66,7 +66,9 @@ fn every_fault_loses_the_game_and_the_match_goes_on() {
             "--engine",
             &fake(mode),
             "--engine",
-            "name=lb,cmd=builtin",
+            // lb at a node count: only the fake's clock (its hang found 2 s
+            // after the clock runs out) is timed.
+            "name=lb,cmd=builtin,nodes=2000",
             "--tc",
             "1+0",
             "--games",
@@ -100,16 +102,13 @@ fn real_engines_complete_matches() {
     let dir = tempfile::tempdir().expect("tempdir");
     let pgn = dir.path().join("games.pgn");
     let lb = format!("name=learnbook,cmd={} uci", env!("CARGO_BIN_EXE_learnbook"));
-    for (other, tc) in [
-        ("name=glaurung,cmd=/usr/games/glaurung", "2+0.05"),
-        (
-            "name=phalanx,cmd=/usr/games/phalanx -l- -b-,proto=xboard",
-            "2+0.05",
-        ),
-        (
-            "name=fairymax,cmd=/usr/games/fairymax,proto=xboard",
-            "2+0.05",
-        ),
+    // Node and depth limits, so that a busy machine plays the same games
+    // (slower). Phalanx takes no depth over xboard: it plays on a clock, a
+    // generous one (its verdict here is "no answer", 2 s past its whole clock).
+    for other in [
+        "name=glaurung,cmd=/usr/games/glaurung,option.Threads=1",
+        "name=phalanx,cmd=/usr/games/phalanx -l- -b-,proto=xboard,tc=10+0.1",
+        "name=fairymax,cmd=/usr/games/fairymax,proto=xboard,depth=4",
     ] {
         let out = ok(&[
             "play",
@@ -117,8 +116,8 @@ fn real_engines_complete_matches() {
             &lb,
             "--engine",
             other,
-            "--tc",
-            tc,
+            "--nodes",
+            "20000",
             "--games",
             "2",
             "--repeat",

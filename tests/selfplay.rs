@@ -133,7 +133,7 @@ fn start_and_wait(a: &[String], out: &Path, n: usize) -> std::process::Child {
         .expect("spawn selfplay");
     let t = Instant::now();
     while games_in(out) < n {
-        assert!(t.elapsed() < Duration::from_secs(120), "no games appear");
+        assert!(t.elapsed() < common::WATCHDOG, "no games appear");
         sleep(Duration::from_millis(5));
     }
     child

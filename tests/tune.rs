@@ -109,7 +109,7 @@ fn wait_for_iteration(ckpt: &Path, n: u64) -> u64 {
                 return st.iteration();
             }
         }
-        assert!(t.elapsed() < Duration::from_secs(120), "no progress");
+        assert!(t.elapsed() < common::WATCHDOG, "no progress");
         sleep(Duration::from_millis(5));
     }
 }

@@ -16,8 +16,9 @@ use serde_json::{json, Value};
 pub const CHROMIUM: &str = "/usr/bin/chromium";
 pub const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 /// How long any one condition may take to hold (a generous bound, not a
-/// measurement: the page normally answers in milliseconds).
-pub const WAIT: Duration = Duration::from_secs(60);
+/// measurement: the page normally answers in milliseconds; a browser
+/// starting on a busy machine may take a minute).
+pub const WAIT: Duration = Duration::from_secs(300);
 
 // ------------------------------------------------------------------ HTTP
 
@@ -25,7 +26,7 @@ pub const WAIT: Duration = Duration::from_secs(60);
 pub fn http(addr: &str, method: &str, path: &str, body: Option<&Value>) -> (u16, String) {
     let mut stream = TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
     stream
-        .set_read_timeout(Some(Duration::from_secs(120)))
+        .set_read_timeout(Some(Duration::from_secs(300)))
         .expect("read timeout");
     let body = body.map(|b| b.to_string()).unwrap_or_default();
     let head = format!(

@@ -151,6 +151,9 @@ where
     G: Fn(&mut StdRng) -> I,
     R: Fn(I) -> CaseResult + Send + Sync + 'static,
 {
+    // A hang guard, not a time limit: a case that takes milliseconds on a
+    // quiet machine may take many seconds on a busy one.
+    let timeout = timeout.max(Duration::from_secs(120));
     let m = mode();
     let (tx_in, rx_in) = mpsc::channel::<I>();
     let (tx_out, rx_out) = mpsc::channel::<std::thread::Result<CaseResult>>();

@@ -14,6 +14,11 @@ use std::{
     process::{Command, Output},
 };
 
+/// How long a test waits for a process's progress before it calls it
+/// stuck: a watchdog, not a time limit (a busy machine may take minutes
+/// for what takes a second on a quiet one).
+pub const WATCHDOG: std::time::Duration = std::time::Duration::from_secs(1200);
+
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_learnbook")
 }

@@ -85,7 +85,7 @@ impl Server {
         let stream = TcpStream::connect(self.addr).expect("connect");
         // Bounds a test that would otherwise hang; never a measured time.
         stream
-            .set_read_timeout(Some(Duration::from_secs(60)))
+            .set_read_timeout(Some(Duration::from_secs(300)))
             .expect("timeout");
         stream
     }

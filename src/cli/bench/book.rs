@@ -1,8 +1,12 @@
 //! `bench analyze`, `bench grow` and `bench learn`: work on copies of a book.
 
-use std::{path::Path, time::Instant};
+use std::{
+    path::{Path, PathBuf},
+    time::Instant,
+};
 
 use anyhow::{anyhow, bail, Context, Result};
+use clap::Args;
 use learnbook::book::{
     pgn::{
         input::{open_input, GameStream},
@@ -12,6 +16,103 @@ use learnbook::book::{
 };
 
 use super::{median, tempfile_dir};
+
+/// Analysis throughput on `analyze`'s path (the book opened as `analyze` opens it, the
+/// same searches and stores): the same positions of a copy of BOOK analysed with 1 and
+/// with 2 threads, positions per second and their ratio.
+#[derive(Args, Debug)]
+pub struct AnalyzeArgs {
+    /// The book to copy (it is not changed).
+    #[arg(long)]
+    book: PathBuf,
+    /// The analysing engine, as `analyze --engine` takes it (default: the search core).
+    #[arg(long)]
+    engine: Option<String>,
+    /// Nodes per search.
+    #[arg(long, default_value_t = learnbook::analyze::DEFAULT_NODES)]
+    nodes: u64,
+    /// Positions analysed per measurement (the first of the breadth-first order).
+    #[arg(long, default_value_t = 400)]
+    positions: usize,
+    /// Analyse positions with at least this many games, and their children.
+    #[arg(long, default_value_t = learnbook::analyze::DEFAULT_MIN_GAMES)]
+    min_games: u32,
+}
+
+impl AnalyzeArgs {
+    pub(super) fn run(self) -> Result<()> {
+        bench_analyze(
+            &self.book,
+            self.engine.as_deref(),
+            self.nodes,
+            self.positions,
+            self.min_games,
+        )
+    }
+}
+
+/// Grow throughput: the same number of expansions on copies of BOOK with 1 and with 2
+/// threads (the search core), expansions per second and their ratio, with what each
+/// run added.
+#[derive(Args, Debug)]
+pub struct GrowArgs {
+    /// The book to copy (it is not changed).
+    #[arg(long)]
+    book: PathBuf,
+    /// Nodes per search.
+    #[arg(long, default_value_t = learnbook::analyze::DEFAULT_NODES)]
+    nodes: u64,
+    /// Expansions per measurement.
+    #[arg(long, default_value_t = 400)]
+    expansions: usize,
+    /// As `grow --alpha`.
+    #[arg(long, default_value_t = learnbook::analyze::grow::DEFAULT_ALPHA)]
+    alpha: f64,
+    /// As `grow --width`.
+    #[arg(long, default_value_t = learnbook::analyze::grow::DEFAULT_WIDTH)]
+    width: usize,
+}
+
+impl GrowArgs {
+    pub(super) fn run(self) -> Result<()> {
+        bench_grow(
+            &self.book,
+            self.nodes,
+            self.expansions,
+            self.alpha,
+            self.width,
+        )
+    }
+}
+
+/// Adding one game with incremental re-evaluation on `learn`'s path (the book opened as
+/// `learn` opens it, each game through the call `learn` makes), against a full
+/// re-evaluation, on a copy of BOOK: the median per game beside the 1 ms target, then
+/// the floor (each game's rows and counts alone).
+#[derive(Args, Debug)]
+pub struct LearnArgs {
+    /// The book to copy (it is not changed).
+    #[arg(long)]
+    book: PathBuf,
+    /// Games to add one by one (they should not be in the book).
+    #[arg(long)]
+    games: PathBuf,
+    /// Skip this many games of --games first.
+    #[arg(long, default_value_t = 0)]
+    skip: usize,
+    /// Number of games to add.
+    #[arg(long, default_value_t = 1000)]
+    n: usize,
+    /// Full re-evaluations to time.
+    #[arg(long, default_value_t = 3)]
+    full_runs: usize,
+}
+
+impl LearnArgs {
+    pub(super) fn run(self) -> Result<()> {
+        bench_learn(&self.book, &self.games, self.skip, self.n, self.full_runs)
+    }
+}
 
 /// Copies `book` page for page (as `build` left it) into `dir`.
 fn copy_book(book: &Path, copy: &Path) -> Result<()> {
@@ -27,7 +128,7 @@ fn copy_book(book: &Path, copy: &Path) -> Result<()> {
     Ok(())
 }
 
-pub(super) fn bench_analyze(
+fn bench_analyze(
     book: &Path,
     engine: Option<&str>,
     nodes: u64,
@@ -74,13 +175,7 @@ pub(super) fn bench_analyze(
     Ok(())
 }
 
-pub(super) fn bench_grow(
-    book: &Path,
-    nodes: u64,
-    expansions: usize,
-    alpha: f64,
-    width: usize,
-) -> Result<()> {
+fn bench_grow(book: &Path, nodes: u64, expansions: usize, alpha: f64, width: usize) -> Result<()> {
     use learnbook::analyze::{grow, Budget, EngineChoice, Options};
     let dir = tempfile_dir()?;
     let mut rates = Vec::new();
@@ -130,13 +225,7 @@ const LEARN_TARGET_MS: f64 = 1.0;
 /// `learn` makes for each game (one transaction, the affected positions
 /// re-evaluated at once), against a full re-evaluation of the same book;
 /// then the floor, each game's rows and counts alone.
-pub(super) fn bench_learn(
-    book: &Path,
-    games: &Path,
-    skip: usize,
-    n: usize,
-    full_runs: usize,
-) -> Result<()> {
+fn bench_learn(book: &Path, games: &Path, skip: usize, n: usize, full_runs: usize) -> Result<()> {
     let dir = tempfile_dir()?;
     let copy = dir.join("learn-bench.sqlite");
     copy_book(book, &copy)?;

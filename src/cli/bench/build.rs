@@ -8,9 +8,46 @@ use std::{
 };
 
 use anyhow::{bail, Context, Result};
+use clap::Args;
 use learnbook::book::pgn::{input::open_input, validate::Filter};
 
 use super::{median, tempfile_dir};
+
+/// Full build (parse, SQLite, values) against `polyglot make-book` on the same decompressed PGN.
+#[derive(Args, Debug)]
+pub struct BuildArgs {
+    /// The PGN (any compression); it is decompressed once, for both tools.
+    #[arg(value_name = "FILE.pgn")]
+    pgn: PathBuf,
+    /// Store moves up to this ply (both tools).
+    #[arg(long, default_value_t = 40)]
+    max_ply: u32,
+    /// polyglot's -min-game.
+    #[arg(long, default_value_t = 3)]
+    min_game: u32,
+    /// Runs of each tool; the median is reported.
+    #[arg(long, default_value_t = 1)]
+    runs: usize,
+    /// The polyglot binary (a bare name is looked up on PATH, then in /usr/games).
+    #[arg(long, default_value = "polyglot")]
+    polyglot: String,
+    /// Work directory (default: a new temporary directory).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+}
+
+impl BuildArgs {
+    pub(super) fn run(self) -> Result<()> {
+        bench_build(
+            &self.pgn,
+            self.max_ply,
+            self.min_game,
+            self.runs,
+            &self.polyglot,
+            self.dir,
+        )
+    }
+}
 
 /// Wall time and peak resident memory of a child process.
 pub(super) struct Measured {
@@ -59,7 +96,7 @@ fn find_program(name: &str) -> PathBuf {
     }
 }
 
-pub(super) fn bench_build(
+fn bench_build(
     pgn: &Path,
     max_ply: u32,
     min_game: u32,

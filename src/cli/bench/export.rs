@@ -22,9 +22,10 @@ use learnbook::book::formats::BookFormat;
 use super::build::measure;
 use super::tempfile_dir;
 
-/// `bench export`'s arguments.
+/// `export` to a GUI's format (--format abk) against jja writing the same format, best of
+/// --runs, as a ratio, with the files' sizes.
 #[derive(Args, Debug)]
-pub struct ExportBenchArgs {
+pub struct ExportArgs {
     /// The learnbook book to export.
     #[arg(long)]
     pub book: PathBuf,
@@ -137,7 +138,13 @@ fn size_mb(path: &Path) -> Result<f64> {
         / 1e6)
 }
 
-pub(super) fn bench_export(args: ExportBenchArgs) -> Result<()> {
+impl ExportArgs {
+    pub(super) fn run(self) -> Result<()> {
+        bench_export(self)
+    }
+}
+
+fn bench_export(args: ExportArgs) -> Result<()> {
     let tmp;
     let dir = match &args.dir {
         Some(d) => {

@@ -1,14 +1,108 @@
 //! `bench play`, `bench selfplay`, `bench tune` and `bench fit`: games and
 //! fits on one thread and on two.
 
-use std::{path::Path, time::Instant};
+use std::{
+    path::{Path, PathBuf},
+    time::Instant,
+};
 
 use anyhow::{bail, Context, Result};
+use clap::Args;
 
 use super::tempfile_dir;
 
+/// Games per second of the built-in engine at --concurrency 1 and 2, in one run.
+#[derive(Args, Debug)]
+pub struct PlayArgs {
+    /// Nodes a move.
+    #[arg(long, default_value_t = 2000)]
+    nodes: u64,
+    /// Games per measurement.
+    #[arg(long, default_value_t = 40)]
+    games: usize,
+    /// Openings (EPD or PGN).
+    #[arg(long, value_name = "FILE")]
+    openings: PathBuf,
+}
+
+impl PlayArgs {
+    pub(super) fn run(self) -> Result<()> {
+        bench_play(self.nodes, self.games, &self.openings)
+    }
+}
+
+/// `selfplay` throughput: the same games with --concurrency 1 and 2 (checked to be the
+/// same games), games/s and ratio.
+#[derive(Args, Debug)]
+pub struct SelfplayArgs {
+    /// Nodes a move.
+    #[arg(long, default_value_t = 5000)]
+    nodes: u64,
+    /// Games per measurement.
+    #[arg(long, default_value_t = 40)]
+    games: usize,
+    /// Openings (EPD or PGN).
+    #[arg(long, value_name = "FILE")]
+    openings: PathBuf,
+}
+
+impl SelfplayArgs {
+    pub(super) fn run(self) -> Result<()> {
+        bench_selfplay(self.nodes, self.games, &self.openings)
+    }
+}
+
+/// Tuner throughput: the same SPSA iterations with --threads 1 and 2, games/s and ratio.
+#[derive(Args, Debug)]
+pub struct TuneArgs {
+    /// Nodes a move.
+    #[arg(long, default_value_t = 2000)]
+    nodes: u64,
+    /// Game pairs per iteration.
+    #[arg(long, default_value_t = 16)]
+    pairs_per_iteration: usize,
+    /// Iterations per measurement.
+    #[arg(long, default_value_t = 10)]
+    iterations: u64,
+    /// Openings (EPD or PGN).
+    #[arg(long, value_name = "FILE")]
+    openings: PathBuf,
+}
+
+impl TuneArgs {
+    pub(super) fn run(self) -> Result<()> {
+        bench_tune(
+            self.nodes,
+            self.pairs_per_iteration,
+            self.iterations,
+            &self.openings,
+        )
+    }
+}
+
+/// `fit` throughput on 1 and 2 threads: positions read and traced per second, and
+/// positions per second through the loss and its gradient (one epoch), with the ratios.
+#[derive(Args, Debug)]
+pub struct FitArgs {
+    /// PGN games to read positions from (.pgn, .gz, .zst).
+    #[arg(value_name = "FILE.pgn")]
+    pgn: PathBuf,
+    /// Use at most this many positions.
+    #[arg(long, default_value_t = 500_000)]
+    max_positions: usize,
+    /// Epochs per measurement.
+    #[arg(long, default_value_t = 10)]
+    epochs: u32,
+}
+
+impl FitArgs {
+    pub(super) fn run(self) -> Result<()> {
+        bench_fit(&self.pgn, self.max_positions, self.epochs)
+    }
+}
+
 /// Builtin self-play at a fixed node count, one worker and then two.
-pub(super) fn bench_play(nodes: u64, games: usize, openings: &Path) -> Result<()> {
+fn bench_play(nodes: u64, games: usize, openings: &Path) -> Result<()> {
     use learnbook::play::{
         game::{Adjudication, Limit},
         runner::{read_openings, run_match, MatchConfig, PlayerSpec},
@@ -58,7 +152,7 @@ pub(super) fn bench_play(nodes: u64, games: usize, openings: &Path) -> Result<()
 
 /// `selfplay` with its defaults (adjudication, table size) into a new file,
 /// once with one thread and once with two; both files must hold the same games.
-pub(super) fn bench_selfplay(nodes: u64, games: usize, openings: &Path) -> Result<()> {
+fn bench_selfplay(nodes: u64, games: usize, openings: &Path) -> Result<()> {
     use learnbook::play::{game::Adjudication, runner::read_openings, selfplay};
     let suite = read_openings(openings)?;
     let dir = tempfile_dir()?;
@@ -125,7 +219,7 @@ fn cpu_seconds() -> f64 {
 /// The tuner's loop (games, steps, checkpoints) from `default` over every
 /// parameter, once on one thread and once on two. Node-limited games make
 /// both runs play the very same games, which is checked.
-pub(super) fn bench_tune(nodes: u64, pairs: usize, iterations: u64, openings: &Path) -> Result<()> {
+fn bench_tune(nodes: u64, pairs: usize, iterations: u64, openings: &Path) -> Result<()> {
     use learnbook::{
         engine::params::Weights,
         tune::{
@@ -186,7 +280,7 @@ pub(super) fn bench_tune(nodes: u64, pairs: usize, iterations: u64, openings: &P
 }
 
 /// Positions/s of reading and of the gradient, at 1 and 2 threads.
-pub(super) fn bench_fit(pgn: &Path, max_positions: usize, epochs: u32) -> Result<()> {
+fn bench_fit(pgn: &Path, max_positions: usize, epochs: u32) -> Result<()> {
     use learnbook::tune::fit::{self, model::Model, samples};
     let sel = samples::Selection {
         skip_plies: 16,

@@ -3,14 +3,64 @@
 //! positions: positions per second, and how near each comes to a deeper
 //! reference (the same engine at a larger budget, one search a child).
 
-use std::time::Instant;
+use std::{path::PathBuf, time::Instant};
 
 use anyhow::{bail, Result};
+use clap::Args;
 use learnbook::{
     analyze::{self, analyst::Searched, Analyst, Budget, EngineChoice},
     book::Book,
 };
 use shakmaty::{Chess, Move, Position};
+
+/// A position's book moves scored by one MultiPV search against one search a child (same
+/// engine, budget and positions): positions per second, and each method's distance from
+/// a reference (one search a child at --reference-nodes, the same engine: it shares the
+/// analyst's evaluation).
+#[derive(Args, Debug)]
+pub struct MultipvArgs {
+    /// The book whose positions are scored (only read).
+    #[arg(long)]
+    book: PathBuf,
+    /// A UCI engine with MultiPV, as `analyze --engine` takes it.
+    #[arg(long)]
+    engine: String,
+    /// Nodes per search of both methods.
+    #[arg(long, default_value_t = 50_000)]
+    nodes: u64,
+    /// Nodes per MultiPV search, one or more (default --nodes): equal quality may need more.
+    #[arg(long, value_delimiter = ',')]
+    multipv_nodes: Vec<u64>,
+    /// Nodes per search of the reference (default 20 x --nodes).
+    #[arg(long)]
+    reference_nodes: Option<u64>,
+    /// Positions: interior, with two book moves or more, in improve's order.
+    #[arg(long, default_value_t = 100)]
+    positions: usize,
+    /// Positions with at least this many games.
+    #[arg(long, default_value_t = 50)]
+    min_games: u32,
+}
+
+impl MultipvArgs {
+    pub(super) fn run(self) -> Result<()> {
+        let multipv_nodes = if self.multipv_nodes.is_empty() {
+            vec![self.nodes]
+        } else {
+            self.multipv_nodes
+        };
+        bench_multipv(
+            &self.book,
+            &self.engine,
+            self.nodes,
+            multipv_nodes,
+            self.reference_nodes
+                .unwrap_or(self.nodes.saturating_mul(20)),
+            self.positions,
+            self.min_games,
+        )
+    }
+}
 
 /// Each book move's score from the parent's side, and the best move
 /// outside the book's (the deviation), by one method.
@@ -137,7 +187,7 @@ impl Quality {
     }
 }
 
-pub(super) fn bench_multipv(
+fn bench_multipv(
     book: &std::path::Path,
     engine: &str,
     nodes: u64,

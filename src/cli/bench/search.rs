@@ -4,12 +4,13 @@
 
 use std::{
     fmt::Write as _,
-    path::Path,
+    path::{Path, PathBuf},
     sync::atomic::AtomicBool,
     time::{Duration, Instant},
 };
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
+use clap::Args;
 use shakmaty::{san::San, CastlingMode};
 
 use learnbook::{
@@ -21,6 +22,72 @@ use learnbook::{
     },
     workers,
 };
+
+/// An EPD test suite (bm/am), a fixed time per position: solved/total and the misses.
+#[derive(Args, Debug)]
+pub struct WacArgs {
+    /// The EPD suite (bm/am operations).
+    #[arg(value_name = "FILE.epd")]
+    file: PathBuf,
+    /// Milliseconds per position.
+    #[arg(long, default_value_t = 1000)]
+    movetime: u64,
+    /// Nodes per position instead of time (the result does not depend on the machine).
+    #[arg(long)]
+    nodes: Option<u64>,
+    /// Positions searched at once (one search thread each).
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// Transposition table per search, MB.
+    #[arg(long, default_value_t = 64)]
+    hash: usize,
+    /// The engine's weights: a TOML file or a preset (default, search-hand, hand, kaissa, kotok).
+    #[arg(long, default_value = "default")]
+    weights: String,
+}
+
+impl WacArgs {
+    /// `bench wac`: the report on stdout.
+    pub(super) fn run(self) -> Result<()> {
+        let weights = learnbook::engine::presets::load(&self.weights).context("--weights")?;
+        let limits = match self.nodes {
+            Some(n) => Limits {
+                nodes: Some(n),
+                ..Limits::default()
+            },
+            None => Limits {
+                movetime: Some(self.movetime),
+                ..Limits::default()
+            },
+        };
+        let (_, report) = wac(&self.file, &limits, self.threads, self.hash, &weights)?;
+        print!("{report}");
+        Ok(())
+    }
+}
+
+/// Perft of a perft EPD suite through the engine's position handling, timed against shakmaty's perft.
+#[derive(Args, Debug)]
+pub struct PerftArgs {
+    /// The perft EPD suite.
+    #[arg(value_name = "FILE.epd")]
+    file: PathBuf,
+    /// Perft depth.
+    #[arg(long, default_value_t = 4)]
+    depth: u32,
+}
+
+impl PerftArgs {
+    /// `bench perft`: the report on stdout; an error if a count differs.
+    pub(super) fn run(self) -> Result<()> {
+        let (ok, report) = perft_suite(&self.file, self.depth)?;
+        print!("{report}");
+        if !ok {
+            bail!("perft counts differ from {}", self.file.display());
+        }
+        Ok(())
+    }
+}
 
 /// Middlegame and endgame positions for `learnbook bench` (the usual mix:
 /// openings, tactics, pawn and piece endings).

@@ -45,6 +45,46 @@ use shakmaty::{CastlingMode, Chess, Position};
 
 use learnbook::book::{keys::polyglot_key, generate, Book};
 
+/// The explorer under load: `/masters` requests/s and p50/p99 latency at 1, 8 and 64
+/// connections on loopback, beside the constant endpoint (HTTP's own cost) and the same
+/// lookups in process; then 64 connections while `learn` adds games to the book (a copy).
+#[derive(clap::Args, Debug)]
+pub struct ServeArgs {
+    /// The book (copied; the copy is served and learned into).
+    #[arg(long)]
+    book: PathBuf,
+    /// Seconds of load per measurement.
+    #[arg(long, default_value_t = 5.0)]
+    seconds: f64,
+    /// Games `learn` adds during the last load (generated from the book, new to it).
+    #[arg(long, default_value_t = 1000)]
+    learn_games: u64,
+    /// Distinct positions queried, drawn from the book by popularity.
+    #[arg(long, default_value_t = 2000)]
+    queries: usize,
+    /// The server's threads (default: the cores).
+    #[arg(long)]
+    threads: Option<usize>,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+impl ServeArgs {
+    /// `bench serve`: the report on stdout.
+    pub(super) fn run(self) -> Result<()> {
+        let report = run(&Options {
+            book: self.book,
+            seconds: self.seconds,
+            learn_games: self.learn_games,
+            queries: self.queries,
+            threads: self.threads,
+            seed: self.seed,
+        })?;
+        print!("{report}");
+        Ok(())
+    }
+}
+
 /// What `bench serve` was given.
 #[derive(Clone, Debug)]
 pub struct Options {

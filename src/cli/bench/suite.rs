@@ -30,6 +30,133 @@ use learnbook::play::{
 /// tells the runner which games of a `--pgnout` file a rerun may count.
 const EVENT: &str = "learnbook bench suite";
 
+/// Opening suites compared by the resolution they give a match: nElo and expected SPRT length.
+///
+/// The same two engines play --pairs game pairs over each --suite: each opening twice,
+/// colours swapped, the openings in an order shuffled with --seed (the same engines,
+/// limits and number of pairs for every suite; a suite with fewer openings than pairs
+/// has them taken again, and the output says so). A suite whose pairs vary less tells
+/// the engines apart in fewer games: the SPRT's cost goes as 1/nElo^2.
+///
+/// Prints, per suite: pairs, games, wins/draws/losses from the first engine's side and
+/// the draw rate; the pentanomial counts [LL, LD, DD+WL, WD, WW], the share of pairs
+/// scoring 1-1 and of pairs with both games drawn; the score and the Elo with its 95%
+/// interval (pentanomial); the variance per pair and nElo with its 95% interval
+/// (fishtest's definitions); the GSPRT's expected length in games for --elo0/--elo1
+/// (logistic Elo, --alpha, --beta) by Wald's approximation with the suite's measured
+/// variance, if the true Elo is elo1 and at the measured score. Then one table row per
+/// suite: draw rate, nElo [95%], nElo over the first suite's, expected SPRT games.
+///
+/// Runs are long (hours for the thousands of pairs a useful comparison needs): give
+/// --pgnout-dir. Each suite's games are appended to DIR/<suite name>.pgn as they end,
+/// and the same command run again counts the games already there and plays only the
+/// rest, so a killed bench resumes where it stopped. --journal keeps only each game's
+/// result, a character a game, in a file small enough to keep with the project: the
+/// same command resumes from it on another machine.
+#[derive(clap::Args, Debug)]
+pub struct SuiteArgs {
+    /// An opening suite: EPD (one position a line) or PGN (.gz, .zst). Once per suite;
+    /// the first is the one the others are compared with.
+    #[arg(long = "suite", value_name = "FILE", required = true)]
+    suites: Vec<PathBuf>,
+    /// name=N,cmd=CMD[,proto=uci|xboard][,option.X=V][,dir=D][,tc=|nodes=|depth=];
+    /// cmd=builtin[,weights=W]. Twice, with different names; results are the first's.
+    #[arg(long = "engine", required = true, num_args = 1)]
+    engines: Vec<String>,
+    /// Game pairs per suite (2 games each).
+    #[arg(long)]
+    pairs: usize,
+    /// Games played at once (each worker owns its engine processes).
+    #[arg(long, default_value_t = 1)]
+    concurrency: usize,
+    #[command(flatten)]
+    limit: crate::cli::args::LimitArgs,
+    /// Seed of each suite's opening order.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// The SPRT's H0, logistic Elo (for the expected length).
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
+    elo0: f64,
+    /// The SPRT's H1, logistic Elo.
+    #[arg(long, default_value_t = 5.0, allow_negative_numbers = true)]
+    elo1: f64,
+    /// The SPRT's type I error.
+    #[arg(long, default_value_t = 0.05)]
+    alpha: f64,
+    /// The SPRT's type II error.
+    #[arg(long, default_value_t = 0.05)]
+    beta: f64,
+    #[command(flatten)]
+    adjudication: crate::cli::args::MatchAdjudication,
+    /// Append each suite's games to DIR/<suite name>.pgn; games already there from an
+    /// earlier run of the same command are counted, not played again.
+    #[arg(long, value_name = "DIR")]
+    pgnout_dir: Option<PathBuf>,
+    /// A results journal: each game's result is written there as it ends, and games
+    /// already there from an earlier run of the same command are counted, not played
+    /// again (with --pgnout-dir too, a game in both counts once).
+    #[arg(long, value_name = "FILE")]
+    journal: Option<PathBuf>,
+    /// Also write the results as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+impl SuiteArgs {
+    /// `bench suite`: the report on stdout and, with --json, in that file.
+    pub(super) fn run(self) -> Result<()> {
+        let SuiteArgs {
+            suites,
+            engines: specs,
+            pairs,
+            concurrency,
+            limit,
+            seed,
+            elo0,
+            elo1,
+            alpha,
+            beta,
+            adjudication,
+            pgnout_dir,
+            journal,
+            json,
+        } = self;
+        // What decides the games, as given (the journal's match identity).
+        let identity = format!(
+            "engines={specs:?} tc={:?} nodes={:?} depth={:?} draw={:?} resign={:?} maxmoves={:?}",
+            limit.tc,
+            limit.nodes,
+            limit.depth,
+            adjudication.draw,
+            adjudication.resign,
+            adjudication.maxmoves
+        );
+        let cfg = SuiteBench {
+            suites,
+            engines: engines(&specs, &limit.limit())?,
+            pairs,
+            concurrency,
+            seed,
+            // parse_sprt checks the bounds as `play --sprt` does.
+            sprt: learnbook::play::spec::parse_sprt(&format!(
+                "elo0={elo0},elo1={elo1},alpha={alpha},beta={beta}"
+            ))?,
+            adjudication: adjudication.adjudication()?,
+            pgnout_dir,
+            journal,
+            identity,
+        };
+        let report = bench_suites(&cfg)?;
+        print!("{report}");
+        if let Some(path) = json {
+            let text = serde_json::to_string_pretty(&report).context("--json")?;
+            learnbook::atomic_file::write(&path, text.as_bytes())
+                .with_context(|| format!("--json: cannot write {}", path.display()))?;
+        }
+        Ok(())
+    }
+}
+
 /// The two players and their limits as `play` reads them, with different
 /// names (a suite's games are told apart by them).
 pub fn engines(specs: &[String], limit: &CommonLimit) -> Result<Engines> {

@@ -13,11 +13,11 @@ use rusqlite::{params, Connection};
 use super::cache::{NodeCache, Sql};
 use super::graph::reevaluate_all;
 use super::tails::for_each_tail;
-use learnbook_base::atomic_file::{directory_of, file_name_of};
 use crate::keys::{Key, MoveCode};
 use crate::pgn::game::Counts;
 use crate::sort::{SortRecord, Sorter};
 use crate::values::minimax::{node_value_with, NodeInfo, ValueParams};
+use learnbook_base::atomic_file::{directory_of, file_name_of};
 
 /// Positions the cache holds before it starts again (about 200 bytes each).
 const CACHE_POSITIONS: usize = 1 << 16;

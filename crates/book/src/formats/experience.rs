@@ -40,12 +40,12 @@ use shakmaty::{fen::Fen, CastlingMode, Chess, EnPassantMode, Position};
 
 use super::polyglot::ExportOptions;
 use super::sf_keys::{sf_key, SfKey, SfMove};
-use learnbook_base::atomic_file;
 use crate::db::import::EngineMove;
 use crate::db::scan::StoredMove;
 use crate::db::{Analysis, Book};
 use crate::keys::{polyglot_key, Key, KeyMap, MoveCode};
 use crate::values::minimax::child_score;
+use learnbook_base::atomic_file;
 
 /// Bytes of one entry.
 pub const ENTRY_SIZE: usize = 24;

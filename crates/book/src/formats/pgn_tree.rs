@@ -61,7 +61,6 @@ use anyhow::{bail, Result};
 use shakmaty::{san::SanPlus, Chess, Position};
 
 use super::polyglot::{for_each_selected, ExportOptions};
-use learnbook_base::atomic_file;
 use crate::db::plan_store::PlanStore;
 use crate::db::Book;
 use crate::keys::{polyglot_key, Key, MoveCode};
@@ -69,6 +68,7 @@ use crate::pgn::write::{MoveNumber, MovetextWriter};
 use crate::memory::default_memory;
 use crate::view::explorer::ExploredMove;
 use crate::view::report::format_cp;
+use learnbook_base::atomic_file;
 
 /// `--max-ply` of a PGN export when none is given: 12 plies (six moves)
 /// keep the master book's file to tens of megabytes (docs/FORMATS.md).

@@ -12,13 +12,13 @@ use anyhow::{bail, Context, Result};
 use shakmaty::Chess;
 
 use super::suite::SideToMove;
-use learnbook_base::atomic_file;
 use crate::db::scan::StoredMove;
 use crate::db::Book;
 use crate::keys::{polyglot_key, Key, KeyMap, MoveCode};
 use crate::pgn::game::Counts;
 use crate::sort::Sorter;
 use crate::values::minimax::{self, option_weights, NodeInfo};
+use learnbook_base::atomic_file;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Entry {

@@ -26,7 +26,7 @@ use learnbook_base::shard::Shard;
 
 const BATCH: usize = 2048;
 /// Games between two log lines when stderr is not a terminal.
-pub(in crate) const LOG_EVERY: u64 = 50_000;
+pub(crate) const LOG_EVERY: u64 = 50_000;
 /// Examples kept per skip reason, for the summary.
 const EXAMPLES: usize = 3;
 
@@ -59,7 +59,7 @@ pub struct Phase {
 
 impl Summary {
     /// Ends the phase `name` at `elapsed` seconds from the start of the run.
-    pub(in crate) fn end_phase(&mut self, name: &'static str, elapsed: f64) {
+    pub(crate) fn end_phase(&mut self, name: &'static str, elapsed: f64) {
         let before: f64 = self.phases.iter().map(|p| p.seconds).sum();
         self.phases.push(Phase {
             name,
@@ -178,7 +178,7 @@ fn progress(label: &str) -> ProgressBar {
 
 /// Validates batches in parallel and hands each result to `sink` in input
 /// order, skipping games already seen (in the book or earlier in the run).
-pub(in crate) fn for_each_game(
+pub(crate) fn for_each_game(
     inputs: Vec<PathBuf>,
     filter: &Filter,
     seen: Option<KeySet<u64>>,
@@ -199,11 +199,11 @@ pub(in crate) fn for_each_game(
 
 /// Work done on a validated game by the thread that validated it (so on
 /// every core), its result handed to the sink with the game.
-pub(in crate) type Prepare = std::sync::Arc<dyn Fn(&Game) -> Vec<u8> + Send + Sync>;
+pub(crate) type Prepare = std::sync::Arc<dyn Fn(&Game) -> Vec<u8> + Send + Sync>;
 
 /// [`for_each_game`], with `prepare` run on each valid game as it is
 /// validated (also on a game the sink will see as a duplicate).
-pub(in crate) fn for_each_game_with(
+pub(crate) fn for_each_game_with(
     inputs: Vec<PathBuf>,
     shard: Shard,
     filter: &Filter,

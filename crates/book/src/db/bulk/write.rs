@@ -20,9 +20,7 @@ use crate::db::book::Book;
 use crate::db::codec::hash_to_sql;
 use crate::db::graph::reevaluate_all;
 use crate::db::node_rows::MOVE_UPSERT;
-use crate::db::rows::{
-    insert_head, GameRecord, MoveRecord, ParentRecord, PositionRecord, Record,
-};
+use crate::db::rows::{insert_head, GameRecord, MoveRecord, ParentRecord, PositionRecord, Record};
 use crate::db::schema::source_id;
 use crate::db::tail_index::{prefix, IndexWriter};
 use crate::db::tails::materialize_keys;
@@ -372,11 +370,7 @@ pub(in crate::db) fn insert_game_tails(
 
 /// Inserts sorted rows of two integers (`head` names the table and its two
 /// columns) in ascending order, their pages packed full.
-pub(in crate::db) fn insert_pairs(
-    tx: &Connection,
-    head: &str,
-    rows: &[(i64, i64)],
-) -> Result<()> {
+pub(in crate::db) fn insert_pairs(tx: &Connection, head: &str, rows: &[(i64, i64)]) -> Result<()> {
     insert_chunked_in(tx, head, 2, rows, true, |st, i, &(a, b)| {
         st.raw_bind_parameter(i, a)?;
         st.raw_bind_parameter(i + 1, b)

@@ -23,11 +23,11 @@ use super::{
     move_squares, priority, promotion_byte, won_lost, Header, RawEntry, ENTRIES_START, ENTRY_LEN,
     NONE, ROOT,
 };
-use learnbook_base::atomic_file;
 use crate::db::Book;
 use crate::formats::polyglot::{for_each_selected, ExportOptions, SelectedMove, WeightMode};
 use crate::formats::suite::SideToMove;
 use crate::keys::{polyglot_key, Key, KeySet, MoveCode};
+use learnbook_base::atomic_file;
 use learnbook_base::peak_memory;
 
 /// The selection sorted by position, heaviest first (then by move, so that
