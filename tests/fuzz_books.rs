@@ -13,11 +13,11 @@ use std::{
 use common::fuzz::*;
 use learnbook::book::{
     check::check,
+    choose::{Decision, Mode, OpeningBook},
     formats::{
         polyglot::{ExportOptions, WeightMode},
         polyglot_import::import,
     },
-    choose::{Decision, Mode, OpeningBook},
     Book, BookSettings,
 };
 use rand::{rngs::StdRng, Rng, SeedableRng};

@@ -9,13 +9,13 @@ use std::path::Path;
 use common::{sample, shared};
 use learnbook::book::{
     build::build_book,
+    choose::{choose, Mode},
     keys::polyglot_key,
     pgn::{
         game::{Game, GameResult},
         input::{open_input, GameStream},
         validate::{Filter, Header},
     },
-    choose::{choose, Mode},
     Book, BookSettings,
 };
 use rand::{rngs::StdRng, Rng, SeedableRng};

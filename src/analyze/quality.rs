@@ -28,9 +28,9 @@ use shakmaty::{CastlingMode, Chess, Move, Position};
 
 use crate::{
     book::{
+        choose::choice_of,
         formats::polyglot::PolyglotBook,
         keys::{polyglot_key, Key},
-        choose::choice_of,
         values::minimax::{option_weights, Choice},
         Book,
     },

@@ -14,9 +14,9 @@ use shakmaty::{Chess, Position};
 
 use super::Budget;
 use crate::book::{
+    choose::choice_of,
     db::Analysis,
     keys::{Key, KeyMap, KeySet, MoveCode},
-    choose::choice_of,
     values::minimax::option_weights,
     Book,
 };

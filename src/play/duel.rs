@@ -26,8 +26,8 @@ use super::{
 };
 use crate::{
     book::{
-        pgn::input::{open_input, GameStream},
         choose::Mode,
+        pgn::input::{open_input, GameStream},
     },
     engine_io::protocol::EngineSpec,
 };

@@ -21,12 +21,12 @@ use super::{
 };
 use crate::{
     book::{
+        choose::{Mode, OpeningBook},
         pgn::{
             game::{Game, GameResult},
             input::{open_input, GameStream, RawGame},
             validate::Header,
         },
-        choose::{Mode, OpeningBook},
         Book,
     },
     engine::{epd::Epd, params::Weights},

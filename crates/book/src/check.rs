@@ -28,12 +28,12 @@ use anyhow::Result;
 
 use shakmaty::{fen::Fen, CastlingMode, Chess, Position};
 
+use super::build::filter::KeyFilter;
 use super::db::stream::tail_listing;
 use super::db::top_games::{mover_elo, rank_of, TopEntry, TopList};
 use super::db::{Book, MoveRating};
 use super::keys::{polyglot_key, Key, KeyMap, KeySet, MoveCode};
 use super::pgn::{game::Counts, validate::next_key};
-use super::build::filter::KeyFilter;
 use super::sort::{Buckets, SortRecord, Sorter};
 use super::values::minimax::node_value_with;
 

@@ -19,10 +19,10 @@ use shakmaty::{Chess, Move, Position as _};
 
 use std::path::Path;
 
-use crate::values::minimax::{self, option_weights, Choice, NodeInfo, ValueParams};
 use crate::db::{Book, BookMove};
 use crate::formats::polyglot::{is_polyglot_path, PolyglotBook};
 use crate::keys::{polyglot_key, MoveCode};
+use crate::values::minimax::{self, option_weights, Choice, NodeInfo, ValueParams};
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Mode {

@@ -19,11 +19,11 @@ use rand::{rngs::StdRng, Rng, SeedableRng};
 use rayon::prelude::*;
 use shakmaty::{san::SanPlus, Chess, Position};
 
+use crate::db::Book;
+use crate::keys::{polyglot_key, Key, KeyMap, MoveCode};
 use crate::pgn::game::Counts;
 use crate::pgn::write::{MoveNumber, MovetextWriter};
 use learnbook_base::atomic_file;
-use crate::db::Book;
-use crate::keys::{polyglot_key, Key, KeyMap, MoveCode};
 
 /// What to generate.
 #[derive(Clone, Debug)]

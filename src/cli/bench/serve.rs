@@ -43,7 +43,7 @@ use hyper_util::rt::TokioIo;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use shakmaty::{CastlingMode, Chess, Position};
 
-use learnbook::book::{keys::polyglot_key, generate, Book};
+use learnbook::book::{generate, keys::polyglot_key, Book};
 
 /// The explorer under load: `/masters` requests/s and p50/p99 latency at 1, 8 and 64
 /// connections on loopback, beside the constant endpoint (HTTP's own cost) and the same

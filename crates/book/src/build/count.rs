@@ -6,15 +6,15 @@ use std::sync::Arc;
 use anyhow::Result;
 
 use super::filter::SharedFilter;
-use crate::journal::{Journal, JournalReader};
 use super::key_range::KeyRange;
 use crate::db::Aggregate;
+use crate::journal::{Journal, JournalReader};
 use crate::keys::{Key, KeySet};
 use crate::pgn::game::Game;
 
 /// Counts games in memory while they fit; past the budget, in a filter of
 /// shared positions (see [`crate::build`]). Every game is journalled.
-pub(in crate) struct Counter {
+pub(crate) struct Counter {
     pub agg: Option<Aggregate>,
     pub filter: Option<Arc<SharedFilter>>,
     pub journal: Journal,
@@ -73,7 +73,7 @@ impl Counter {
 /// game that cannot have a tail (from a FEN, or repeated in the input). The
 /// positions before a tail that one game alone reaches are added from that
 /// game when the book is written.
-pub(in crate) fn count_shared(
+pub(crate) fn count_shared(
     reader: &JournalReader,
     copied: &KeySet<u64>,
     shared: &SharedFilter,
@@ -88,7 +88,7 @@ pub(in crate) fn count_shared(
 /// [`count_shared`] for the keys of `part` only, and the keys of `part`
 /// that games without a tail reach (rows whatever their counts): in two
 /// halves of the range, counted on two threads.
-pub(in crate) fn count_part(
+pub(crate) fn count_part(
     reader: &JournalReader,
     copied: &KeySet<u64>,
     shared: &SharedFilter,

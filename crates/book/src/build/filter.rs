@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::Result;
 
-use crate::journal::JournalReader;
 use super::key_range::KeyRange;
+use crate::journal::JournalReader;
 use crate::keys::Key;
 
 /// A blocked Bloom filter over position keys: each key sets three bits of
@@ -206,8 +206,8 @@ impl SharedFilter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::journal::Journal;
     use crate::journal::test_games::game_through;
+    use crate::journal::Journal;
 
     #[test]
     fn the_filter_never_calls_a_shared_position_single() {

@@ -42,28 +42,28 @@ use std::{path::PathBuf, sync::Arc, time::Instant};
 use anyhow::{bail, Context, Result};
 
 use super::db::{files, Aggregate, Book, BookSettings};
+use super::journal::{self, Distinct, GamesInOrder, Journal, JournalReader};
 use super::keys::KeySet;
+pub use super::memory::{default_memory, parse_size, Spill};
 use super::merge_books::merge_books;
 use super::pgn::read_games::{for_each_game, for_each_game_with, Prepare, Summary, LOG_EVERY};
 use super::pgn::{
     game::Game,
     validate::{Filter, SkipReason},
 };
-use super::journal::{self, Distinct, GamesInOrder, Journal, JournalReader};
 use super::sort::{PairSorter, TempFiles};
+use super::values::minimax::ChoiceChange;
 use count::{count_part, count_shared, Counter};
 use filter::SharedFilter;
 use key_range::KeyRange;
+use learnbook_base::atomic_file;
+use learnbook_base::peak_memory;
+use learnbook_base::shard::Shard;
 use shares::{
     plain_size, AGGREGATE_SHARE, CACHE_SHARE_COUNTING, CACHE_SHARE_VALUES, CACHE_SHARE_WRITING,
     FILTER_SHARE, JOURNAL_FROM, JOURNAL_MEMORY_SHARE, PART_BYTES_PER_POSITION, PART_SHARE,
     SORT_SHARE,
 };
-pub use super::memory::{default_memory, parse_size, Spill};
-use super::values::minimax::ChoiceChange;
-use learnbook_base::atomic_file;
-use learnbook_base::peak_memory;
-use learnbook_base::shard::Shard;
 
 /// `build`: adds every game of `inputs` to the book. An empty book is
 /// written in one bulk pass; an existing one is merged and re-evaluated.

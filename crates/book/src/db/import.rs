@@ -9,10 +9,10 @@ use super::book::Book;
 use super::graph::link_parent;
 use super::tails::materialize_keys;
 use super::values::reevaluate_within;
-use learnbook_base::atomic_file::{directory_of, file_name_of};
 use crate::keys::{Key, MoveCode};
 use crate::pgn::game::Counts;
 use crate::sort::PairSorter;
+use learnbook_base::atomic_file::{directory_of, file_name_of};
 
 /// Keys [`Book::add_imported`] turns from tails into rows at a time (8 MB):
 /// a tail game that holds keys of two batches is expanded twice, the second

@@ -29,9 +29,9 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use super::codec::{moves_from_blob, moves_to_blob};
 use super::files::in_use;
-use learnbook_base::atomic_file::{directory_of, Pending};
 use crate::keys::{Key, MoveCode};
 use crate::sort::Sorter;
+use learnbook_base::atomic_file::{directory_of, Pending};
 
 /// A position the plan reaches, as [`PlanStore::reached`] reads it back.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

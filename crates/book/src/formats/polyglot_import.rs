@@ -23,12 +23,12 @@ use std::{
 use anyhow::{bail, Context, Result};
 use shakmaty::{fen::Fen, CastlingMode, Chess, EnPassantMode, Position};
 
-use learnbook_base::atomic_file::Pending;
 use crate::db::import::ImportedMove;
 use crate::db::Book;
 use crate::keys::{polyglot_key, Key, MoveCode};
 use crate::memory::default_memory;
 use crate::sort::{SortRecord, Sorted, Sorter, TempFiles};
+use learnbook_base::atomic_file::Pending;
 
 /// What `import` did.
 #[derive(Clone, Debug, Default)]

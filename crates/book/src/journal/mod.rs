@@ -18,10 +18,10 @@ use std::{
 use anyhow::{anyhow, Context, Result};
 use rayon::prelude::*;
 
-use record::{decode, encode, Fields};
-use crate::sort::{read_i64, SortRecord, Sorter};
 use crate::keys::KeySet;
 use crate::pgn::game::Game;
+use crate::sort::{read_i64, SortRecord, Sorter};
+use record::{decode, encode, Fields};
 
 /// Where a game is in the journal. Ordered by hash, then place: the
 /// occurrences of one game together, its first one first.
@@ -547,8 +547,8 @@ fn read_batches<T: Send>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::keys::Key;
     use crate::journal::test_games::game_through;
+    use crate::keys::Key;
 
     #[test]
     fn a_journal_reads_back_alike_held_in_memory_outgrowing_it_or_on_file() {

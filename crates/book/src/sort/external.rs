@@ -103,7 +103,9 @@ impl<T: SortRecord> Sorter<T> {
     /// A new run file holding `records` (in order).
     fn write_run(&mut self, records: impl Iterator<Item = Result<T>>) -> Result<Pending> {
         self.written += 1;
-        let path = self.dir.join(run_name(&self.prefix, self.written, std::process::id()));
+        let path = self
+            .dir
+            .join(run_name(&self.prefix, self.written, std::process::id()));
         // Never committed: the guard removes the run when the sort ends.
         let guard = Pending::new(&path, "");
         let file = File::create(&path)

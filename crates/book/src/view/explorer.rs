@@ -8,11 +8,11 @@
 use anyhow::Result;
 use shakmaty::{san::San, Chess, Color};
 
+use crate::choose::{best_of, choice_of};
 use crate::db::{Book, BookMove};
 use crate::keys::{polyglot_key, Key, MoveCode};
 use crate::pgn::game::{Counts, GameResult};
 use crate::values::minimax::{deviation_score, option_weights};
-use crate::choose::{best_of, choice_of};
 
 /// At most this many top games per position, as lichess keeps.
 pub use crate::db::top_games::TOP_GAMES as MAX_TOP_GAMES;

@@ -6,10 +6,10 @@ use anyhow::{Context, Result};
 use shakmaty::{fen::Fen, uci::UciMove, CastlingMode, Chess, EnPassantMode, Position};
 
 use crate::build::Learned;
+use crate::choose::{best_of, choice_of};
 use crate::db::{Book, BookMove};
 use crate::keys::polyglot_key;
 use crate::values::minimax::option_weights;
-use crate::choose::{best_of, choice_of};
 
 /// The position given by `--fen` or `--moves` (from the start), or the start.
 pub fn position_from(fen: Option<&str>, moves: Option<&str>) -> Result<Chess> {

@@ -12,9 +12,9 @@ use crate::db::codec::moves_from_blob;
 use crate::db::tail_index::prefix;
 use crate::db::tails::value_chain;
 use crate::db::top_games::{mover_elo, rank_of, TopEntry, TopList};
+use crate::journal::GamesInOrder;
 use crate::keys::{polyglot_key, Key, KeyMap, MoveCode};
 use crate::pgn::game::Game;
-use crate::journal::GamesInOrder;
 use crate::values::minimax::{Graph, NodeInfo, ValueParams};
 
 /// What the thread that prepares the rows sends before it values them:

@@ -23,9 +23,9 @@ use super::write::{insert_chunked, insert_game_tails, insert_moves, insert_pairs
 use crate::db::book::Book;
 use crate::db::tail_index::IndexWriter;
 use crate::db::top_games::write_top_blob;
+use crate::journal::GamesInOrder;
 use crate::keys::{Key, KeySet, MoveCode};
 use crate::pgn::game::Counts;
-use crate::journal::GamesInOrder;
 use crate::sort::PairSorter;
 use crate::values::minimax::{node_value_with, NodeInfo, ValueParams};
 

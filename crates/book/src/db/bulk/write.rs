@@ -25,8 +25,8 @@ use crate::db::schema::source_id;
 use crate::db::tail_index::{prefix, IndexWriter};
 use crate::db::tails::materialize_keys;
 use crate::db::top_games::{merge_top, write_top_blob};
-use crate::keys::{Key, MoveCode};
 use crate::journal::GamesInOrder;
+use crate::keys::{Key, MoveCode};
 use crate::sort::PairSorter;
 use crate::values::minimax::Graph;
 
