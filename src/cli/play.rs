@@ -23,13 +23,29 @@ pub struct UciArgs {
     /// (default, search-hand, hand, kaissa, kotok).
     #[arg(long, value_name = "W.toml")]
     weights: Option<PathBuf>,
+    /// Learn every game played into the book when it ends (UCI option
+    /// BookLearning): the result from the last position or the engine's own
+    /// scores (docs/LEARNING.md).
+    #[arg(long)]
+    learn: bool,
 }
 
 /// The UCI loop on standard input until `quit`.
 pub fn uci(args: UciArgs) -> Result<ExitCode> {
-    let UciArgs { book, weights } = args;
+    let UciArgs {
+        book,
+        weights,
+        learn,
+    } = args;
     let stdin = std::io::stdin();
-    learnbook::uci::run(stdin.lock(), learnbook::uci::Config { book, weights })?;
+    learnbook::uci::run(
+        stdin.lock(),
+        learnbook::uci::Config {
+            book,
+            weights,
+            learn,
+        },
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -116,6 +116,14 @@ impl OpeningBook {
         })
     }
 
+    /// The learnbook book, to learn into (`None` for a Polyglot file).
+    pub fn learnbook_mut(&mut self) -> Option<&mut Book> {
+        match self {
+            OpeningBook::Learnbook(b) => Some(b),
+            OpeningBook::Polyglot(_) => None,
+        }
+    }
+
     /// What an engine with this book does in `pos`: the one place that
     /// decides "book move, or search these moves" for every engine we run.
     pub fn decide<R: Rng>(&self, pos: &Chess, mode: Mode, rng: &mut R) -> Result<Decision> {

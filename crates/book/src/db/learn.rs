@@ -72,6 +72,20 @@ impl Book {
     /// Adds one game and re-evaluates the affected nodes, in one transaction.
     /// Returns `None` if the game is already in the book.
     pub fn add_game(&mut self, game: &Game, source: &str) -> Result<Option<Reevaluation>> {
+        self.add_game_unless_known(game, source, &[])
+    }
+
+    /// [`Book::add_game`], unless the book already holds a game with one of
+    /// the hashes `known` (another view of the same game: the other side's
+    /// engine saw one ply more or less of it). Checked in the transaction
+    /// that adds the game, so of two learners adding views of one game at
+    /// once, one adds it.
+    pub fn add_game_unless_known(
+        &mut self,
+        game: &Game,
+        source: &str,
+        known: &[u64],
+    ) -> Result<Option<Reevaluation>> {
         let params = self.settings.params;
         // As `build` keeps them: not where rare positions were dropped.
         let tails = self.settings.tails && self.settings.min_games <= 1;
@@ -82,6 +96,7 @@ impl Book {
             tails,
             game,
             source,
+            known,
         );
         match &out {
             Ok(_) => self.cache.stamp(&self.conn)?,
@@ -132,11 +147,12 @@ fn add_game(
     tails: bool,
     game: &Game,
     source: &str,
+    known: &[u64],
 ) -> Result<Option<Reevaluation>> {
     // Immediate: the write lock is taken before the cache is checked.
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     cache.revalidate(&tx)?;
-    if !insert_game_row(&tx, game, source)? {
+    if holds_any_game(&tx, known)? || !insert_game_row(&tx, game, source)? {
         return Ok(None);
     }
     let game_id = tx.last_insert_rowid();
@@ -342,6 +358,17 @@ fn tail_start(game: &Game, absent: &KeySet<Key>) -> Option<usize> {
 }
 
 /// Adds the game's row; `false` if the game is already in the book.
+/// Whether the book holds a game with one of these hashes.
+fn holds_any_game(tx: &Transaction<'_>, hashes: &[u64]) -> Result<bool> {
+    let mut stmt = tx.prepare_cached("SELECT 1 FROM games WHERE hash = ?1")?;
+    for &h in hashes {
+        if stmt.exists(params![hash_to_sql(h)])? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
 fn insert_game_row(tx: &Transaction<'_>, game: &Game, source: &str) -> Result<bool> {
     let n = tx.prepare_cached(
         "INSERT OR IGNORE INTO games(hash, source, white, black, result, plies, start, moves, expected,

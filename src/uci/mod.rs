@@ -1,7 +1,11 @@
 //! The UCI engine loop: reads commands, searches on a second thread so that
 //! `stop`, `isready` and `quit` are answered at once, and plays the book's
 //! choice while the position is in the book. Malformed commands are answered
-//! with an `info string` and otherwise ignored.
+//! with an `info string` and otherwise ignored. With `--learn` (or the
+//! option `BookLearning`) each game it plays is learned into its book when
+//! it ends ([`learning`]).
+
+pub mod learning;
 
 use std::{
     io::{BufRead, Write},
@@ -16,6 +20,8 @@ use std::{
 };
 
 use shakmaty::CastlingMode;
+
+use learning::{OwnSearch, SeenGame};
 
 use crate::book::choose::{Decision, Mode, OpeningBook};
 use crate::engine::{
@@ -32,7 +38,13 @@ const DEFAULT_HASH_MB: usize = 64;
 pub struct Config {
     pub book: Option<PathBuf>,
     pub weights: Option<PathBuf>,
+    /// Learn every game into the book (`BookLearning`).
+    pub learn: bool,
 }
+
+/// What the last search found, for the game's record: its score (side to
+/// move) and its move.
+type LastSearch = Arc<Mutex<Option<(i32, Option<shakmaty::Move>)>>>;
 
 struct Engine {
     searcher: Option<Searcher>,
@@ -50,6 +62,11 @@ struct Engine {
     book: Option<OpeningBook>,
     book_mode: Mode,
     weights_file: Option<PathBuf>,
+    /// Learn each game into the book when it ends.
+    learning: bool,
+    /// The game being played, as far as the engine has seen it.
+    game: Option<SeenGame>,
+    last_search: LastSearch,
 }
 
 /// Where the engine writes: standard output unless [`capture_output`] says.
@@ -116,6 +133,9 @@ pub fn run(input: impl BufRead, config: Config) -> anyhow::Result<()> {
         book: None,
         book_mode: Mode::Best,
         weights_file: config.weights,
+        learning: config.learn,
+        game: None,
+        last_search: Arc::new(Mutex::new(None)),
     };
     if let Some(p) = &config.book {
         e.book = Some(OpeningBook::open(p)?);
@@ -144,6 +164,7 @@ pub fn run(input: impl BufRead, config: Config) -> anyhow::Result<()> {
             "isready" => say("readyok"),
             "ucinewgame" => {
                 e.finish_search();
+                e.end_game();
                 if let Some(s) = e.searcher.as_mut() {
                     s.clear();
                 }
@@ -166,6 +187,7 @@ pub fn run(input: impl BufRead, config: Config) -> anyhow::Result<()> {
         }
     }
     e.finish_search();
+    e.end_game();
     Ok(())
 }
 
@@ -195,6 +217,10 @@ impl Engine {
             .map_or("<empty>".to_string(), |p| p.display().to_string());
         say(&format!("option name BookFile type string default {book}"));
         say("option name BookMode type combo default best var best var weighted");
+        say(&format!(
+            "option name BookLearning type check default {}",
+            self.learning
+        ));
         say("option name WeightsFile type string default <empty>");
         for p in Weights::default().params() {
             say(&format!(
@@ -270,6 +296,13 @@ impl Engine {
                     Err(err) => say(&format!("info string cannot open book {value:?}: {err:#}")),
                 }
             }
+            "booklearning" => match value.as_str() {
+                "true" => self.learning = true,
+                "false" => self.learning = false,
+                _ => say(&format!(
+                    "info string BookLearning must be true or false, not {value:?}"
+                )),
+            },
             "bookmode" => match Mode::from_str(&value) {
                 Ok(m) => self.book_mode = m,
                 Err(err) => say(&format!("info string BookMode: {err}")),
@@ -331,7 +364,10 @@ impl Engine {
                 return;
             }
         };
+        let start = pos.chess.clone();
+        let fen = (setup.first() == Some(&"fen")).then(|| learning::start_fen(&start));
         let mut history = Vec::new();
+        let mut moves = Vec::new();
         for &uci in moves_at.map_or(&[][..], |i| &args[i + 1..]) {
             let Some(m) = pos.parse_uci(uci) else {
                 say(&format!(
@@ -340,10 +376,74 @@ impl Engine {
                 return;
             };
             history.push(pos.key);
+            moves.push(m);
             pos = pos.play(m);
         }
         self.pos = pos;
         self.history = history;
+        self.follow_game(fen, start, moves);
+    }
+
+    /// Keeps the game up to date with a `position`: the same game if it
+    /// continues it, else the game before ends (and is learned) and a new
+    /// one starts.
+    fn follow_game(
+        &mut self,
+        fen: Option<String>,
+        start: shakmaty::Chess,
+        moves: Vec<shakmaty::Move>,
+    ) {
+        self.wait_search();
+        match &mut self.game {
+            Some(g) if g.continued_by(fen.as_deref(), &moves) => {
+                if moves.len() != g.moves.len() {
+                    g.reply = None;
+                }
+                g.moves = moves;
+            }
+            _ => {
+                self.end_game();
+                self.game = Some(SeenGame {
+                    fen,
+                    start,
+                    moves,
+                    ..SeenGame::default()
+                });
+            }
+        }
+    }
+
+    /// The game ends: learned into the book if learning is on.
+    fn end_game(&mut self) {
+        self.wait_search();
+        let Some(game) = self.game.take() else {
+            return;
+        };
+        if !self.learning {
+            return;
+        }
+        let Some(book) = self.book.as_mut() else {
+            say("info string game not learned: no book (BookFile)");
+            return;
+        };
+        let Some(book) = book.learnbook_mut() else {
+            say("info string game not learned: a Polyglot book does not learn");
+            return;
+        };
+        say(&format!("info string {}", learning::learn(book, &game)));
+    }
+
+    /// Records the engine's answer to the current position in the game.
+    fn record_reply(&mut self, mv: Option<shakmaty::Move>, score: Option<i32>) {
+        if let Some(g) = self.game.as_mut() {
+            g.reply = mv;
+            if let Some(score) = score {
+                g.searches.push(OwnSearch {
+                    ply: g.moves.len(),
+                    score,
+                });
+            }
+        }
     }
 
     fn go(&mut self, args: &[&str]) {
@@ -403,6 +503,7 @@ impl Engine {
         if !limits.infinite && !limits.ponder {
             match self.book_decision() {
                 Some(Decision::Play(m)) => {
+                    self.record_reply(Some(m), None);
                     say("info string book move");
                     say(&format!("bestmove {}", m.to_uci(CastlingMode::Standard)));
                     return;
@@ -426,6 +527,7 @@ impl Engine {
         let ponder = Arc::clone(&self.ponder);
         let pos = self.pos.clone();
         let history = self.history.clone();
+        let last_search = Arc::clone(&self.last_search);
         let handle = std::thread::Builder::new()
             .name("search".into())
             .stack_size(64 << 20)
@@ -439,6 +541,8 @@ impl Engine {
                 {
                     std::thread::sleep(Duration::from_millis(1));
                 }
+                *last_search.lock().unwrap_or_else(PoisonError::into_inner) =
+                    Some((result.score, result.best));
                 reported.store(true, Ordering::Release);
                 match result.best {
                     Some(m) => match result.ponder {
@@ -486,6 +590,14 @@ impl Engine {
                     say("info string the search thread failed; starting afresh");
                     self.searcher = Some(Searcher::new(self.hash_mb, Weights::default()));
                 }
+            }
+            let last = self
+                .last_search
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take();
+            if let Some((score, best)) = last {
+                self.record_reply(best, Some(score));
             }
         }
     }
