@@ -13,7 +13,9 @@ use learnbook::book::{
 };
 use learnbook::shard::Shard;
 
-use super::args::{BookArg, LearnAnalysisArgs, Memory, PoolThreads, ValueParamArgs};
+use super::args::{
+    parse_duration, BookArg, LearnAnalysisArgs, Memory, PoolThreads, ValueParamArgs,
+};
 
 /// Arguments of `learnbook build`.
 #[derive(Args)]
@@ -157,8 +159,21 @@ pub struct LearnArgs {
     #[command(flatten)]
     analysis: LearnAnalysisArgs,
     /// PGN files whose games are added one by one (.pgn, .pgn.gz, .pgn.zst, or -).
-    #[arg(required = true, value_name = "FILE")]
+    #[arg(
+        required_unless_present = "follow",
+        conflicts_with = "follow",
+        value_name = "FILE"
+    )]
     files: Vec<PathBuf>,
+    /// A plain PGN file that a match runner or GUI appends each game to as
+    /// it ends (cutechess-cli's and fastchess's -pgnout): every complete game
+    /// is learned at once, until Ctrl-C. Restarted, it learns the games not
+    /// yet in the book.
+    #[arg(long, value_name = "FILE.pgn")]
+    follow: Option<PathBuf>,
+    /// How often --follow looks for new games.
+    #[arg(long, value_name = "DURATION", default_value = "200ms", value_parser = parse_duration, requires = "follow")]
+    poll: std::time::Duration,
 }
 
 /// Adds the games one by one, a line each unless --quiet.
@@ -169,8 +184,34 @@ pub fn learn(args: LearnArgs) -> Result<ExitCode> {
         analyze,
         analysis,
         files,
+        follow,
+        poll,
     } = args;
     let mut b = Book::open(&book.book)?;
+    if let Some(path) = follow {
+        learnbook::interrupt::stop_on_sigint();
+        eprintln!("following {} (Ctrl-C to stop)", path.display());
+        let done = book::build::follow::follow(
+            &mut b,
+            &path,
+            poll,
+            learnbook::interrupt::interrupted,
+            |game, learned| {
+                if quiet {
+                    return;
+                }
+                match learned {
+                    Some(l) => println!("{}", book::view::report::learned_line(l)),
+                    None => println!("in the book already: {} - {}", game.white, game.black),
+                }
+            },
+        )?;
+        eprintln!(
+            "games learned: {}, already in the book: {}, not learnable: {}",
+            done.learned, done.known, done.skipped
+        );
+        return Ok(ExitCode::from(130));
+    }
     let opts = analyze.then(|| analysis.options()).transpose()?;
     let summary = build::learn(&mut b, files, |b, game, l: &Learned| {
         if !quiet {

@@ -28,12 +28,14 @@
 //! policy. The rows are written by the store's bulk writer (`db::bulk`).
 //!
 //! * `count`: counting the games, in memory or from the journal;
+//! * `follow`: `learn --follow`, a PGN file learned as it grows;
 //! * `filter`: the Bloom filters of shared positions (and of any key set);
 //! * `key_range`: ranges of position keys, counted one at a time;
 //! * `shares`: the budget's shares for each structure.
 
 mod count;
 pub mod filter;
+pub mod follow;
 mod key_range;
 mod shares;
 
