@@ -29,13 +29,13 @@ fn copy_book(book: &Path, copy: &Path) -> Result<()> {
 
 pub(super) fn bench_analyze(
     book: &Path,
-    engine: Option<&str>,
+    engine: Option<&learnbook::analyze::AnalystSpec>,
     nodes: u64,
     positions: usize,
     min_games: u32,
 ) -> Result<()> {
-    use learnbook::analyze::{self, Budget, Options};
-    let engine = analyze::parse_engine(engine)?;
+    use learnbook::analyze::{self, Budget, EngineChoice, Options};
+    let engine = EngineChoice::open(engine)?;
     let label = "learnbook bench";
     let dir = tempfile_dir()?;
     let mut rates = Vec::new();

@@ -194,7 +194,7 @@ pub enum BenchCommand {
         book: PathBuf,
         /// The analysing engine, as `analyze --engine` takes it (default: the search core).
         #[arg(long)]
-        engine: Option<String>,
+        engine: Option<learnbook::analyze::AnalystSpec>,
         /// Nodes per search.
         #[arg(long, default_value_t = learnbook::analyze::DEFAULT_NODES)]
         nodes: u64,
@@ -215,7 +215,7 @@ pub enum BenchCommand {
         book: PathBuf,
         /// A UCI engine with MultiPV, as `analyze --engine` takes it.
         #[arg(long)]
-        engine: String,
+        engine: learnbook::analyze::AnalystSpec,
         /// Nodes per search of both methods.
         #[arg(long, default_value_t = 50_000)]
         nodes: u64,
@@ -409,7 +409,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
             nodes,
             positions,
             min_games,
-        } => bench_analyze(&book, engine.as_deref(), nodes, positions, min_games),
+        } => bench_analyze(&book, engine.as_ref(), nodes, positions, min_games),
         BenchCommand::Multipv {
             book,
             engine,
@@ -607,15 +607,15 @@ pub struct BookQualityArgs {
     /// An engine whose own choice is judged beside the books', as NAME=SPEC
     /// (repeatable; SPEC as `analyze --engine` takes it: builtin or
     /// "cmd=glaurung"): what a book grown or analysed by it could reach.
-    #[arg(long, value_name = "NAME=SPEC")]
-    pub engine_player: Vec<String>,
+    #[arg(long, value_name = "NAME=SPEC", value_parser = learnbook::analyze::analyst::parse_named)]
+    pub engine_player: Vec<(String, learnbook::analyze::AnalystSpec)>,
     /// Nodes per search of the --engine-player engines (the default of
     /// `analyze` and `grow`).
     #[arg(long, default_value_t = learnbook::analyze::DEFAULT_NODES)]
     pub engine_nodes: u64,
     /// The judge, a UCI engine as the match runner takes it: "cmd=stockfish,option.Threads=1".
     #[arg(long)]
-    pub judge: String,
+    pub judge: learnbook::analyze::AnalystSpec,
     /// Nodes per judge search.
     #[arg(long, default_value_t = 200_000)]
     pub nodes: u64,

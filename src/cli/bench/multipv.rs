@@ -139,14 +139,14 @@ impl Quality {
 
 pub(super) fn bench_multipv(
     book: &std::path::Path,
-    engine: &str,
+    engine: &analyze::AnalystSpec,
     nodes: u64,
     multipv_nodes: Vec<u64>,
     reference_nodes: u64,
     positions: usize,
     min_games: u32,
 ) -> Result<()> {
-    let engine = analyze::parse_engine(Some(engine))?;
+    let engine = EngineChoice::open(Some(engine))?;
     let EngineChoice::Uci { .. } = &engine else {
         bail!("--engine: MultiPV needs a UCI engine");
     };
