@@ -28,10 +28,9 @@ use super::{
     player::{self, InProcess, Player},
     run, settings,
 };
-use crate::play::game::Opening;
 use crate::{
     fnv::fnv1a,
-    play::stats::Wdl,
+    play::{game::Opening, stats::Wdl},
     shard::{check_complete, Shard},
 };
 
@@ -284,7 +283,7 @@ impl Share<'_> {
         let k = self.round.k;
         let match_games = match self.round.match_pairs {
             // As `tune` draws them: the match after iteration k, from its stream.
-            Some(m) if !self.match_pairs.is_empty() => {
+            Some(m) => {
                 let played = player::play_match(
                     player,
                     s,
@@ -298,8 +297,9 @@ impl Share<'_> {
                 };
                 games
             }
-            _ => Vec::new(),
+            None => Vec::new(),
         };
+        // After the last iteration there is none to draw.
         if self.pairs.is_empty() {
             return Ok(Some((match_games, Vec::new())));
         }
