@@ -458,7 +458,7 @@ fn written_beside(state: &State, target: &EngineTarget, out: &Path) -> Vec<(Path
     files
 }
 
-/// `--out` and the files beside it ([`written_beside`]), each replaced
+/// `--out` and the files beside it (`written_beside`), each replaced
 /// atomically.
 pub fn write_options(state: &State, target: &EngineTarget, out: &Path) -> Result<()> {
     crate::atomic_file::write(out, options_toml(state, target, out).as_bytes())?;

@@ -2,9 +2,9 @@
 //! records them: the move limit, adjudication, SPSA schedule and parameters,
 //! the engine of an `--engine` run ([`TunedEngine`], its spec parsed where
 //! it comes in: the command line or the checkpoint); and what iteration `k`
-//! plays ([`draw`]), which every player of the tuner plays
-//! ([`super::player`]). A leaf below them all: it names no other part of
-//! the tuner but the SPSA arithmetic and the parameter file formats.
+//! plays ([`draw`]), which every player of the tuner plays (`player.rs`).
+//! A leaf below them all: it names no other part of the tuner but the SPSA
+//! arithmetic and the parameter file formats.
 
 use std::{fmt, path::PathBuf, str::FromStr};
 

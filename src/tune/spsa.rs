@@ -1,6 +1,7 @@
 //! SPSA as fishtest runs it: which parameters are tuned (with their own
-//! bounds, `c_end` and `r_end`), the gain schedules, the random +-1
-//! perturbation of an iteration and the step taken from its result.
+//! bounds, `c_end` and `r_end`; the files that choose them are read in
+//! [`super::paramfile`]), the gain schedules, the random +-1 perturbation
+//! of an iteration and the step taken from its result.
 //!
 //! Fishtest's schedule, for N iterations and iteration k = 0, 1, ...:
 //! `c_k = c_end * N^gamma / (k+1)^gamma`,

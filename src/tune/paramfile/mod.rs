@@ -25,9 +25,10 @@
 //! with `#` are skipped (neither site takes comments, and none are written).
 //! A line's numbers must be finite; an `int` line's bounds integers. The
 //! readers check the file alone; whether the engine has the options, and
-//! their ranges, is the external engine's side to check (`tune/external.rs`). [`write`] gives the same
-//! format back with the tuned values as the start, so the file read again
-//! holds exactly the tuned values.
+//! their ranges, is the external engine's side to check
+//! (`tune/external.rs`). [`write()`] gives the same format back with the
+//! tuned values as the start, so the file read again holds exactly the
+//! tuned values.
 
 pub mod fishtest;
 pub mod match_runner;
