@@ -10,9 +10,10 @@ use learnbook::{
     engine::{eval::evaluate, params::Weights, presets::preset},
     tune::{
         checkpoint::{Iteration, State},
+        paramfile::toml::read_param_file,
         report, run,
         settings::{AdjudicationSpec, LimitSpec, Settings},
-        spsa::{self, all_params, read_param_file, Schedule},
+        spsa::{self, all_params, Schedule},
     },
 };
 use rand::{rngs::StdRng, Rng};

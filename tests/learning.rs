@@ -207,7 +207,7 @@ fn incremental_equals_full_after_each_of_1000_games_on_an_analysed_book() {
     // Search scores are inputs too: positions with >= 10 games carry a
     // score and a deviation, their children a score.
     let opts = learnbook::analyze::Options {
-        engine: learnbook::analyze::parse_engine(None).expect("builtin"),
+        engine: learnbook::analyze::EngineChoice::open(None).expect("builtin"),
         budget: learnbook::analyze::Budget::Nodes(1_500),
         threads: 2,
         min_games: 10,

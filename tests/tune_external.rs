@@ -107,7 +107,7 @@ fn tuning_learnbook_uci_through_engine_plays_the_same_games_as_the_in_process_tu
     assert_eq!(ext.history, inp.history);
     assert_eq!(ext.settings.params.len(), 3 + 8);
     let target = ext.settings.engine.as_ref().expect("an engine run");
-    assert_eq!(target.spec, spec);
+    assert_eq!(target.spec.text(), spec);
     assert!(inp.settings.engine.is_none());
     // The start is the engine's own values (its defaults: the default weights).
     assert_eq!(ext.settings.params[0].name, "knight_mg");

@@ -1,8 +1,16 @@
-//! Who searches: the search core in-process, or a UCI engine process.
+//! Who searches: the search core in-process, or a UCI engine process; as
+//! `--engine` names it ([`AnalystSpec`], parsed by the command line) and as
+//! chosen for a run ([`EngineChoice`]: the weights loaded, the engine's name
+//! read).
 
-use std::{sync::atomic::AtomicBool, time::Duration};
+use std::{
+    path::{Path, PathBuf},
+    str::FromStr,
+    sync::atomic::AtomicBool,
+    time::Duration,
+};
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use shakmaty::{Chess, Move, Position as _};
 
 use super::Budget;
@@ -12,8 +20,15 @@ use crate::{
         position::Position,
         search::{Limits, Searcher},
     },
-    engine_io::protocol::{EngineSpec, UciEngine},
+    engine_io::protocol::{EngineSpec, Proto, UciEngine},
+    play::{runner::PlayerSpec, spec::parse_player},
 };
+
+/// The last part of `p`, as a label shows it.
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .map_or(String::new(), |f| f.to_string_lossy().into_owned())
+}
 
 /// One search's result: score in centipawns from the side to move (mate:
 /// +-(30000 - plies)).
@@ -88,7 +103,82 @@ pub enum EngineChoice {
     Uci { spec: EngineSpec, label: String },
 }
 
+/// An analysing engine as `--engine` names it: `builtin` or
+/// `cmd=builtin[,weights=W.toml|PRESET]` for the search core, else a match
+/// runner spec of a UCI engine (`cmd=stockfish,option.Threads=1`).
+#[derive(Clone, Debug)]
+pub enum AnalystSpec {
+    /// The search core, with these weights (a file or a preset; default:
+    /// the default weights).
+    Builtin {
+        weights: Option<PathBuf>,
+    },
+    Uci(EngineSpec),
+}
+
+impl AnalystSpec {
+    /// Parses `spec`; nothing is started or read.
+    pub fn parse(spec: &str) -> Result<AnalystSpec> {
+        let spec = if spec == "builtin" {
+            "cmd=builtin"
+        } else {
+            spec
+        };
+        match parse_player(spec).with_context(|| format!("bad --engine {spec:?}"))? {
+            PlayerSpec::Builtin { weights, book, .. } => {
+                if book.is_some() {
+                    bail!("--engine: an analysing engine takes no book=");
+                }
+                Ok(AnalystSpec::Builtin { weights })
+            }
+            PlayerSpec::External(e) => {
+                if e.proto != Proto::Uci {
+                    bail!("--engine: analysis needs a UCI engine (proto=uci)");
+                }
+                Ok(AnalystSpec::Uci(e))
+            }
+            PlayerSpec::Booked { .. } | PlayerSpec::DeepStart { .. } => {
+                bail!("--engine: an analysing engine takes no book=")
+            }
+        }
+    }
+}
+
+/// As the command line parses `--engine` (clap shows the message).
+impl FromStr for AnalystSpec {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<AnalystSpec, String> {
+        AnalystSpec::parse(s).map_err(|e| format!("{e:#}"))
+    }
+}
+
+/// `NAME=SPEC`, as `bench book-quality --engine-player` takes an engine.
+pub fn parse_named(text: &str) -> Result<(String, AnalystSpec), String> {
+    match text.split_once('=') {
+        Some((name, spec)) if !name.is_empty() => Ok((name.to_string(), spec.parse()?)),
+        _ => Err(format!("--engine-player {text:?}: expected NAME=SPEC")),
+    }
+}
+
 impl EngineChoice {
+    /// The engine of `spec` for a run (default: the search core with its
+    /// default weights): the weights loaded, or the UCI engine started
+    /// once to read its name ([`EngineChoice::uci`]).
+    pub fn open(spec: Option<&AnalystSpec>) -> Result<EngineChoice> {
+        match spec {
+            None | Some(AnalystSpec::Builtin { weights: None }) => Ok(EngineChoice::Builtin {
+                weights: Box::default(),
+                label: "learnbook".into(),
+            }),
+            Some(AnalystSpec::Builtin { weights: Some(p) }) => Ok(EngineChoice::Builtin {
+                weights: Box::new(crate::engine::presets::load(&p.to_string_lossy())?),
+                label: format!("learnbook weights={}", file_name(p)),
+            }),
+            Some(AnalystSpec::Uci(e)) => EngineChoice::uci(e.clone()),
+        }
+    }
+
     /// The name stored with every analysis (`analysis.engine`).
     pub fn label(&self) -> String {
         match self {

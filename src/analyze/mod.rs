@@ -21,10 +21,10 @@ use std::{
     time::{Duration, Instant},
 };
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{bail, Context, Result};
 use shakmaty::{Move, Position as _};
 
-pub use analyst::{Analyst, EngineChoice};
+pub use analyst::{Analyst, AnalystSpec, EngineChoice};
 pub use targets::Target;
 
 use crate::book::{
@@ -612,52 +612,5 @@ fn progress_bar(show: bool, total: u64) -> indicatif::ProgressBar {
         pb
     } else {
         ProgressBar::hidden()
-    }
-}
-
-/// An engine spec for `--engine`: `builtin[,weights=W.toml|PRESET]` or a match
-/// runner spec of a UCI engine (`cmd=stockfish,option.Threads=1`).
-pub fn parse_engine(spec: Option<&str>) -> Result<EngineChoice> {
-    use crate::play::{runner::PlayerSpec, spec::parse_player};
-    let builtin = |weights: Option<&std::path::Path>| -> Result<EngineChoice> {
-        Ok(match weights {
-            None => EngineChoice::Builtin {
-                weights: Box::default(),
-                label: "learnbook".into(),
-            },
-            Some(p) => EngineChoice::Builtin {
-                weights: Box::new(crate::engine::presets::load(&p.to_string_lossy())?),
-                label: format!(
-                    "learnbook weights={}",
-                    p.file_name()
-                        .map_or(String::new(), |f| f.to_string_lossy().into_owned())
-                ),
-            },
-        })
-    };
-    let Some(spec) = spec else {
-        return builtin(None);
-    };
-    let spec = if spec == "builtin" {
-        "cmd=builtin"
-    } else {
-        spec
-    };
-    match parse_player(spec).with_context(|| format!("bad --engine {spec:?}"))? {
-        PlayerSpec::Builtin { weights, book, .. } => {
-            if book.is_some() {
-                bail!("--engine: an analysing engine takes no book=");
-            }
-            builtin(weights.as_deref())
-        }
-        PlayerSpec::External(e) => {
-            if e.proto != crate::engine_io::protocol::Proto::Uci {
-                return Err(anyhow!("--engine: analysis needs a UCI engine (proto=uci)"));
-            }
-            EngineChoice::uci(e)
-        }
-        PlayerSpec::Booked { .. } | PlayerSpec::DeepStart { .. } => {
-            bail!("--engine: an analysing engine takes no book=")
-        }
     }
 }

@@ -48,12 +48,12 @@ pub struct Options {
     /// An engine whose own choice is judged beside the books', as NAME=SPEC
     /// (repeatable; SPEC as `analyze --engine` takes it: builtin or
     /// "cmd=glaurung"): what a book grown or analysed by it could reach.
-    pub engine_player: Vec<String>,
+    pub engine_player: Vec<(String, super::AnalystSpec)>,
     /// Nodes per search of the --engine-player engines (the default of
     /// `analyze` and `grow`).
     pub engine_nodes: u64,
     /// The judge, a UCI engine as the match runner takes it: "cmd=stockfish,option.Threads=1".
-    pub judge: String,
+    pub judge: super::AnalystSpec,
     /// Nodes per judge search.
     pub nodes: u64,
     /// Plies per judge search instead of nodes (for engines whose `go
@@ -82,7 +82,9 @@ impl Options {
     /// The judge's engine spec; the search core is refused (the judge never
     /// helps produce what it judges).
     fn judge(&self) -> Result<EngineSpec> {
-        match super::parse_engine(Some(&self.judge))? {
+        // Started as any analysing engine is, so a judge that cannot start
+        // is said at once.
+        match super::EngineChoice::open(Some(&self.judge))? {
             super::EngineChoice::Uci { spec, .. } => Ok(spec),
             super::EngineChoice::Builtin { .. } => Err(anyhow!(
                 "--judge must be an external UCI engine (the judge never helps produce what it judges)"
@@ -94,12 +96,7 @@ impl Options {
     fn engine_players(&self) -> Result<Vec<(String, super::EngineChoice)>> {
         self.engine_player
             .iter()
-            .map(|c| match c.split_once('=') {
-                Some((n, spec)) if !n.is_empty() => {
-                    Ok((n.to_string(), super::parse_engine(Some(spec))?))
-                }
-                _ => Err(anyhow!("--engine-player {c:?}: expected NAME=SPEC")),
-            })
+            .map(|(n, spec)| Ok((n.clone(), super::EngineChoice::open(Some(spec))?)))
             .collect()
     }
 

@@ -126,7 +126,7 @@ pub struct ImproveArgs {
     /// The analysing UCI engine, as the match runner takes it:
     /// "cmd=stockfish,option.Threads=1,option.Hash=16" (builtin: the search core).
     #[arg(long)]
-    engine: String,
+    engine: learnbook::analyze::AnalystSpec,
     /// Passes, `;` separated, each `games=G[,ply=P],nodes=N` (or depth=D, movetime=MS):
     /// the positions with at least G games to ply P and their children, at that budget;
     /// last, `grow,games=G,nodes=N[,alpha=A,width=W]` grows the book with the time left.
@@ -162,7 +162,7 @@ pub struct ImproveArgs {
 pub fn improve(args: ImproveArgs) -> Result<ExitCode> {
     use learnbook::analyze::{self, improve};
     let opts = improve::ImproveOptions {
-        engine: analyze::parse_engine(Some(&args.engine))?,
+        engine: analyze::EngineChoice::open(Some(&args.engine))?,
         threads: args.threads.unwrap_or_else(all_cores),
         plan: improve::parse_plan(&args.plan).context("bad --plan")?,
         deadline: args.time.map(|t| std::time::Instant::now() + t),

@@ -252,7 +252,7 @@ pub struct SearchArgs {
     /// The engine: builtin (the search core; builtin,weights=W.toml or a preset) or a UCI engine
     /// as the match runner takes it: "cmd=stockfish,option.Threads=1".
     #[arg(long)]
-    pub engine: Option<String>,
+    pub engine: Option<learnbook::analyze::AnalystSpec>,
 }
 
 /// How `analyze` searches.
@@ -276,7 +276,7 @@ pub struct LearnAnalysisArgs {
     analysis_min_games: u32,
     /// The analysing engine (default: the search core); see `analyze --engine`.
     #[arg(long)]
-    analysis_engine: Option<String>,
+    analysis_engine: Option<learnbook::analyze::AnalystSpec>,
 }
 
 impl AnalysisArgs {
@@ -284,7 +284,7 @@ impl AnalysisArgs {
         use learnbook::analyze::{self, Budget};
         let search = &self.search;
         Ok(analyze::Options {
-            engine: analyze::parse_engine(search.engine.as_deref())?,
+            engine: analyze::EngineChoice::open(search.engine.as_ref())?,
             budget: Budget::from_limits(search.nodes, search.movetime, search.depth)?,
             threads: search.threads.unwrap_or_else(all_cores),
             min_games: self.min_games,

@@ -196,7 +196,7 @@ pub struct SuiteArgs {
     analyze: bool,
     /// With --analyze: builtin (the search core) or a UCI engine: "cmd=stockfish,option.Threads=1".
     #[arg(long, requires = "analyze")]
-    engine: Option<String>,
+    engine: Option<learnbook::analyze::AnalystSpec>,
     /// With --analyze: nodes per search.
     #[arg(long, requires = "analyze", default_value_t = learnbook::analyze::DEFAULT_NODES)]
     nodes: u64,

@@ -26,7 +26,7 @@ pub struct TuneArgs {
     /// Tune the spin options of this UCI engine (`cmd=path args,option.X=V,...`) instead of
     /// the in-process weights; with --resume it must be the checkpoint's.
     #[arg(long, value_name = "SPEC")]
-    engine: Option<String>,
+    engine: Option<learnbook::tune::settings::TunedEngine>,
     /// The tuned weights (TOML; with --engine the option values), rewritten after every iteration.
     #[arg(long, value_name = "tuned.toml")]
     out: PathBuf,

@@ -119,7 +119,7 @@ impl State {
                     bail!("bad parameter list");
                 }
                 // What the tuner clamps and divides by: a parameter file is
-                // checked the same way (spsa::read_param_file).
+                // checked the same way (paramfile::toml::read_param_file).
                 for p in &s.params {
                     let o = &all[p.index];
                     if p.name != o.name {
@@ -294,7 +294,7 @@ mod tests {
 
     #[test]
     fn an_engine_run_round_trips_and_must_match_its_options() {
-        use crate::tune::settings::{EngineTarget, SpinOption};
+        use crate::tune::settings::{EngineTarget, SpinOption, TunedEngine};
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("e.ckpt");
         let mut s = state();
@@ -305,7 +305,7 @@ mod tests {
         s.history[0].theta.truncate(1);
         let p = &s.settings.params[0];
         s.settings.engine = Some(EngineTarget {
-            spec: "cmd=engine".into(),
+            spec: TunedEngine::parse("cmd=engine").unwrap(),
             options: vec![SpinOption {
                 name: p.name.clone(),
                 default: 0,

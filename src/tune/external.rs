@@ -2,7 +2,8 @@
 //! engine, as fishtest and OpenBench tune theirs. The engine's `uci` reply
 //! names the options and their ranges; every game of an iteration is two
 //! processes of the engine, one given theta + c (rounded) and one theta - c
-//! by `setoption` before `ucinewgame`, played by the match runner's game loop
+//! by `setoption` before `ucinewgame` (the [`Arena`], the tuner's
+//! [`Player`] of an external engine), played by the match runner's game loop
 //! ([`crate::play::game::play_game`]) through its UCI client
 //! ([`crate::engine_io::protocol::UciEngine`]). Each worker keeps its two
 //! processes from game to game and from iteration to iteration; a process is
@@ -17,7 +18,6 @@ use std::{
         atomic::{AtomicBool, Ordering},
         Mutex,
     },
-    time::{Duration, Instant},
 };
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -26,98 +26,29 @@ use shakmaty::Color;
 use super::{
     checkpoint::State,
     paramfile::{self, Entry, Format},
-    settings::{adjudication_of, draw, limit_of, Draw, EngineTarget, Settings, SpinOption},
+    player::{Player, Values},
+    settings::{adjudication_of, limit_of, EngineTarget, Settings, SpinOption, TunedEngine},
     spsa::{self, TuneParam},
 };
-use crate::engine_io::protocol::{EngineSpec, Process, Proto, UciEngine};
-use crate::play::{
-    game::{play_game, Adjudication, Limit, Opening},
-    runner::PlayerSpec,
-    spec::parse_player,
-    stats::Wdl,
+use crate::engine_io::{
+    options::{declared_options, UciOption},
+    protocol::{EngineSpec, UciEngine},
 };
+use crate::play::game::{play_game, Adjudication, Limit, Opening};
 use crate::workers;
 
-/// How long the engine may take to list its options.
-const HANDSHAKE: Duration = Duration::from_secs(10);
 /// Tries of one game before the run stops with the engine's fault.
 const ATTEMPTS: usize = 3;
 
-/// An option as an engine's `uci` reply declares it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct UciOption {
-    pub name: String,
-    /// `spin`, `check`, `combo`, `button` or `string`.
-    pub kind: String,
-    pub default: String,
-    pub min: Option<i64>,
-    pub max: Option<i64>,
-}
-
-/// Parses `option name <id> type <t> [default <x>] [min <m>] [max <m>] [var <v>]*`.
-pub fn parse_option_line(line: &str) -> Option<UciOption> {
-    let words: Vec<&str> = line.split_whitespace().collect();
-    let ["option", "name", rest @ ..] = words.as_slice() else {
-        return None;
-    };
-    // The name runs to the first `type` (names may hold spaces).
-    let type_at = rest.iter().position(|w| *w == "type")?;
-    let name = rest[..type_at].join(" ");
-    let (mut kind, mut default, mut min, mut max) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let mut vars = Vec::new();
-    let mut field = &mut kind;
-    for &w in &rest[type_at + 1..] {
-        match w {
-            "default" => field = &mut default,
-            "min" => field = &mut min,
-            "max" => field = &mut max,
-            "var" => field = &mut vars,
-            _ => field.push(w),
-        }
-    }
-    let number = |v: &[&str]| v.join(" ").parse::<i64>().ok();
-    if name.is_empty() || kind.is_empty() {
-        return None;
-    }
-    Some(UciOption {
-        name,
-        kind: kind.join(" ").to_ascii_lowercase(),
-        default: default.join(" "),
-        min: number(&min),
-        max: number(&max),
+/// The spin option `o` is, if it is one.
+fn spin_of(o: &UciOption) -> Option<SpinOption> {
+    let range = o.spin_range()?;
+    Some(SpinOption {
+        name: o.name.clone(),
+        default: range.default,
+        min: range.min,
+        max: range.max,
     })
-}
-
-impl UciOption {
-    fn spin(&self) -> Option<SpinOption> {
-        if self.kind != "spin" {
-            return None;
-        }
-        Some(SpinOption {
-            name: self.name.clone(),
-            default: self.default.trim().parse().ok()?,
-            min: self.min?,
-            max: self.max?,
-        })
-    }
-}
-
-/// The engine of `spec` (cutechess style), which must be an external UCI engine.
-pub fn uci_spec(spec: &str) -> Result<EngineSpec> {
-    match parse_player(spec).with_context(|| format!("--engine {spec:?}"))? {
-        PlayerSpec::Builtin { .. } => bail!(
-            "--engine {spec:?}: cmd=builtin is the in-process engine; tune its weights \
-             with --start and --params, without --engine"
-        ),
-        PlayerSpec::External(e) if e.proto != Proto::Uci => {
-            bail!("--engine {spec:?}: only UCI engines can be tuned (their spin options)")
-        }
-        PlayerSpec::External(e) => Ok(e),
-        PlayerSpec::Booked { .. } | PlayerSpec::DeepStart { .. } => {
-            bail!("--engine {spec:?}: a tuned engine plays without book= (give --openings)")
-        }
-    }
 }
 
 /// Starts the engine, sends `uci` and reads the options it declares.
@@ -129,20 +60,7 @@ pub fn probe(spec: &EngineSpec) -> Result<Vec<UciOption>> {
             spec.argv.join(" ")
         )
     };
-    let mut p = Process::spawn(&spec.argv, spec.dir.as_deref(), &spec.name).map_err(fault)?;
-    p.send("uci").map_err(fault)?;
-    let deadline = Instant::now() + HANDSHAKE;
-    let mut options = Vec::new();
-    loop {
-        let line = p.recv(deadline, "uciok").map_err(fault)?;
-        if line.trim() == "uciok" {
-            break;
-        }
-        if let Some(o) = parse_option_line(&line) {
-            options.push(o);
-        }
-    }
-    Ok(options)
+    declared_options(spec).map_err(fault)
 }
 
 fn find<'a>(options: &'a [UciOption], name: &str) -> Option<&'a UciOption> {
@@ -159,7 +77,7 @@ fn not_a_spin(name: &str, options: &[UciOption]) -> String {
     }
     let spins: Vec<&str> = options
         .iter()
-        .filter(|o| o.spin().is_some())
+        .filter(|o| o.spin_range().is_some())
         .map(|o| o.name.as_str())
         .collect();
     const SHOWN: usize = 40;
@@ -192,14 +110,14 @@ fn not_a_spin(name: &str, options: &[UciOption]) -> String {
 /// (default: told from its extension or content, [`paramfile::detect`]).
 /// Everything is checked before a file is written.
 pub fn prepare(
-    spec_text: &str,
+    engine: TunedEngine,
     params_path: &Path,
     start: Option<&Path>,
     format: Option<Format>,
 ) -> Result<(EngineTarget, Vec<TuneParam>)> {
-    let spec = uci_spec(spec_text)?;
-    let options = probe(&spec)?;
-    let spins: Vec<SpinOption> = options.iter().filter_map(UciOption::spin).collect();
+    let spec = engine.engine();
+    let options = probe(spec)?;
+    let spins: Vec<SpinOption> = options.iter().filter_map(spin_of).collect();
     let index = |name: &str| spins.iter().position(|o| o.name.eq_ignore_ascii_case(name));
     // The engine's own values: its defaults, as the spec's option.X=V changes them.
     let mut own: Vec<i64> = spins.iter().map(|o| o.default).collect();
@@ -230,7 +148,7 @@ pub fn prepare(
         None => paramfile::detect(params_path, &text)?,
     };
     let mut params = match format {
-        Format::Toml => spsa::select_params(&text, &all, true, &|key| {
+        Format::Toml => paramfile::toml::select_params(&text, &all, true, &|key| {
             not_a_spin(key.trim_end_matches('*'), &options)
         }),
         _ => paramfile::parse(format, &text)
@@ -252,7 +170,7 @@ pub fn prepare(
         p.index = j;
     }
     let target = EngineTarget {
-        spec: spec_text.to_string(),
+        spec: engine,
         options: tuned,
         fixed,
         format,
@@ -334,29 +252,25 @@ fn read_start(
 ) -> Result<Vec<(usize, i64)>> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read --start {}", path.display()))?;
-    let inner = || -> Result<Vec<(usize, i64)>> {
-        let table: toml::Table = text.parse().context("not valid TOML")?;
-        let mut out = Vec::new();
-        for (k, v) in &table {
-            let Some(i) = spins.iter().position(|o| o.name.eq_ignore_ascii_case(k)) else {
-                bail!("{}", not_a_spin(k, options));
-            };
-            let Some(v) = v.as_integer() else {
-                bail!("{k}: expected an integer, found {v}");
-            };
-            let o = &spins[i];
-            if v < o.min || v > o.max {
-                bail!(
-                    "{k} = {v} is outside the engine's range [{}, {}]",
-                    o.min,
-                    o.max
-                );
-            }
-            out.push((i, v));
-        }
-        Ok(out)
+    let index = |k: &str| -> Result<usize> {
+        spins
+            .iter()
+            .position(|o| o.name.eq_ignore_ascii_case(k))
+            .with_context(|| not_a_spin(k, options))
     };
-    inner().with_context(|| format!("in --start {}", path.display()))
+    let in_range = |&i: &usize, k: &str, v: i64| -> Result<()> {
+        let o = &spins[i];
+        if v < o.min || v > o.max {
+            bail!(
+                "{k} = {v} is outside the engine's range [{}, {}]",
+                o.min,
+                o.max
+            );
+        }
+        Ok(())
+    };
+    paramfile::toml::read_values(&text, index, in_range)
+        .with_context(|| format!("in --start {}", path.display()))
 }
 
 impl EngineTarget {
@@ -379,20 +293,20 @@ impl EngineTarget {
     }
 
     /// The engine as started for a game: the spec's options, then the fixed ones.
-    pub fn engine_spec(&self) -> Result<EngineSpec> {
-        let mut spec = uci_spec(&self.spec)?;
+    pub fn engine_spec(&self) -> EngineSpec {
+        let mut spec = self.spec.engine().clone();
         spec.options
             .extend(self.fixed.iter().map(|(k, v)| (k.clone(), v.to_string())));
-        Ok(spec)
+        spec
     }
 
     /// Starts the engine and checks that it still declares the options the
     /// run was begun with (a resume must go on with the same engine).
     pub fn check_engine(&self) -> Result<()> {
-        let spec = self.engine_spec()?;
+        let spec = self.engine_spec();
         let options = probe(&spec)?;
         for o in &self.options {
-            match find(&options, &o.name).and_then(UciOption::spin) {
+            match find(&options, &o.name).and_then(spin_of) {
                 Some(now) if now.min == o.min && now.max == o.max => {}
                 Some(now) => bail!(
                     "the engine's option {} now has the range [{}, {}], the run began with [{}, {}]",
@@ -410,7 +324,7 @@ impl EngineTarget {
             }
         }
         for (name, _) in &self.fixed {
-            if find(&options, name).and_then(UciOption::spin).is_none() {
+            if find(&options, name).and_then(spin_of).is_none() {
                 bail!("the engine no longer declares the spin option {name} that --start set");
             }
         }
@@ -460,32 +374,19 @@ pub fn spec_line(spec: &str, values: &[(String, i64)]) -> String {
     parts.join(",")
 }
 
-/// A TOML key: bare if it can be, else quoted.
-fn toml_key(name: &str) -> String {
-    if !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-    {
-        name.to_string()
-    } else {
-        toml::Value::String(name.to_string()).to_string()
-    }
-}
-
 /// `--out` of an `--engine` run: `Name = value` (usable as `--start`), with
 /// the spec line and the files written beside it in comments.
 pub fn options_toml(state: &State, target: &EngineTarget, out: &Path) -> String {
     let values = values_at(state, target);
-    let mut s = format!(
+    let mut header = format!(
         "# learnbook tune --engine {:?}: iteration {} of {}, {} games, seed {}\n\
          # as an engine: {}\n",
-        target.spec,
+        target.spec.text(),
         state.iteration(),
         state.settings.schedule.iterations,
         state.games(),
         state.settings.seed,
-        spec_line(&target.spec, &values)
+        spec_line(target.spec.text(), &values)
     );
     // Suffixes, not names: the same run written to another --out reads the same.
     let own = out
@@ -500,18 +401,11 @@ pub fn options_toml(state: &State, target: &EngineTarget, out: &Path) -> String 
                 .map_or(n.clone(), str::to_string)
         })
         .collect();
-    s.push_str(&format!(
+    header.push_str(&format!(
         "# also written beside this file, its name with: {}\n",
         beside.join(", ")
     ));
-    let tuned = state.settings.params.len();
-    for (i, (name, v)) in values.iter().enumerate() {
-        if i == tuned {
-            s.push_str("# not tuned (from --start):\n");
-        }
-        s.push_str(&format!("{} = {v}\n", toml_key(name)));
-    }
-    s
+    paramfile::toml::write_values(&header, &values, state.settings.params.len())
 }
 
 /// `out` with `.suffix` added: `tuned.toml` -> `tuned.toml.uci`.
@@ -552,10 +446,10 @@ pub fn params_file(state: &State, target: &EngineTarget) -> Option<String> {
 fn written_beside(state: &State, target: &EngineTarget, out: &Path) -> Vec<(PathBuf, String)> {
     let values = values_at(state, target);
     let mut files = vec![
-        (beside(out, "uci"), paramfile::setoption_lines(&values)),
+        (beside(out, "uci"), paramfile::uci::setoption_lines(&values)),
         (
             beside(out, "options"),
-            paramfile::match_runner_options(&values),
+            paramfile::match_runner::match_runner_options(&values),
         ),
     ];
     if let (Some(suffix), Some(text)) = (target.format.suffix(), params_file(state, target)) {
@@ -564,7 +458,7 @@ fn written_beside(state: &State, target: &EngineTarget, out: &Path) -> Vec<(Path
     files
 }
 
-/// `--out` and the files beside it ([`written_beside`]), each replaced
+/// `--out` and the files beside it (`written_beside`), each replaced
 /// atomically.
 pub fn write_options(state: &State, target: &EngineTarget, out: &Path) -> Result<()> {
     crate::atomic_file::write(out, options_toml(state, target, out).as_bytes())?;
@@ -583,7 +477,7 @@ pub struct Arena {
 
 /// What every game of an iteration shares.
 struct Job<'a> {
-    options: [Vec<(String, String)>; 2],
+    options: [&'a [(String, String)]; 2],
     picks: &'a [usize],
     openings: &'a [Opening],
     limit: Limit,
@@ -592,106 +486,42 @@ struct Job<'a> {
 
 impl Arena {
     /// `threads` games at once; no process starts before the first game.
-    pub fn new(target: &EngineTarget, threads: usize) -> Result<Arena> {
-        let spec = target.engine_spec()?;
+    pub fn new(target: &EngineTarget, threads: usize) -> Arena {
+        let spec = target.engine_spec();
         let side = |s: &str| EngineSpec {
             name: format!("{} ({s})", spec.name),
             ..spec.clone()
         };
-        Ok(Arena {
+        Arena {
             specs: [side("plus"), side("minus")],
             slots: (0..threads.max(1)).map(|_| [None, None]).collect(),
-        })
+        }
+    }
+}
+
+/// Each side is the `setoption` values of the tuned options.
+impl Player for Arena {
+    type Side = Vec<(String, String)>;
+
+    fn side(&self, settings: &Settings, values: Values<'_>) -> Vec<(String, String)> {
+        match values {
+            Values::At(theta) => option_values(&settings.params, theta),
+            Values::Start => {
+                let start: Vec<f64> = settings.params.iter().map(|p| p.start).collect();
+                option_values(&settings.params, &start)
+            }
+        }
     }
 
-    /// Iteration `k` from `theta`: its perturbation and the plus side's
-    /// results, or `None` if SIGINT came first (nothing of it is kept).
-    pub fn play_iteration(
+    fn play(
         &mut self,
         settings: &Settings,
-        theta: &[f64],
-        k: u64,
-        openings: &[Opening],
-    ) -> Result<Option<(Vec<f64>, Wdl)>> {
-        let Draw {
-            flip,
-            picks,
-            plus,
-            minus,
-        } = draw(settings, theta, k, openings.len());
-        let options = [
-            option_values(&settings.params, &plus),
-            option_values(&settings.params, &minus),
-        ];
-        Ok(self
-            .play_scores(settings, options, &picks, openings)?
-            .map(|scores| (flip, total(&scores))))
-    }
-
-    /// The pairs numbered `pairs` (among the iteration's) of iteration `k`
-    /// from `theta`: the plus side's score in each game, in order (a pair's
-    /// game with the plus side White first), or `None` if SIGINT came
-    /// first. `tune-shard` plays its share of an iteration so.
-    pub fn play_iteration_pairs(
-        &mut self,
-        settings: &Settings,
-        theta: &[f64],
-        k: u64,
-        openings: &[Opening],
-        pairs: &[usize],
-    ) -> Result<Option<Vec<f64>>> {
-        let d = draw(settings, theta, k, openings.len());
-        let options = [
-            option_values(&settings.params, &d.plus),
-            option_values(&settings.params, &d.minus),
-        ];
-        let picks: Vec<usize> = pairs.iter().map(|&p| d.picks[p]).collect();
-        self.play_scores(settings, options, &picks, openings)
-    }
-
-    /// The progress match: the engine at `theta` (rounded) against the
-    /// start, a pair per pick; `None` if SIGINT came first.
-    pub fn play_match(
-        &mut self,
-        settings: &Settings,
-        theta: &[f64],
-        picks: &[usize],
-        openings: &[Opening],
-    ) -> Result<Option<Wdl>> {
-        Ok(self
-            .play_match_games(settings, theta, picks, openings)?
-            .map(|scores| total(&scores)))
-    }
-
-    /// [`Arena::play_match`]'s games: the score of the engine at `theta`
-    /// in each, in order.
-    pub fn play_match_games(
-        &mut self,
-        settings: &Settings,
-        theta: &[f64],
-        picks: &[usize],
-        openings: &[Opening],
-    ) -> Result<Option<Vec<f64>>> {
-        let start: Vec<f64> = settings.params.iter().map(|p| p.start).collect();
-        let options = [
-            option_values(&settings.params, theta),
-            option_values(&settings.params, &start),
-        ];
-        self.play_scores(settings, options, picks, openings)
-    }
-
-    /// A game pair per pick between the engine with `options[0]` and with
-    /// `options[1]`: the first's score in each game, in order (a pair's game
-    /// with the first White first), or `None` if SIGINT came first.
-    fn play_scores(
-        &mut self,
-        settings: &Settings,
-        options: [Vec<(String, String)>; 2],
+        sides: [&Vec<(String, String)>; 2],
         picks: &[usize],
         openings: &[Opening],
     ) -> Result<Option<Vec<f64>>> {
         let job = Job {
-            options,
+            options: [sides[0].as_slice(), sides[1].as_slice()],
             picks,
             openings,
             limit: limit_of(&settings.limit)?,
@@ -734,15 +564,6 @@ impl Arena {
             None => bail!("{played} of {games} games were played"),
         }
     }
-}
-
-/// The results of a side's scores.
-fn total(scores: &[f64]) -> Wdl {
-    let mut wdl = Wdl::default();
-    for &s in scores {
-        wdl.add(s);
-    }
-    wdl
 }
 
 /// Game `g` of the iteration (pair `g / 2`; the plus side has White in
@@ -825,10 +646,10 @@ fn try_game(
     let (Some(plus), Some(minus)) = (plus.as_mut(), minus.as_mut()) else {
         return Err((0, "internal: no engine".into()));
     };
-    plus.set_options(&job.options[0])
+    plus.set_options(job.options[0])
         .map_err(|f| (0, f.to_string()))?;
     minus
-        .set_options(&job.options[1])
+        .set_options(job.options[1])
         .map_err(|f| (1, f.to_string()))?;
     let limits = [&job.limit, &job.limit];
     let (record, plus_color) = if plus_white {
@@ -853,33 +674,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn option_lines_are_read() {
-        let o = parse_option_line("option name Move Overhead type spin default 30 min 0 max 5000")
-            .unwrap();
-        assert_eq!(
-            o.spin(),
-            Some(SpinOption {
-                name: "Move Overhead".into(),
-                default: 30,
-                min: 0,
-                max: 5000
-            })
-        );
-        let o = parse_option_line("option name BookFile type string default <empty>").unwrap();
-        assert_eq!((o.kind.as_str(), o.default.as_str()), ("string", "<empty>"));
-        assert_eq!(o.spin(), None);
-        let o = parse_option_line(
-            "option name Style type combo default Normal var Solid var Normal var Risky",
-        )
-        .unwrap();
-        assert_eq!((o.name.as_str(), o.kind.as_str()), ("Style", "combo"));
-        let o = parse_option_line("option name Clear Hash type button").unwrap();
-        assert_eq!(o.name, "Clear Hash");
-        assert_eq!(parse_option_line("id name x"), None);
-        assert_eq!(parse_option_line("option name X"), None);
-    }
-
-    #[test]
     fn spec_lines_replace_the_tuned_options() {
         let v = vec![
             ("pawn_mg".to_string(), 90),
@@ -889,7 +683,5 @@ mod tests {
             spec_line("name=e,cmd=eng uci,option.PAWN_MG=3,option.Hash=16", &v),
             "name=e,cmd=eng uci,option.Hash=16,option.pawn_mg=90,option.Move Overhead=10"
         );
-        assert_eq!(toml_key("pawn_mg"), "pawn_mg");
-        assert_eq!(toml_key("Move Overhead"), "\"Move Overhead\"");
     }
 }

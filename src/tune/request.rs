@@ -12,7 +12,7 @@ use super::{
     external,
     paramfile::Format,
     run,
-    settings::{AdjudicationSpec, LimitSpec, MatchPlan},
+    settings::{AdjudicationSpec, LimitSpec, MatchPlan, TunedEngine},
 };
 use crate::{engine::params::Weights, play::game::Opening};
 
@@ -23,7 +23,8 @@ pub struct Request {
     pub start: Option<String>,
     pub params: Option<PathBuf>,
     pub params_format: Option<Format>,
-    pub engine: Option<String>,
+    /// `--engine`, parsed by the command line.
+    pub engine: Option<TunedEngine>,
     pub nodes: Option<u64>,
     pub tc: Option<String>,
     pub pairs_per_iteration: usize,
@@ -69,13 +70,13 @@ impl Request {
             pairs: match_pairs,
         });
         if resume {
-            let (mut state, openings) = run::resume(&checkpoint, engine.as_deref())?;
+            let (mut state, openings) = run::resume(&checkpoint, engine.as_ref())?;
             if match_every.is_some() {
                 state.settings.progress_match = progress_match;
             }
             return Ok((state, openings));
         }
-        let (start, params, engine) = match &engine {
+        let (start, params, engine) = match engine {
             None => {
                 if params_format.is_some_and(|f| !f.is_toml()) {
                     bail!("--params-format other than toml needs --engine");
@@ -146,7 +147,7 @@ pub fn finished_lines(state: &State, out: &Path) -> String {
         Some(target) => format!(
             "tuned options written to {}; as an engine:\n{}\n",
             out.display(),
-            external::spec_line(&target.spec, &external::values_at(state, target))
+            external::spec_line(target.spec.text(), &external::values_at(state, target))
         ),
     }
 }

@@ -1,32 +1,25 @@
-//! The tuning loop: each iteration plays its game pairs in parallel (rayon,
-//! in-process `builtin` engines), steps theta, and checkpoints. With a node
-//! limit every game depends only on the two weight sets and the opening, so
-//! results do not depend on machine load or on the number of threads.
+//! The tuning loop: each iteration plays its game pairs through the run's
+//! [`Player`] (in-process engines in parallel, or an external engine's
+//! processes), steps theta, and checkpoints. With a node limit every game
+//! depends only on the two sides and the opening, so results do not depend
+//! on machine load or on the number of threads.
 
 use std::{path::Path, time::Instant};
 
 use anyhow::{bail, Context, Result};
-use rand::Rng;
-use rayon::prelude::*;
-use shakmaty::Color;
 
 use super::{
     checkpoint::{Iteration, MatchPoint, State},
-    external,
+    external, paramfile,
+    player::{self, InProcess, Player},
     settings::{
-        adjudication_of, draw, limit_of, AdjudicationSpec, Draw, EngineTarget, LimitSpec,
-        MatchPlan, Settings,
+        limit_of, AdjudicationSpec, EngineTarget, LimitSpec, MatchPlan, Settings, TunedEngine,
     },
     spsa::{self, Schedule, TuneParam},
 };
 use crate::{
     engine::params::Weights,
-    play::{
-        builtin::Builtin,
-        game::{play_game, Adjudication, Limit, Opening},
-        runner::read_openings,
-        stats::Wdl,
-    },
+    play::{game::Opening, runner::read_openings, stats::Wdl},
 };
 
 /// What `learnbook tune` was asked for, before there is a state.
@@ -56,7 +49,7 @@ pub fn load_params(path: Option<&Path>, start: &Weights) -> Result<Vec<TuneParam
         Some(p) => {
             let text = std::fs::read_to_string(p)
                 .with_context(|| format!("cannot read {}", p.display()))?;
-            spsa::read_param_file(&text, start)
+            paramfile::toml::read_param_file(&text, start)
                 .with_context(|| format!("in parameter file {}", p.display()))
         }
         None => Ok(spsa::all_params(start)),
@@ -65,19 +58,21 @@ pub fn load_params(path: Option<&Path>, start: &Weights) -> Result<Vec<TuneParam
 
 /// The state in `checkpoint` and its openings, ready to go on. `engine`:
 /// the `--engine` given with `--resume`, which must be the checkpoint's.
-pub fn resume(checkpoint: &Path, engine: Option<&str>) -> Result<(State, Vec<Opening>)> {
+pub fn resume(checkpoint: &Path, engine: Option<&TunedEngine>) -> Result<(State, Vec<Opening>)> {
     let state = State::load(checkpoint)?;
     match (&state.settings.engine, engine) {
         (None, Some(spec)) => bail!(
-            "{} is an in-process run over the evaluation weights, not a run of --engine {spec:?}; \
+            "{} is an in-process run over the evaluation weights, not a run of --engine {:?}; \
              resume it without --engine",
-            checkpoint.display()
+            checkpoint.display(),
+            spec.text()
         ),
-        (Some(target), Some(spec)) if target.spec != spec => bail!(
-            "{} is a run of --engine {:?}, not of {spec:?}; resume it without --engine \
+        (Some(target), Some(spec)) if target.spec != *spec => bail!(
+            "{} is a run of --engine {:?}, not of {:?}; resume it without --engine \
              (or with the same one)",
             checkpoint.display(),
-            target.spec
+            target.spec.text(),
+            spec.text()
         ),
         (Some(target), _) => {
             eprintln!("engine: {}", target.spec);
@@ -159,113 +154,6 @@ pub fn reopen(state: &State) -> Result<Vec<Opening>> {
     Ok(openings)
 }
 
-/// Iteration `k` (0-based) from `theta`: its perturbation and the results
-/// of theta + c against theta - c.
-pub fn play_iteration(
-    settings: &Settings,
-    base: &Weights,
-    theta: &[f64],
-    k: u64,
-    openings: &[Opening],
-    pool: &rayon::ThreadPool,
-) -> Result<(Vec<f64>, Wdl)> {
-    let Draw {
-        flip,
-        picks,
-        plus,
-        minus,
-    } = draw(settings, theta, k, openings.len());
-    let plus = spsa::weights_at(base, &settings.params, &plus);
-    let minus = spsa::weights_at(base, &settings.params, &minus);
-    let wdl = play_pairs(settings, [&plus, &minus], &picks, openings, pool)?;
-    Ok((flip, wdl))
-}
-
-/// The openings of the progress match after iteration `k`: a random
-/// stream of their own, so the SPSA iterations draw what they would
-/// without matches.
-pub fn match_picks(settings: &Settings, k: u64, pairs: usize, n_openings: usize) -> Vec<usize> {
-    // "match" in ASCII: another seed than the iterations'.
-    let mut rng = spsa::iteration_rng(settings.seed ^ 0x6d61_7463_6800_0000, k);
-    (0..pairs)
-        .map(|_| rng.random_range(0..n_openings))
-        .collect()
-}
-
-/// One game pair per pick between `sides[0]` and `sides[1]`, colours
-/// swapped, in parallel: the first side's results.
-fn play_pairs(
-    settings: &Settings,
-    sides: [&Weights; 2],
-    picks: &[usize],
-    openings: &[Opening],
-    pool: &rayon::ThreadPool,
-) -> Result<Wdl> {
-    let mut wdl = Wdl::default();
-    for s in play_games(settings, sides, picks, openings, pool)? {
-        wdl.add(s);
-    }
-    Ok(wdl)
-}
-
-/// The games of [`play_pairs`], the first side's score in each, in order:
-/// pair `i`'s game with `sides[0]` White, then the one with it Black.
-pub fn play_games(
-    settings: &Settings,
-    sides: [&Weights; 2],
-    picks: &[usize],
-    openings: &[Opening],
-    pool: &rayon::ThreadPool,
-) -> Result<Vec<f64>> {
-    let limit = limit_of(&settings.limit)?;
-    let adj = adjudication_of(&settings.adjudication);
-    // A node-limited game needs a small table; a clock game fills more.
-    let hash_mb = if matches!(limit, Limit::Nodes(_)) {
-        2
-    } else {
-        16
-    };
-    // One task per game, not per pair: finer pieces keep both threads busy
-    // to the end of the iteration.
-    let scores: Vec<f64> = pool.install(|| {
-        (0..2 * picks.len())
-            .into_par_iter()
-            .map(|g| {
-                let first_white = g % 2 == 0;
-                play_one(
-                    sides[0],
-                    sides[1],
-                    &openings[picks[g / 2]],
-                    first_white,
-                    &limit,
-                    &adj,
-                    hash_mb,
-                )
-            })
-            .collect()
-    });
-    Ok(scores)
-}
-
-/// One game of a pair from `opening`; the plus side's score.
-fn play_one(
-    plus: &Weights,
-    minus: &Weights,
-    opening: &Opening,
-    plus_white: bool,
-    limit: &Limit,
-    adj: &Adjudication,
-    hash_mb: usize,
-) -> f64 {
-    let mut p = Builtin::search_only("plus", plus.clone(), hash_mb);
-    let mut m = Builtin::search_only("minus", minus.clone(), hash_mb);
-    if plus_white {
-        play_game(&mut p, &mut m, opening, [limit, limit], adj).score_of(Color::White)
-    } else {
-        play_game(&mut m, &mut p, opening, [limit, limit], adj).score_of(Color::Black)
-    }
-}
-
 /// How a run ended.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -288,18 +176,29 @@ pub fn run(
     threads: usize,
     checkpoint: &Path,
     out: &Path,
+    progress: impl FnMut(&State, f64),
+) -> Result<Outcome> {
+    match state.settings.engine.clone() {
+        None => {
+            let mut player = InProcess::new(threads, state.base())?;
+            run_with(&mut player, state, openings, checkpoint, out, progress)
+        }
+        Some(target) => {
+            let mut player = external::Arena::new(&target, threads);
+            run_with(&mut player, state, openings, checkpoint, out, progress)
+        }
+    }
+}
+
+/// [`run`] with `player`.
+fn run_with<P: Player>(
+    player: &mut P,
+    state: &mut State,
+    openings: &[Opening],
+    checkpoint: &Path,
+    out: &Path,
     mut progress: impl FnMut(&State, f64),
 ) -> Result<Outcome> {
-    let mut games_of = match &state.settings.engine {
-        None => Games::Builtin {
-            pool: rayon::ThreadPoolBuilder::new()
-                .num_threads(threads.max(1))
-                .build()
-                .context("cannot start the thread pool")?,
-            base: state.base(),
-        },
-        Some(target) => Games::External(external::Arena::new(target, threads)?),
-    };
     let start = Instant::now();
     let mut games = 0u64;
     loop {
@@ -310,25 +209,18 @@ pub fn run(
         // that a run stopped before it (or resumed with --match-every) plays it.
         if let Some(pairs) = match_due(state) {
             let k = state.iteration() - 1;
-            let picks = match_picks(&state.settings, k, pairs, openings.len());
-            let played = match &mut games_of {
-                Games::Builtin { pool, base } => {
-                    let now = spsa::weights_at(base, &state.settings.params, &state.theta);
-                    Some(play_pairs(
-                        &state.settings,
-                        [&now, base],
-                        &picks,
-                        openings,
-                        pool,
-                    )?)
-                }
-                Games::External(arena) => {
-                    arena.play_match(&state.settings, &state.theta, &picks, openings)?
-                }
-            };
-            let Some(result) = played else {
+            let played = player::play_match(
+                player,
+                &state.settings,
+                &state.theta,
+                (k, pairs),
+                openings,
+                None,
+            )?;
+            let Some(scores) = played else {
                 return Ok(Outcome::Interrupted);
             };
+            let result = total(&scores);
             games += u64::from(result.games());
             record_match(state, &result);
             state.save(checkpoint)?;
@@ -341,17 +233,8 @@ pub fn run(
             break;
         }
         let k = state.iteration();
-        let played = match &mut games_of {
-            Games::Builtin { pool, base } => Some(play_iteration(
-                &state.settings,
-                base,
-                &state.theta,
-                k,
-                openings,
-                pool,
-            )?),
-            Games::External(arena) => arena
-                .play_iteration(&state.settings, &state.theta, k, openings)
+        let played =
+            player::play_iteration(player, &state.settings, &state.theta, k, openings, None)
                 .with_context(|| {
                     format!(
                         "iteration {} failed ({} keeps the {k} iterations before it; \
@@ -361,13 +244,13 @@ pub fn run(
                         checkpoint.display(),
                         out.display()
                     )
-                })?,
-        };
+                })?;
         // SIGINT during an engine iteration: its games are dropped, and the
         // resume plays them again (an iteration depends on seed, k and theta).
-        let Some((flip, wdl)) = played else {
+        let Some((flip, scores)) = played else {
             return Ok(Outcome::Interrupted);
         };
+        let wdl = total(&scores);
         record_iteration(state, &flip, &wdl);
         state.save(checkpoint)?;
         write_weights(state, out)?;
@@ -382,6 +265,15 @@ pub fn run(
     } else {
         Outcome::Finished
     })
+}
+
+/// The results of a side's scores.
+pub fn total(scores: &[f64]) -> Wdl {
+    let mut wdl = Wdl::default();
+    for &s in scores {
+        wdl.add(s);
+    }
+    wdl
 }
 
 /// Records the next iteration's games (`flip`: its perturbation, `wdl`:
@@ -428,17 +320,6 @@ pub fn match_due(state: &State) -> Option<usize> {
     let due = plan.every > 0 && done > 0 && done.is_multiple_of(plan.every);
     let played = state.matches.last().is_some_and(|m| m.iteration == done);
     (due && !played).then_some(plan.pairs)
-}
-
-/// Who plays the games: in-process engines on a thread pool, or the
-/// processes of an external engine, kept from game to game.
-#[allow(clippy::large_enum_variant)] // one per run
-enum Games {
-    Builtin {
-        pool: rayon::ThreadPool,
-        base: Weights,
-    },
-    External(external::Arena),
 }
 
 /// The current weights as TOML that `learnbook uci --weights` loads, or for

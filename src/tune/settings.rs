@@ -1,13 +1,14 @@
 //! The tuner's settings, as a run is started with them and as its checkpoint
 //! records them: the move limit, adjudication, SPSA schedule and parameters,
-//! the engine of an `--engine` run; and what iteration `k` plays ([`draw`]),
-//! which the in-process loop, the external engine's arena and the job-array
-//! rounds share. A leaf below them all: it names no other
-//! part of the tuner but the SPSA arithmetic and the parameter file formats.
+//! the engine of an `--engine` run ([`TunedEngine`], its spec parsed where
+//! it comes in: the command line or the checkpoint); and what iteration `k`
+//! plays ([`draw`]), which every player of the tuner plays (`player.rs`).
+//! A leaf below them all: it names no other part of the tuner but the SPSA
+//! arithmetic and the parameter file formats.
 
-use std::path::PathBuf;
+use std::{fmt, path::PathBuf, str::FromStr};
 
-use anyhow::Result;
+use anyhow::{bail, Context, Result};
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
@@ -15,7 +16,14 @@ use super::{
     paramfile::Format,
     spsa::{self, Schedule, TuneParam},
 };
-use crate::play::game::{Adjudication, Limit};
+use crate::{
+    engine_io::protocol::{EngineSpec, Proto},
+    play::{
+        game::{Adjudication, Limit},
+        runner::PlayerSpec,
+        spec::parse_player,
+    },
+};
 
 /// How long each move may take, in the checkpoint's words.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -77,11 +85,89 @@ pub struct SpinOption {
     pub max: i64,
 }
 
+/// The UCI engine whose options an `--engine` run tunes: the spec as
+/// given (the checkpoint records it as that text, and the spec lines the
+/// run writes start from it) and as parsed, once, where it comes in.
+#[derive(Clone, Debug)]
+pub struct TunedEngine {
+    text: String,
+    engine: EngineSpec,
+}
+
+impl TunedEngine {
+    /// `--engine` as given.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The engine as the spec starts it (its `option.X=` included).
+    pub fn engine(&self) -> &EngineSpec {
+        &self.engine
+    }
+
+    /// `spec` (cutechess style), which must be an external UCI engine.
+    pub fn parse(spec: &str) -> Result<TunedEngine> {
+        let engine = match parse_player(spec).with_context(|| format!("--engine {spec:?}"))? {
+            PlayerSpec::Builtin { .. } => bail!(
+                "--engine {spec:?}: cmd=builtin is the in-process engine; tune its weights \
+                 with --start and --params, without --engine"
+            ),
+            PlayerSpec::External(e) if e.proto != Proto::Uci => {
+                bail!("--engine {spec:?}: only UCI engines can be tuned (their spin options)")
+            }
+            PlayerSpec::External(e) => e,
+            PlayerSpec::Booked { .. } | PlayerSpec::DeepStart { .. } => {
+                bail!("--engine {spec:?}: a tuned engine plays without book= (give --openings)")
+            }
+        };
+        Ok(TunedEngine {
+            text: spec.to_string(),
+            engine,
+        })
+    }
+}
+
+/// The same spec text is the same engine.
+impl PartialEq for TunedEngine {
+    fn eq(&self, other: &TunedEngine) -> bool {
+        self.text == other.text
+    }
+}
+
+impl fmt::Display for TunedEngine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// As the command line parses `--engine` (clap shows the message).
+impl FromStr for TunedEngine {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<TunedEngine, String> {
+        TunedEngine::parse(s).map_err(|e| format!("{e:#}"))
+    }
+}
+
+/// In a checkpoint: the spec's text, as before it was parsed on reading.
+impl Serialize for TunedEngine {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.text)
+    }
+}
+
+impl<'de> Deserialize<'de> for TunedEngine {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<TunedEngine, D::Error> {
+        let text = String::deserialize(d)?;
+        TunedEngine::parse(&text).map_err(|e| serde::de::Error::custom(format!("{e:#}")))
+    }
+}
+
 /// The engine of an `--engine` run, as recorded in its checkpoint.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EngineTarget {
-    /// `--engine` as given.
-    pub spec: String,
+    /// `--engine`.
+    pub spec: TunedEngine,
     /// The tuned options as the engine declared them, in parameter order.
     pub options: Vec<SpinOption>,
     /// Options `--start` set that are not tuned: sent once to each process.

@@ -3,7 +3,8 @@
 //! ([`settings::draw`]), and with a node limit every game of it is a function of
 //! the two sides and its opening, so N tasks can each play a share of the
 //! iteration's pairs from the same checkpoint ([`play_shard`], `tune-shard
-//! --shard I/N`: the pairs `p` with `p % N == I`), each writing a small part
+//! --shard I/N`: the pairs `p` with `p % N == I`, played by the run's
+//! [`Player`] as `tune` plays a whole iteration), each writing a small part
 //! file, and one step ([`step`], `tune-step`) adds the parts up and steps
 //! theta through [`run::record_iteration`], the very step `tune` takes. A
 //! progress match (`--match-every`) due before the iteration is shared out
@@ -23,13 +24,13 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     checkpoint::{parse_framed, save_framed, State},
-    external, run,
-    settings::{self, Draw},
-    spsa,
+    external,
+    player::{self, InProcess, Player},
+    run, settings,
 };
 use crate::{
     fnv::fnv1a,
-    play::stats::Wdl,
+    play::{game::Opening, stats::Wdl},
     shard::{check_complete, Shard},
 };
 
@@ -219,60 +220,29 @@ pub fn play_shard(
     let openings = run::reopen(&state)?;
     let s = &state.settings;
     let match_pairs = owned(shard, round.match_pairs.unwrap_or(0));
-    let match_picks = match round.match_pairs {
-        // As `tune` draws them: the match after iteration k, from its stream.
-        Some(m) => {
-            let all = run::match_picks(s, round.k - 1, m, openings.len());
-            match_pairs.iter().map(|&p| all[p]).collect()
-        }
-        None => Vec::new(),
-    };
     let pairs = if round.iteration {
         owned(shard, s.pairs_per_iteration)
     } else {
         Vec::new()
     };
-    let (match_games, games) = match &s.engine {
+    let share = Share {
+        round,
+        pairs: &pairs,
+        match_pairs: &match_pairs,
+    };
+    let played = match &s.engine {
         None => {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads.max(1))
-                .build()
-                .context("cannot start the thread pool")?;
-            let base = state.base();
-            let now = spsa::weights_at(&base, &s.params, &state.theta);
-            let match_games = run::play_games(s, [&now, &base], &match_picks, &openings, &pool)?;
-            let games = if pairs.is_empty() {
-                Vec::new()
-            } else {
-                let Draw {
-                    picks, plus, minus, ..
-                } = settings::draw(s, &state.theta, round.k, openings.len());
-                let plus = spsa::weights_at(&base, &s.params, &plus);
-                let minus = spsa::weights_at(&base, &s.params, &minus);
-                let mine: Vec<usize> = pairs.iter().map(|&p| picks[p]).collect();
-                run::play_games(s, [&plus, &minus], &mine, &openings, &pool)?
-            };
-            (match_games, games)
+            let mut player = InProcess::new(threads, state.base())?;
+            share.play(&mut player, &state, &openings)?
         }
         Some(target) => {
             target.check_engine()?;
-            let mut arena = external::Arena::new(target, threads)?;
-            let Some(match_games) = (if match_picks.is_empty() {
-                Some(Vec::new())
-            } else {
-                arena.play_match_games(s, &state.theta, &match_picks, &openings)?
-            }) else {
-                return Ok(ShardOutcome::Interrupted);
-            };
-            let Some(games) = (if pairs.is_empty() {
-                Some(Vec::new())
-            } else {
-                arena.play_iteration_pairs(s, &state.theta, round.k, &openings, &pairs)?
-            }) else {
-                return Ok(ShardOutcome::Interrupted);
-            };
-            (match_games, games)
+            let mut player = external::Arena::new(target, threads);
+            share.play(&mut player, &state, &openings)?
         }
+    };
+    let Some((match_games, games)) = played else {
+        return Ok(ShardOutcome::Interrupted);
     };
     let part = Part {
         round: round.k,
@@ -288,6 +258,55 @@ pub fn play_shard(
         round,
         games: games.len() + match_games.len(),
     })
+}
+
+/// A shard's pairs of a round.
+struct Share<'a> {
+    round: Round,
+    /// Its pairs of the iteration (none after the last one).
+    pairs: &'a [usize],
+    /// Its pairs of the progress match due, if one is.
+    match_pairs: &'a [usize],
+}
+
+impl Share<'_> {
+    /// The match's games, then the iteration's, the measured side's score
+    /// in each, in pair order (as [`pair_scores`] takes them); `None` if
+    /// SIGINT came first.
+    fn play<P: Player>(
+        &self,
+        player: &mut P,
+        state: &State,
+        openings: &[Opening],
+    ) -> Result<Option<(Vec<f64>, Vec<f64>)>> {
+        let s = &state.settings;
+        let k = self.round.k;
+        let match_games = match self.round.match_pairs {
+            // As `tune` draws them: the match after iteration k, from its stream.
+            Some(m) => {
+                let played = player::play_match(
+                    player,
+                    s,
+                    &state.theta,
+                    (k - 1, m),
+                    openings,
+                    Some(self.match_pairs),
+                )?;
+                let Some(games) = played else {
+                    return Ok(None);
+                };
+                games
+            }
+            None => Vec::new(),
+        };
+        // After the last iteration there is none to draw.
+        if self.pairs.is_empty() {
+            return Ok(Some((match_games, Vec::new())));
+        }
+        let played =
+            player::play_iteration(player, s, &state.theta, k, openings, Some(self.pairs))?;
+        Ok(played.map(|(_, games)| (match_games, games)))
+    }
 }
 
 /// What a step did.

@@ -1,6 +1,7 @@
 //! SPSA as fishtest runs it: which parameters are tuned (with their own
-//! bounds, `c_end` and `r_end`), the gain schedules, the random +-1
-//! perturbation of an iteration and the step taken from its result.
+//! bounds, `c_end` and `r_end`; the files that choose them are read in
+//! [`super::paramfile`]), the gain schedules, the random +-1 perturbation
+//! of an iteration and the step taken from its result.
 //!
 //! Fishtest's schedule, for N iterations and iteration k = 0, 1, ...:
 //! `c_k = c_end * N^gamma / (k+1)^gamma`,
@@ -9,9 +10,6 @@
 //! `theta += a_k / c_k * result * flip` with `result` = wins - losses of
 //! `theta + c_k * flip` over the iteration's games.
 
-use std::collections::HashSet;
-
-use anyhow::{bail, Context, Result};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
@@ -70,112 +68,6 @@ pub fn all_params(start: &Weights) -> Vec<TuneParam> {
             )
         })
         .collect()
-}
-
-/// Reads a parameter file: TOML, one entry per parameter to tune,
-/// `name = { c_end = 20, r_end = 0.002, min = 150, max = 600 }` (every key
-/// optional; `{}` takes the defaults). A name ending in `*` selects every
-/// parameter with that prefix (`pst_knight_mg_* = {}`). Unknown names, keys
-/// or bounds outside the parameter's own range are errors.
-pub fn read_param_file(text: &str, start: &Weights) -> Result<Vec<TuneParam>> {
-    select_params(text, &all_params(start), false, &|key| {
-        format!("unknown parameter {key:?} (`learnbook weights` lists them all)")
-    })
-}
-
-/// Reads a parameter file (as [`read_param_file`]) choosing among `all`;
-/// `unknown` words the error for a name that selects nothing. With
-/// `ignore_case` names match whatever their case (UCI option names).
-pub fn select_params(
-    text: &str,
-    all: &[TuneParam],
-    ignore_case: bool,
-    unknown: &dyn Fn(&str) -> String,
-) -> Result<Vec<TuneParam>> {
-    let table: toml::Table = text.parse().context("not valid TOML")?;
-    let fold = |s: &str| {
-        if ignore_case {
-            s.to_ascii_lowercase()
-        } else {
-            s.to_string()
-        }
-    };
-    let mut chosen: Vec<TuneParam> = Vec::new();
-    let mut seen = HashSet::new();
-    for (key, value) in &table {
-        let Some(opts) = value.as_table() else {
-            bail!("{key}: expected a table such as {{ c_end = 10, r_end = 0.002 }}, found {value}");
-        };
-        let matches: Vec<&TuneParam> = match key.strip_suffix('*') {
-            Some(prefix) => all
-                .iter()
-                .filter(|p| fold(&p.name).starts_with(&fold(prefix)))
-                .collect(),
-            None => all.iter().filter(|p| fold(&p.name) == fold(key)).collect(),
-        };
-        if matches.is_empty() {
-            bail!("{}", unknown(key));
-        }
-        for base in matches {
-            // The key names the parameter, unless it is a prefix with `*`.
-            let p = apply_options(base.clone(), opts).map_err(|e| {
-                if fold(key) == fold(&base.name) {
-                    e
-                } else {
-                    e.context(key.clone())
-                }
-            })?;
-            if !seen.insert(p.index) {
-                bail!("{} is selected twice", p.name);
-            }
-            chosen.push(p);
-        }
-    }
-    if chosen.is_empty() {
-        bail!("the parameter file selects no parameter");
-    }
-    chosen.sort_by_key(|p| p.index);
-    Ok(chosen)
-}
-
-fn apply_options(mut p: TuneParam, opts: &toml::Table) -> Result<TuneParam> {
-    let (range_min, range_max) = (p.min, p.max);
-    for (k, v) in opts {
-        let x = v
-            .as_float()
-            .or_else(|| v.as_integer().map(|i| i as f64))
-            .with_context(|| format!("{}: {k}: expected a number, found {v}", p.name))?;
-        match k.as_str() {
-            "c_end" => p.c_end = x,
-            "r_end" => p.r_end = x,
-            "min" => p.min = x,
-            "max" => p.max = x,
-            other => bail!("{}: unknown key {other:?} (c_end, r_end, min, max)", p.name),
-        }
-    }
-    // Written so that nan (TOML has it) fails too.
-    if !(range_min <= p.min && p.min <= p.max && p.max <= range_max) {
-        bail!(
-            "{}: bounds [{}, {}] are outside the parameter's range [{range_min}, {range_max}]",
-            p.name,
-            p.min,
-            p.max
-        );
-    }
-    if !(p.min <= p.start && p.start <= p.max) {
-        bail!(
-            "{}: the start value {} is outside the bounds [{}, {}]",
-            p.name,
-            p.start,
-            p.min,
-            p.max
-        );
-    }
-    let positive = |x: f64| x > 0.0 && x.is_finite();
-    if !positive(p.c_end) || !positive(p.r_end) {
-        bail!("{}: c_end and r_end must be positive", p.name);
-    }
-    Ok(p)
 }
 
 /// The gain schedule over `iterations` iterations.
@@ -328,72 +220,11 @@ mod tests {
     }
 
     #[test]
-    fn param_file_selects_and_validates() {
-        let w = Weights::default();
-        let ps =
-            read_param_file("knight_mg = { c_end = 15 }\n\"pst_knight_mg_*\" = {}\n", &w).unwrap();
-        assert_eq!(ps.len(), 33);
-        assert_eq!(ps[0].name, "knight_mg");
-        assert_eq!(ps[0].c_end, 15.0);
-        assert_eq!(ps[0].r_end, R_END);
-        for bad in [
-            "knight_mgx = {}",
-            "knight_mg = { c_end = 0 }",
-            "knight_mg = { min = 100 }",
-            "knight_mg = { max = 700 }",
-            "knight_mg = { step = 3 }",
-            "knight_mg = 3",
-            "knight_mg = {}\n\"knight_*\" = {}",
-        ] {
-            assert!(read_param_file(bad, &w).is_err(), "{bad}");
-        }
-    }
-
-    /// Every message names the parameter, once (the fuzzer's error list
-    /// showed `min: expected a number` with no name, and names twice).
-    #[test]
-    fn a_parameter_file_error_names_the_parameter_once() {
-        let w = Weights::default();
-        for (text, want) in [
-            (
-                "knight_mg = { min = [] }",
-                "knight_mg: min: expected a number, found []",
-            ),
-            (
-                "knight_mg = { step = 1 }",
-                "knight_mg: unknown key \"step\"",
-            ),
-            (
-                "knight_mg = { c_end = 0 }",
-                "knight_mg: c_end and r_end must be positive",
-            ),
-            ("\"knight_*\" = { c_end = 0 }", "knight_*: knight_mg: c_end"),
-        ] {
-            let err = format!("{:#}", read_param_file(text, &w).map(|_| ()).unwrap_err());
-            assert!(err.starts_with(want), "{text}: {err}");
-        }
-    }
-
-    /// TOML has nan: `min = nan` passed every comparison of the bounds
-    /// check and made the first step panic in `f64::clamp`.
-    #[test]
-    fn a_parameter_file_with_nan_bounds_is_refused_not_a_panic() {
-        let w = Weights::default();
-        for bad in [
-            "knight_mg = { min = nan }",
-            "knight_mg = { max = nan }",
-            "knight_mg = { min = -nan, max = nan }",
-            "knight_mg = { min = -inf }",
-        ] {
-            let err = read_param_file(bad, &w).map(|_| ()).unwrap_err();
-            assert!(format!("{err:#}").contains("bounds"), "{bad}: {err:#}");
-        }
-    }
-
-    #[test]
     fn a_winning_plus_side_moves_theta_towards_it() {
         let w = Weights::default();
-        let params = read_param_file("knight_mg = {}\nrook_mg = {}", &w).unwrap();
+        let params =
+            crate::tune::paramfile::toml::read_param_file("knight_mg = {}\nrook_mg = {}", &w)
+                .unwrap();
         let s = Schedule::new(100);
         let mut theta: Vec<f64> = params.iter().map(|p| p.start).collect();
         let flip = [1.0, -1.0];

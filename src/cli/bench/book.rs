@@ -27,7 +27,7 @@ pub struct AnalyzeArgs {
     book: PathBuf,
     /// The analysing engine, as `analyze --engine` takes it (default: the search core).
     #[arg(long)]
-    engine: Option<String>,
+    engine: Option<learnbook::analyze::AnalystSpec>,
     /// Nodes per search.
     #[arg(long, default_value_t = learnbook::analyze::DEFAULT_NODES)]
     nodes: u64,
@@ -43,7 +43,7 @@ impl AnalyzeArgs {
     pub(super) fn run(self) -> Result<()> {
         bench_analyze(
             &self.book,
-            self.engine.as_deref(),
+            self.engine.as_ref(),
             self.nodes,
             self.positions,
             self.min_games,
@@ -130,13 +130,13 @@ fn copy_book(book: &Path, copy: &Path) -> Result<()> {
 
 fn bench_analyze(
     book: &Path,
-    engine: Option<&str>,
+    engine: Option<&learnbook::analyze::AnalystSpec>,
     nodes: u64,
     positions: usize,
     min_games: u32,
 ) -> Result<()> {
-    use learnbook::analyze::{self, Budget, Options};
-    let engine = analyze::parse_engine(engine)?;
+    use learnbook::analyze::{self, Budget, EngineChoice, Options};
+    let engine = EngineChoice::open(engine)?;
     let label = "learnbook bench";
     let dir = tempfile_dir()?;
     let mut rates = Vec::new();

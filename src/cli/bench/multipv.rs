@@ -24,7 +24,7 @@ pub struct MultipvArgs {
     book: PathBuf,
     /// A UCI engine with MultiPV, as `analyze --engine` takes it.
     #[arg(long)]
-    engine: String,
+    engine: learnbook::analyze::AnalystSpec,
     /// Nodes per search of both methods.
     #[arg(long, default_value_t = 50_000)]
     nodes: u64,
@@ -189,14 +189,14 @@ impl Quality {
 
 fn bench_multipv(
     book: &std::path::Path,
-    engine: &str,
+    engine: &analyze::AnalystSpec,
     nodes: u64,
     multipv_nodes: Vec<u64>,
     reference_nodes: u64,
     positions: usize,
     min_games: u32,
 ) -> Result<()> {
-    let engine = analyze::parse_engine(Some(engine))?;
+    let engine = EngineChoice::open(Some(engine))?;
     let EngineChoice::Uci { .. } = &engine else {
         bail!("--engine: MultiPV needs a UCI engine");
     };

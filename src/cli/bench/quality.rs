@@ -21,15 +21,15 @@ pub struct BookQualityArgs {
     /// An engine whose own choice is judged beside the books', as NAME=SPEC
     /// (repeatable; SPEC as `analyze --engine` takes it: builtin or
     /// "cmd=glaurung"): what a book grown or analysed by it could reach.
-    #[arg(long, value_name = "NAME=SPEC")]
-    pub engine_player: Vec<String>,
+    #[arg(long, value_name = "NAME=SPEC", value_parser = learnbook::analyze::analyst::parse_named)]
+    pub engine_player: Vec<(String, learnbook::analyze::AnalystSpec)>,
     /// Nodes per search of the --engine-player engines (the default of
     /// `analyze` and `grow`).
     #[arg(long, default_value_t = learnbook::analyze::DEFAULT_NODES)]
     pub engine_nodes: u64,
     /// The judge, a UCI engine as the match runner takes it: "cmd=stockfish,option.Threads=1".
     #[arg(long)]
-    pub judge: String,
+    pub judge: learnbook::analyze::AnalystSpec,
     /// Nodes per judge search.
     #[arg(long, default_value_t = 200_000)]
     pub nodes: u64,

@@ -1,38 +1,46 @@
-//! Parameter files as engine authors already keep them, for
-//! `tune --engine SPEC --params FILE`: beside our TOML
-//! ([`super::spsa::select_params`]),
+//! Parameter files, one module a format: our TOML ([`toml`], which the
+//! in-process tuner reads too, and the `Name = value` files `--out` and
+//! `--start` are), and those engine authors already keep, for
+//! `tune --engine SPEC --params FILE`:
 //!
-//! * **OpenBench**'s SPSA lines, `name, int|float, start, min, max, c_end,
-//!   r_end` (OpenBench's `verify_workload.py` and `create_workload.py`:
-//!   seven comma-separated fields a line, the type `int` or `float`,
-//!   `min <= start <= max`, `c_end` and `r_end` positive; OpenBench writes
-//!   them back joined by `", "`),
-//! * **fishtest**'s lines, `name,start,min,max,c_end,r_end` (fishtest's
-//!   `parse_spsa_params`: six fields a line, blank lines skipped; what
-//!   Stockfish's `TUNE()` prints, `c_end` a twentieth of the range and
-//!   `r_end` 0.0020),
-//! * **Weather Factory**'s JSON, a map of option name to
-//!   `{"value", "min_value", "max_value", "step"}` (its README's
+//! * **OpenBench**'s SPSA lines ([`openbench`]), `name, int|float, start,
+//!   min, max, c_end, r_end` (OpenBench's `verify_workload.py` and
+//!   `create_workload.py`: seven comma-separated fields a line, the type
+//!   `int` or `float`, `min <= start <= max`, `c_end` and `r_end` positive;
+//!   OpenBench writes them back joined by `", "`),
+//! * **fishtest**'s lines ([`fishtest`]), `name,start,min,max,c_end,r_end`
+//!   (fishtest's `parse_spsa_params`: six fields a line, blank lines
+//!   skipped; what Stockfish's `TUNE()` prints, `c_end` a twentieth of the
+//!   range and `r_end` 0.0020),
+//! * **Weather Factory**'s JSON ([`weather_factory`]), a map of option name
+//!   to `{"value", "min_value", "max_value", "step"}` (its README's
 //!   `config.json`; `step` is the perturbation, taken here as `c_end`, and
-//!   `r_end` is fishtest's 0.002).
+//!   `r_end` is fishtest's 0.002);
+//!
+//! and the values written beside `--out` for other programs: `setoption`
+//! lines ([`uci`]) and match runners' `option.X=V` arguments
+//! ([`match_runner`]).
 //!
 //! Fields are trimmed (a CRLF line end too); blank lines and lines starting
 //! with `#` are skipped (neither site takes comments, and none are written).
 //! A line's numbers must be finite; an `int` line's bounds integers. The
 //! readers check the file alone; whether the engine has the options, and
-//! their ranges, is the external engine's side to check (`tune/external.rs`). [`write`] gives the same
-//! format back with the tuned values as the start, so the file read again
-//! holds exactly the tuned values.
+//! their ranges, is the external engine's side to check
+//! (`tune/external.rs`). [`write()`] gives the same format back with the
+//! tuned values as the start, so the file read again holds exactly the
+//! tuned values.
+
+pub mod fishtest;
+pub mod match_runner;
+pub mod openbench;
+pub mod toml;
+pub mod uci;
+pub mod weather_factory;
 
 use std::{fmt, path::Path, str::FromStr};
 
 use anyhow::{bail, Context, Result};
-use serde::{
-    de::{MapAccess, Visitor},
-    Deserialize, Deserializer, Serialize,
-};
-
-use super::spsa::R_END;
+use serde::{Deserialize, Serialize};
 
 /// The format of a `--params` file.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -83,7 +91,7 @@ impl Format {
     }
 
     /// What a line (or the file) looks like, for messages.
-    fn layout(self) -> &'static str {
+    pub(crate) fn layout(self) -> &'static str {
         match self {
             Format::Toml => "name = { c_end = .., r_end = .., min = .., max = .. }",
             Format::OpenBench => "name, int|float, start, min, max, c_end, r_end",
@@ -184,14 +192,15 @@ impl Entry {
 }
 
 /// The entries of `text` in `format` (not TOML, which
-/// [`super::spsa::select_params`] reads), in file order, checked on their
+/// [`toml::select_params`] reads), in file order, checked on their
 /// own: fields, numbers, `min <= start <= max`, positive gains, one entry
 /// a name (whatever its case).
 pub fn parse(format: Format, text: &str) -> Result<Vec<Entry>> {
     let entries = match format {
-        Format::Toml => bail!("internal: TOML parameter files are read by spsa::select_params"),
-        Format::OpenBench | Format::Fishtest => parse_lines(format, text)?,
-        Format::WeatherFactory => parse_json(text)?,
+        Format::Toml => bail!("internal: TOML parameter files are read by toml::select_params"),
+        Format::OpenBench => openbench::read(text)?,
+        Format::Fishtest => fishtest::read(text)?,
+        Format::WeatherFactory => weather_factory::read(text)?,
     };
     for (i, e) in entries.iter().enumerate() {
         if let Some(d) = entries[..i]
@@ -213,73 +222,9 @@ pub fn parse(format: Format, text: &str) -> Result<Vec<Entry>> {
     Ok(entries)
 }
 
-fn parse_lines(format: Format, text: &str) -> Result<Vec<Entry>> {
-    let fields = if format == Format::OpenBench { 7 } else { 6 };
-    let mut out = Vec::new();
-    for (i, raw) in text.lines().enumerate() {
-        let line = raw.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let n = i + 1;
-        let chunks: Vec<&str> = line.split(',').map(str::trim).collect();
-        if chunks.len() != fields {
-            bail!(
-                "line {n}: expected {fields} comma-separated fields ({}), found {}: {line:?}",
-                format.layout(),
-                chunks.len()
-            );
-        }
-        let name = chunks[0];
-        if name.is_empty() {
-            bail!("line {n}: the name (the first field) is empty: {line:?}");
-        }
-        let (float, numbers) = if format == Format::OpenBench {
-            let float = match chunks[1] {
-                "int" => false,
-                "float" => true,
-                other => {
-                    bail!("line {n} ({name}): the type is {other:?}, expected int or float")
-                }
-            };
-            (float, &chunks[2..])
-        } else {
-            (false, &chunks[1..])
-        };
-        let mut v = [0.0; 5];
-        for ((x, s), field) in v
-            .iter_mut()
-            .zip(numbers)
-            .zip(["start", "min", "max", "c_end", "r_end"])
-        {
-            *x = s
-                .parse::<f64>()
-                .ok()
-                .filter(|x| x.is_finite())
-                .with_context(|| {
-                    format!("line {n} ({name}): {field} {s:?} is not a finite number")
-                })?;
-        }
-        let [start, min, max, c_end, r_end] = v;
-        let e = Entry {
-            line: n,
-            name: name.to_string(),
-            float,
-            start,
-            min,
-            max,
-            c_end,
-            r_end,
-        };
-        check(&e)?;
-        out.push(e);
-    }
-    Ok(out)
-}
-
 /// What the readers of both sites refuse, and an `int` line's bounds
 /// that are not integers.
-fn check(e: &Entry) -> Result<()> {
+pub(crate) fn check(e: &Entry) -> Result<()> {
     let at = e.place();
     if e.min > e.max {
         bail!("{at}: min {} is above max {}", e.min, e.max);
@@ -309,76 +254,65 @@ fn check(e: &Entry) -> Result<()> {
     Ok(())
 }
 
-/// A JSON object's members in the order of the file (serde_json's map
-/// would sort them), duplicates kept for [`parse`] to refuse.
-struct Ordered(Vec<(String, serde_json::Value)>);
-
-impl<'de> Deserialize<'de> for Ordered {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Ordered, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Ordered;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a JSON object: option name to {value, min_value, max_value, step}")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Ordered, A::Error> {
-                let mut v = Vec::new();
-                while let Some(kv) = map.next_entry::<String, serde_json::Value>()? {
-                    v.push(kv);
-                }
-                Ok(Ordered(v))
-            }
+/// The lines of a line format that hold an entry (not blank, not a
+/// comment), trimmed, with their 1-based numbers and fields (each trimmed),
+/// checked to be `fields` of them.
+fn entry_lines(
+    format: Format,
+    text: &str,
+    fields: usize,
+) -> impl Iterator<Item = Result<(usize, Vec<&str>)>> + '_ {
+    text.lines().enumerate().filter_map(move |(i, raw)| {
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') {
+            return None;
         }
-        d.deserialize_map(V)
-    }
+        let n = i + 1;
+        let chunks: Vec<&str> = line.split(',').map(str::trim).collect();
+        if chunks.len() != fields {
+            return Some(Err(anyhow::anyhow!(
+                "line {n}: expected {fields} comma-separated fields ({}), found {}: {line:?}",
+                format.layout(),
+                chunks.len()
+            )));
+        }
+        if chunks[0].is_empty() {
+            return Some(Err(anyhow::anyhow!(
+                "line {n}: the name (the first field) is empty: {line:?}"
+            )));
+        }
+        Some(Ok((n, chunks)))
+    })
 }
 
-/// One option of Weather Factory's `config.json` (its `Param`: exactly
-/// these four fields).
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct WfParam {
-    value: f64,
-    min_value: f64,
-    max_value: f64,
-    step: f64,
-}
-
-fn parse_json(text: &str) -> Result<Vec<Entry>> {
-    let Ordered(members) = serde_json::from_str(text).with_context(|| {
-        format!(
-            "not Weather Factory's JSON ({})",
-            Format::WeatherFactory.layout()
-        )
-    })?;
-    let mut out = Vec::new();
-    for (name, value) in members {
-        let p: WfParam = serde_json::from_value(value).with_context(|| {
-            format!("{name:?}: expected {{\"value\", \"min_value\", \"max_value\", \"step\"}}")
-        })?;
-        if name.trim().is_empty() {
-            bail!("an option's name is empty");
-        }
-        let finite = [p.value, p.min_value, p.max_value, p.step]
-            .iter()
-            .all(|x| x.is_finite());
-        if !finite {
-            bail!("{name:?}: every number must be finite");
-        }
-        let e = Entry {
-            line: 0,
-            name,
-            float: false,
-            start: p.value,
-            min: p.min_value,
-            max: p.max_value,
-            c_end: p.step,
-            r_end: R_END,
-        };
-        check(&e)?;
-        out.push(e);
+/// The entry of line `n`, `name` with the five numbers `start, min, max,
+/// c_end, r_end` of its fields, checked.
+fn line_entry(n: usize, name: &str, float: bool, numbers: &[&str]) -> Result<Entry> {
+    let mut v = [0.0; 5];
+    for ((x, s), field) in v
+        .iter_mut()
+        .zip(numbers)
+        .zip(["start", "min", "max", "c_end", "r_end"])
+    {
+        *x = s
+            .parse::<f64>()
+            .ok()
+            .filter(|x| x.is_finite())
+            .with_context(|| format!("line {n} ({name}): {field} {s:?} is not a finite number"))?;
     }
-    Ok(out)
+    let [start, min, max, c_end, r_end] = v;
+    let e = Entry {
+        line: n,
+        name: name.to_string(),
+        float,
+        start,
+        min,
+        max,
+        c_end,
+        r_end,
+    };
+    check(&e)?;
+    Ok(e)
 }
 
 /// `entries` in `format`, as that site writes them: OpenBench's
@@ -386,88 +320,18 @@ fn parse_json(text: &str) -> Result<Vec<Entry>> {
 /// JSON object in the entries' order (TOML: `Name = value`). The tuned
 /// value is the start.
 pub fn write(format: Format, entries: &[Entry]) -> String {
-    let mut s = String::new();
     match format {
-        // `--out`'s own form: `Name = value`.
-        Format::Toml => {
-            for e in entries {
-                s.push_str(&format!(
-                    "{} = {}\n",
-                    toml::Value::String(e.name.clone()),
-                    e.start
-                ));
-            }
-        }
-        Format::OpenBench => {
-            for e in entries {
-                let kind = if e.float { "float" } else { "int" };
-                s.push_str(&format!(
-                    "{}, {kind}, {}, {}, {}, {}, {}\n",
-                    e.name, e.start, e.min, e.max, e.c_end, e.r_end
-                ));
-            }
-        }
-        Format::Fishtest => {
-            for e in entries {
-                s.push_str(&format!(
-                    "{},{},{},{},{},{}\n",
-                    e.name, e.start, e.min, e.max, e.c_end, e.r_end
-                ));
-            }
-        }
-        Format::WeatherFactory => {
-            s.push_str("{\n");
-            for (i, e) in entries.iter().enumerate() {
-                let name = serde_json::Value::String(e.name.clone());
-                s.push_str(&format!(
-                    "    {name}: {{\n        \"value\": {},\n        \"min_value\": {},\n        \
-                     \"max_value\": {},\n        \"step\": {}\n    }}{}\n",
-                    e.start,
-                    e.min,
-                    e.max,
-                    e.c_end,
-                    if i + 1 < entries.len() { "," } else { "" }
-                ));
-            }
-            s.push_str("}\n");
-        }
-    }
-    s
-}
-
-/// `setoption name X value V` lines, as a UCI engine reads them.
-pub fn setoption_lines(values: &[(String, i64)]) -> String {
-    values
-        .iter()
-        .map(|(n, v)| format!("setoption name {n} value {v}\n"))
-        .collect()
-}
-
-/// `option.X=V` arguments for cutechess-cli's and fastchess's `-engine`,
-/// on one line, each quoted for a POSIX shell where it needs to be
-/// (`'option.Move Overhead=10'`).
-pub fn match_runner_options(values: &[(String, i64)]) -> String {
-    let args: Vec<String> = values
-        .iter()
-        .map(|(n, v)| shell_word(&format!("option.{n}={v}")))
-        .collect();
-    format!("{}\n", args.join(" "))
-}
-
-fn shell_word(s: &str) -> String {
-    let plain = s
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || "._=-+/:@%,".contains(c));
-    if plain && !s.is_empty() {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
+        Format::Toml => toml::write_entries(entries),
+        Format::OpenBench => openbench::write(entries),
+        Format::Fishtest => fishtest::write(entries),
+        Format::WeatherFactory => weather_factory::write(entries),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tune::spsa::R_END;
 
     /// As OpenBench's wiki and engines print them (e.g. `ToOBFormat`).
     const OPENBENCH: &str = "\
@@ -708,20 +572,5 @@ Cowardice,150,0,200,10,0.0020
             write(Format::OpenBench, &e[..1]),
             "Aggressiveness, int, 30, 0, 200, 10, 0.002\n"
         );
-    }
-
-    #[test]
-    fn uci_and_match_runner_lines() {
-        let v = vec![("Hash".to_string(), 16), ("Move Overhead".to_string(), 10)];
-        assert_eq!(
-            setoption_lines(&v),
-            "setoption name Hash value 16\nsetoption name Move Overhead value 10\n"
-        );
-        assert_eq!(
-            match_runner_options(&v),
-            "option.Hash=16 'option.Move Overhead=10'\n"
-        );
-        let odd = vec![("It's".to_string(), -1)];
-        assert_eq!(match_runner_options(&odd), "'option.It'\\''s=-1'\n");
     }
 }
