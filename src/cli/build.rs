@@ -171,9 +171,9 @@ pub struct LearnArgs {
     /// yet in the book.
     #[arg(long, value_name = "FILE.pgn")]
     follow: Option<PathBuf>,
-    /// How often --follow looks for new games.
-    #[arg(long, value_name = "DURATION", default_value = "200ms", value_parser = parse_duration, requires = "follow")]
-    poll: std::time::Duration,
+    /// How often --follow looks for new games, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 200, requires = "follow")]
+    poll_ms: u64,
 }
 
 /// Adds the games one by one, a line each unless --quiet.
@@ -185,7 +185,7 @@ pub fn learn(args: LearnArgs) -> Result<ExitCode> {
         analysis,
         files,
         follow,
-        poll,
+        poll_ms,
     } = args;
     let mut b = Book::open(&book.book)?;
     if let Some(path) = follow {
@@ -194,7 +194,7 @@ pub fn learn(args: LearnArgs) -> Result<ExitCode> {
         let done = book::build::follow::follow(
             &mut b,
             &path,
-            poll,
+            std::time::Duration::from_millis(poll_ms),
             learnbook::interrupt::interrupted,
             |game, learned| {
                 if quiet {
