@@ -32,6 +32,8 @@ const DEFAULT_HASH_MB: usize = 64;
 pub struct Config {
     pub book: Option<PathBuf>,
     pub weights: Option<PathBuf>,
+    /// The learned evaluation's file (`--net`; UCI `EvalFile`).
+    pub net: Option<PathBuf>,
 }
 
 struct Engine {
@@ -50,6 +52,8 @@ struct Engine {
     book: Option<OpeningBook>,
     book_mode: Mode,
     weights_file: Option<PathBuf>,
+    /// The net the searcher evaluates with (`EvalFile`), and its file.
+    net: Option<(PathBuf, Arc<crate::engine::net::Network>)>,
 }
 
 /// Where the engine writes: standard output unless [`capture_output`] says.
@@ -102,8 +106,14 @@ pub fn run(input: impl BufRead, config: Config) -> anyhow::Result<()> {
         Some(p) => crate::engine::presets::load(&p.to_string_lossy())?,
         None => Weights::default(),
     };
+    let net = match &config.net {
+        Some(p) => Some((p.clone(), Arc::new(crate::engine::net::Network::load(p)?))),
+        None => None,
+    };
+    let mut searcher = Searcher::new(DEFAULT_HASH_MB, weights);
+    searcher.set_net(net.as_ref().map(|(_, n)| Arc::clone(n)));
     let mut e = Engine {
-        searcher: Some(Searcher::new(DEFAULT_HASH_MB, weights)),
+        searcher: Some(searcher),
         thread: None,
         stop: Arc::new(AtomicBool::new(false)),
         ponder: Arc::new(AtomicBool::new(false)),
@@ -116,6 +126,7 @@ pub fn run(input: impl BufRead, config: Config) -> anyhow::Result<()> {
         book: None,
         book_mode: Mode::Best,
         weights_file: config.weights,
+        net,
     };
     if let Some(p) = &config.book {
         e.book = Some(OpeningBook::open(p)?);
@@ -172,8 +183,12 @@ pub fn run(input: impl BufRead, config: Config) -> anyhow::Result<()> {
 impl Engine {
     fn searcher(&mut self) -> &mut Searcher {
         self.wait_search();
-        self.searcher
-            .get_or_insert_with(|| Searcher::new(DEFAULT_HASH_MB, Weights::default()))
+        let net = self.net.as_ref().map(|(_, n)| Arc::clone(n));
+        self.searcher.get_or_insert_with(|| {
+            let mut s = Searcher::new(DEFAULT_HASH_MB, Weights::default());
+            s.set_net(net);
+            s
+        })
     }
 
     fn uci(&mut self) {
@@ -196,6 +211,11 @@ impl Engine {
         say(&format!("option name BookFile type string default {book}"));
         say("option name BookMode type combo default best var best var weighted");
         say("option name WeightsFile type string default <empty>");
+        let net = self
+            .net
+            .as_ref()
+            .map_or("<empty>".to_string(), |(p, _)| p.display().to_string());
+        say(&format!("option name EvalFile type string default {net}"));
         for p in Weights::default().params() {
             say(&format!(
                 "option name {} type spin default {} min {} max {}",
@@ -274,6 +294,29 @@ impl Engine {
                 Ok(m) => self.book_mode = m,
                 Err(err) => say(&format!("info string BookMode: {err}")),
             },
+            "evalfile" => {
+                if value.is_empty() || value == "<empty>" {
+                    self.net = None;
+                    self.searcher().set_net(None);
+                    return;
+                }
+                // A net that does not load changes nothing: the evaluation in use stays.
+                let path = PathBuf::from(&value);
+                match crate::engine::net::Network::load(&path) {
+                    Ok(n) => {
+                        let n = Arc::new(n);
+                        self.searcher().set_net(Some(Arc::clone(&n)));
+                        say(&format!(
+                            "info string EvalFile {value}: (768 -> {}) x 2 -> 1",
+                            n.hidden()
+                        ));
+                        self.net = Some((path, n));
+                    }
+                    Err(err) => say(&format!(
+                        "info string EvalFile not loaded, the evaluation in use stays: {err:#}"
+                    )),
+                }
+            }
             "weightsfile" => {
                 if value.is_empty() || value == "<empty>" {
                     self.weights_file = None;
@@ -484,7 +527,9 @@ impl Engine {
                 Ok(s) => self.searcher = Some(s),
                 Err(_) => {
                     say("info string the search thread failed; starting afresh");
-                    self.searcher = Some(Searcher::new(self.hash_mb, Weights::default()));
+                    let mut s = Searcher::new(self.hash_mb, Weights::default());
+                    s.set_net(self.net.as_ref().map(|(_, n)| Arc::clone(n)));
+                    self.searcher = Some(s);
                 }
             }
         }

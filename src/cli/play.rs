@@ -23,13 +23,17 @@ pub struct UciArgs {
     /// (default, search-hand, hand, kaissa, kotok).
     #[arg(long, value_name = "W.toml")]
     weights: Option<PathBuf>,
+    /// Evaluate with this net (`learnbook train`'s output; UCI option EvalFile) instead of
+    /// the weights' evaluation (the weights' search parameters stay).
+    #[arg(long, value_name = "NET.nnue")]
+    net: Option<PathBuf>,
 }
 
 /// The UCI loop on standard input until `quit`.
 pub fn uci(args: UciArgs) -> Result<ExitCode> {
-    let UciArgs { book, weights } = args;
+    let UciArgs { book, weights, net } = args;
     let stdin = std::io::stdin();
-    learnbook::uci::run(stdin.lock(), learnbook::uci::Config { book, weights })?;
+    learnbook::uci::run(stdin.lock(), learnbook::uci::Config { book, weights, net })?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -355,6 +359,16 @@ pub struct SelfplayArgs {
     /// JOB_COMPLETION_INDEX.
     #[arg(long, value_name = "I/N")]
     shard: Option<Shard>,
+    /// Both sides evaluate with this net (`learnbook train`'s output) instead of the
+    /// weights' evaluation (the weights' search parameters stay).
+    #[arg(long, value_name = "NET.nnue")]
+    net: Option<PathBuf>,
+    /// At the end, the training positions of the whole file (`net-data`): FILE and its
+    /// validation games' positions beside it (`x.bin` -> `x.valid.bin`).
+    #[arg(long, value_name = "FILE.bin")]
+    data: Option<PathBuf>,
+    #[command(flatten)]
+    data_filter: super::net::DataFilterArgs,
 }
 
 /// The games the file lacks, resumed where it stops (130 when interrupted).
@@ -370,6 +384,9 @@ pub fn selfplay(args: SelfplayArgs) -> Result<ExitCode> {
         hash,
         adjudication,
         shard,
+        data,
+        data_filter,
+        net,
     } = args;
     use learnbook::play::{runner, selfplay};
     let adjudication = adjudication.adjudication()?;
@@ -377,6 +394,12 @@ pub fn selfplay(args: SelfplayArgs) -> Result<ExitCode> {
         anyhow::bail!("--nodes must be at least 1");
     }
     let w = learnbook::engine::presets::load(&weights).context("--weights")?;
+    let net = net
+        .as_deref()
+        .map(learnbook::engine::net::Network::load)
+        .transpose()
+        .context("--net")?
+        .map(std::sync::Arc::new);
     let suite = runner::read_openings(&openings).context("--openings")?;
     let cfg = selfplay::Config {
         pgn_out: pgnout,
@@ -385,6 +408,7 @@ pub fn selfplay(args: SelfplayArgs) -> Result<ExitCode> {
         concurrency: concurrency.unwrap_or_else(all_cores),
         name: selfplay::player_name(&weights),
         weights: w,
+        net,
         seed,
         adjudication,
         hash_mb: hash.max(1),
@@ -406,6 +430,8 @@ pub fn selfplay(args: SelfplayArgs) -> Result<ExitCode> {
     print!("{}", selfplay::report(&cfg, &summary));
     if summary.interrupted {
         println!("interrupted; the same command continues the run");
+    } else if let Some(out) = &data {
+        super::net::write_data(std::slice::from_ref(&cfg.pgn_out), out, &data_filter)?;
     }
     Ok(exit_code(summary.interrupted))
 }

@@ -8,6 +8,7 @@
 pub mod checkpoint;
 pub mod external;
 pub mod fit;
+pub mod net;
 pub mod paramfile;
 pub mod report;
 pub mod request;

@@ -17,6 +17,7 @@ pub(super) fn bench_play(nodes: u64, games: usize, openings: &Path) -> Result<()
     let builtin = |name: &str| PlayerSpec::Builtin {
         name: name.into(),
         weights: None,
+        net: None,
         book: None,
         book_mode: learnbook::book::values::select::Mode::Best,
     };
@@ -74,6 +75,7 @@ pub(super) fn bench_selfplay(nodes: u64, games: usize, openings: &Path) -> Resul
             openings: suite.clone(),
             concurrency: threads,
             weights: learnbook::engine::params::Weights::default(),
+            net: None,
             name: selfplay::player_name("default"),
             seed: 1,
             adjudication: Adjudication {
