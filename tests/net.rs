@@ -201,3 +201,174 @@ fn data_cut_short_or_not_data_is_refused() {
     assert_eq!(out.status.code(), Some(2));
     assert!(!dir.path().join("x.bin").exists());
 }
+
+/// Runs `learnbook uci ARGS` on `input`; its output.
+fn uci(args: &[&str], input: &str) -> std::process::Output {
+    use std::io::Write as _;
+    let mut child = std::process::Command::new(common::bin())
+        .arg("uci")
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("uci");
+    // An engine that refuses its arguments exits before reading.
+    let _ = child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.as_bytes());
+    child.wait_with_output().expect("wait")
+}
+
+fn static_evals(out: &std::process::Output) -> Vec<String> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.starts_with("info string static eval"))
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn train_makes_a_net_the_engine_plays_and_bad_nets_change_nothing() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let out = selfplay(dir.path(), &[]);
+    assert!(out.status.success());
+    let (data, valid) = (dir.path().join("g.bin"), dir.path().join("g.valid.bin"));
+    let net = dir.path().join("n.nnue");
+    let ck = dir.path().join("ck.gz");
+    let train = |extra: &[&str]| {
+        let mut args = vec![
+            "train",
+            "--data",
+            s(&data),
+            "--valid",
+            s(&valid),
+            "--out",
+            s(&net),
+            "--checkpoint",
+            s(&ck),
+            "--hidden",
+            "8",
+            "--epochs",
+            "2",
+            "--batch",
+            "64",
+            "--threads",
+            "1",
+        ];
+        args.extend_from_slice(extra);
+        run(&args)
+    };
+    let first = train(&[]);
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let text = String::from_utf8_lossy(&first.stdout);
+    assert!(text.contains("epoch   2: training loss"), "{text}");
+    let bytes = fs::read(&net).expect("net");
+    assert_eq!(bytes.len(), learnbook::engine::net::file_bytes(8));
+    // The engine plays with it: EvalFile and --net give the same evaluation,
+    // not the hand-crafted one.
+    let fen = "position fen r1bqkb1r/pppp1ppp/2n2n2/4p3/2B1P3/5N2/PPPP1PPP/RNBQK2R w KQkq - 4 4\n";
+    let hand = static_evals(&uci(&[], &format!("{fen}eval\nquit\n")));
+    let with_net = static_evals(&uci(&["--net", s(&net)], &format!("{fen}eval\nquit\n")));
+    let set = uci(
+        &[],
+        &format!(
+            "setoption name EvalFile value {}\n{fen}eval\nquit\n",
+            s(&net)
+        ),
+    );
+    assert_eq!(static_evals(&set), with_net);
+    let expected = learnbook::engine::net::Network::load(&net)
+        .expect("load")
+        .evaluate_position(
+            &learnbook::engine::position::Position::from_fen(
+                "r1bqkb1r/pppp1ppp/2n2n2/4p3/2B1P3/5N2/PPPP1PPP/RNBQK2R w KQkq - 4 4",
+            )
+            .expect("fen")
+            .chess,
+        );
+    assert_eq!(
+        with_net,
+        vec![format!(
+            "info string static eval {expected} cp (side to move)"
+        )]
+    );
+    assert_ne!(hand, with_net);
+    // A game with the net.
+    let go = uci(&["--net", s(&net)], &format!("{fen}go nodes 2000\n"));
+    assert!(String::from_utf8_lossy(&go.stdout).contains("bestmove "));
+    // A truncated net, one of the wrong size, a data file: refused with exit 2,
+    // and in UCI an info string with the evaluation in use kept.
+    let cut = dir.path().join("cut.nnue");
+    fs::write(&cut, &bytes[..bytes.len() - 64]).expect("write");
+    for bad in [s(&cut), s(&data), "/nonexistent.nnue"] {
+        let out = uci(&["--net", bad], "quit\n");
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("learnbook: "), "{err}");
+        let out = uci(
+            &["--net", s(&net)],
+            &format!("setoption name EvalFile value {bad}\n{fen}eval\nquit\n"),
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("info string EvalFile not loaded"), "{text}");
+        assert_eq!(static_evals(&out), with_net, "the net in use stays");
+    }
+    let out = run(&[
+        "play",
+        "--engine",
+        &format!("name=a,cmd=builtin,net={}", s(&cut)),
+        "--engine",
+        "name=b,cmd=builtin",
+        "--nodes",
+        "100",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "a bad net= is refused before the games"
+    );
+    // A resumed finished run changes nothing; a run on data cut short is refused.
+    let again = train(&["--resume"]);
+    assert!(again.status.success());
+    assert_eq!(fs::read(&net).expect("net"), bytes);
+    let short = dir.path().join("short.bin");
+    let d = fs::read(&data).expect("data");
+    fs::write(&short, &d[..d.len() - 5]).expect("write");
+    let out = run(&[
+        "train",
+        "--data",
+        s(&short),
+        "--out",
+        s(&dir.path().join("x.nnue")),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cut short"));
+    assert!(!dir.path().join("x.nnue").exists());
+    // The same data and seed: the same net (another number of threads).
+    let net2 = dir.path().join("n2.nnue");
+    ok(&[
+        "train",
+        "--data",
+        s(&data),
+        "--valid",
+        s(&valid),
+        "--out",
+        s(&net2),
+        "--hidden",
+        "8",
+        "--epochs",
+        "2",
+        "--batch",
+        "64",
+        "--threads",
+        "2",
+    ]);
+    assert_eq!(fs::read(&net2).expect("net2"), bytes);
+}

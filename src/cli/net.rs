@@ -4,7 +4,7 @@
 
 use std::{path::PathBuf, process::ExitCode};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Args;
 use learnbook::tune::net::data;
 
@@ -100,8 +100,12 @@ pub struct TrainArgs {
     checkpoint: Option<PathBuf>,
     /// Continue the run in --checkpoint (its settings; the same data): ends with the net
     /// an uninterrupted run ends with.
-    #[arg(long, requires = "checkpoint")]
+    #[arg(long, requires = "checkpoint", conflicts_with = "init")]
     resume: bool,
+    /// Start a new run (these settings, this data) from another run's checkpoint: its
+    /// weights and Adam's moments (the next part of a night, on new data).
+    #[arg(long, value_name = "CK.gz")]
+    init: Option<PathBuf>,
     /// Neurons of the hidden layer (per perspective).
     #[arg(long, default_value_t = 32)]
     hidden: usize,
@@ -178,7 +182,11 @@ pub fn train(args: TrainArgs) -> Result<ExitCode> {
             }
             s
         }
-        _ => t::State::new(config, &data),
+        _ => match &args.init {
+            Some(p) => t::State::warm_start(t::State::load(p)?, config, &data)
+                .with_context(|| format!("--init {}", p.display()))?,
+            None => t::State::new(config, &data),
+        },
     };
     println!(
         "{} training positions, {} validation; (768 -> {}) x 2 -> 1, epoch {} of {}, {} threads",

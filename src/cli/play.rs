@@ -40,7 +40,7 @@ pub fn uci(args: UciArgs) -> Result<ExitCode> {
 /// Arguments of `learnbook play`.
 #[derive(Args)]
 pub struct PlayArgs {
-    /// name=N,cmd=CMD[,proto=uci|xboard][,option.X=V][,dir=D][,tc=|nodes=|depth=]; cmd=builtin[,weights=W.toml|PRESET][,book=B][,bookmode=M]. Twice.
+    /// name=N,cmd=CMD[,proto=uci|xboard][,option.X=V][,dir=D][,tc=|nodes=|depth=]; cmd=builtin[,weights=W.toml|PRESET][,net=NET.nnue][,book=B][,bookmode=M]. Twice.
     #[arg(long = "engine", required = true, num_args = 1)]
     engines: Vec<String>,
     #[command(flatten)]
@@ -123,6 +123,12 @@ pub fn play(args: PlayArgs) -> Result<ExitCode> {
         limit,
         limits,
     } = spec::MatchEngines::parse(&engines, &limit_args.limit())?;
+    // A builtin's net is read before the first game: a bad file is an error, not forfeits.
+    for p in &players {
+        if let runner::PlayerSpec::Builtin { net: Some(n), .. } = p {
+            learnbook::engine::net::Network::load(n).context("net=")?;
+        }
+    }
     let cfg = runner::MatchConfig {
         node_jitter: 0.0,
         players,

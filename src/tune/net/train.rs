@@ -368,6 +368,31 @@ impl State {
         }
     }
 
+    /// A new run on `data` that starts from `from`'s weights and Adam
+    /// moments (another run's checkpoint, on other data: the next part of
+    /// a night), with `config`'s schedule; the hidden layers must agree.
+    pub fn warm_start(from: State, config: Config, data: &[Record]) -> Result<State> {
+        if from.config.hidden != config.hidden {
+            bail!(
+                "the starting checkpoint has a hidden layer of {}, not {}",
+                from.config.hidden,
+                config.hidden
+            );
+        }
+        Ok(State {
+            config,
+            params: from.params,
+            m: from.m,
+            v: from.v,
+            steps: from.steps,
+            epoch: 0,
+            batch: 0,
+            epoch_loss: 0.0,
+            history: Vec::new(),
+            data_id: data_id(data),
+        })
+    }
+
     /// The checkpoint's bytes: a JSON line, then the weights and Adam's
     /// moments as little-endian f32, gzipped.
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
