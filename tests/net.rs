@@ -180,14 +180,8 @@ fn data_cut_short_or_not_data_is_refused() {
     let e = data::read_file(&cut).expect_err("cut short");
     assert!(format!("{e:#}").contains("cut short"), "{e:#}");
     let text = dir.path().join("text.bin");
-    fs::write(
-        &text,
-        "[Event \"a PGN file, not data\"]\n\n1. e4 e5 2. Nf3 *\n"
-            .repeat(2)
-            .as_bytes()[..64]
-            .to_vec(),
-    )
-    .expect("write");
+    let pgn = "[Event \"a PGN file, not data\"]\n\n1. e4 e5 2. Nf3 *\n".repeat(2);
+    fs::write(&text, &pgn.as_bytes()[..64]).expect("write");
     assert_eq!(fs::metadata(&text).expect("len").len() % 32, 0);
     let e = data::read_file(&text).expect_err("not data");
     assert!(format!("{e:#}").contains("not a position"), "{e:#}");

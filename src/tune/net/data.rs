@@ -236,7 +236,7 @@ pub fn read_file(path: &Path) -> Result<Vec<Record>> {
 
 /// Reads records from bytes (see [`read_file`]).
 pub fn parse(bytes: &[u8]) -> Result<Vec<Record>> {
-    if bytes.len() % RECORD_BYTES != 0 {
+    if !bytes.len().is_multiple_of(RECORD_BYTES) {
         bail!(
             "{} bytes is not a whole number of {RECORD_BYTES}-byte positions: the file is cut \
              short or not training data (bullet's ChessBoard layout)",
@@ -436,7 +436,9 @@ pub fn extract(pgns: &[PathBuf], filter: &Filter, out: &Outputs) -> Result<Count
             counts.games += 1;
             let is_valid = filter.valid_every > 0
                 && valid.is_some()
-                && round(&raw).unwrap_or(raw.number) % filter.valid_every == 0;
+                && round(&raw)
+                    .unwrap_or(raw.number)
+                    .is_multiple_of(filter.valid_every);
             let (w, n) = if is_valid {
                 counts.valid_games += 1;
                 let Some((_, w)) = valid.as_mut() else {
