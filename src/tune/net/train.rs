@@ -305,7 +305,26 @@ pub fn mean_loss(p: &Params, data: &[Record], cfg: &Config) -> f64 {
 pub struct EpochLoss {
     pub epoch: usize,
     pub train: f64,
+    /// NaN without validation positions (`null` in the checkpoint).
+    #[serde(with = "nan_as_null")]
     pub valid: f64,
+}
+
+/// JSON has no NaN: a NaN is written `null` and read back as NaN.
+mod nan_as_null {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+        if x.is_finite() {
+            s.serialize_f64(*x)
+        } else {
+            s.serialize_none()
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+    }
 }
 
 /// Where a run stands: everything a checkpoint holds.
@@ -806,6 +825,11 @@ mod tests {
         );
         assert!(e.is_err());
         assert!(State::from_bytes(b"not a checkpoint").is_err());
+        // Without validation positions (NaN losses) it reads back too.
+        let mut s = State::new(config(), data);
+        run(&mut s, data, &[], Some(6));
+        let back = State::from_bytes(&s.to_bytes().expect("save")).expect("load");
+        assert!(back.history[0].valid.is_nan() && back.params == s.params);
         let bytes = nets[0].to_bytes().expect("bytes");
         assert!(State::from_bytes(&bytes[..bytes.len() / 2]).is_err());
     }
