@@ -197,6 +197,16 @@ pub fn train(args: TrainArgs) -> Result<ExitCode> {
         state.config.epochs,
         rayon::current_num_threads()
     );
+    if !valid.is_empty() {
+        println!(
+            "the hand-crafted evaluation's loss on the validation positions: {:.6}",
+            t::hand_loss(
+                &valid,
+                &state.config,
+                &learnbook::engine::params::Weights::default()
+            )
+        );
+    }
     learnbook::interrupt::stop_on_sigint();
     let bar = progress_bar();
     let log = bar.is_hidden();

@@ -300,6 +300,39 @@ pub fn mean_loss(p: &Params, data: &[Record], cfg: &Config) -> f64 {
     parts.iter().sum::<f64>() / data.len() as f64
 }
 
+/// The loss of the hand-crafted evaluation (`weights`) on `data`: each
+/// record's board as the side to move sees it, White to move (no castling
+/// rights, no en passant: the record has none), its evaluation through the
+/// same sigmoid. A baseline for the net's validation loss.
+pub fn hand_loss(data: &[Record], cfg: &Config, weights: &crate::engine::params::Weights) -> f64 {
+    use shakmaty::{fen::Fen, CastlingMode, Chess};
+    if data.is_empty() {
+        return f64::NAN;
+    }
+    let parts: Vec<(f64, usize)> = data
+        .par_chunks(data.len().div_ceil(SLICES * 8).max(1))
+        .map(|slice| {
+            let (mut sum, mut n) = (0f64, 0usize);
+            for r in slice {
+                let fen = format!("{} w - - 0 1", r.board_fen());
+                let Ok(pos) = fen.parse::<Fen>().map_err(|_| ()).and_then(|f| {
+                    f.into_position::<Chess>(CastlingMode::Standard)
+                        .map_err(|_| ())
+                }) else {
+                    continue;
+                };
+                let e = crate::engine::eval::evaluate(&pos, weights) as f32;
+                let d = sigmoid(e / cfg.scale) - target(r, cfg);
+                sum += f64::from(d * d);
+                n += 1;
+            }
+            (sum, n)
+        })
+        .collect();
+    let (sum, n) = parts.iter().fold((0.0, 0), |(s, k), (a, b)| (s + a, k + b));
+    sum / n.max(1) as f64
+}
+
 /// The losses after an epoch.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct EpochLoss {
