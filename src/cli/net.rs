@@ -135,6 +135,10 @@ pub struct TrainArgs {
     /// The losses per epoch as a PNG.
     #[arg(long, value_name = "FILE.png")]
     plot: Option<PathBuf>,
+    /// Add every training position mirrored left to right (files a <-> h; castling
+    /// rights are not an input): twice the positions.
+    #[arg(long)]
+    mirror: bool,
     #[command(flatten)]
     threads: super::args::PoolThreads,
 }
@@ -155,7 +159,11 @@ pub fn train(args: TrainArgs) -> Result<ExitCode> {
         anyhow::bail!("--scale, --lr and --batch must be above 0, --final-lr at least 0");
     }
     args.threads.init()?;
-    let data = t::read_data(&args.data)?;
+    let mut data = t::read_data(&args.data)?;
+    if args.mirror {
+        let mirrored: Vec<data::Record> = data.iter().map(data::Record::mirrored).collect();
+        data.extend(mirrored);
+    }
     let valid = match &args.valid {
         Some(p) => data::read_file(p)?,
         None => Vec::new(),

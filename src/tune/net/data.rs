@@ -177,6 +177,26 @@ impl Record {
         })
     }
 
+    /// The same position mirrored left to right (files a <-> h): the same
+    /// score and result, which holds but for castling rights (not in the
+    /// record). `train --mirror` adds these.
+    pub fn mirrored(&self) -> Record {
+        let mut pieces: Vec<Piece> = self.pieces().map(|(n, sq)| (n, sq ^ 7)).collect();
+        pieces.sort_unstable_by_key(|p| p.1);
+        let mut r = Record {
+            score: self.score,
+            result: self.result,
+            ksq: self.ksq ^ 7,
+            opp_ksq: self.opp_ksq ^ 7,
+            ..Record::default()
+        };
+        for (i, (nibble, sq)) in pieces.into_iter().enumerate() {
+            r.occ |= 1 << sq;
+            r.pcs[i / 2] |= nibble << (4 * (i & 1));
+        }
+        r
+    }
+
     /// The board as the side to move sees it (its pieces White, its
     /// pawns going up), as the piece-placement field of a FEN.
     pub fn board_fen(&self) -> String {
@@ -516,6 +536,16 @@ mod tests {
         let text = b"this is a text file, not a data file of positions!";
         assert!(parse(&text[..32]).is_err());
         assert!(parse(&[0u8; 64]).is_err(), "no kings");
+    }
+
+    #[test]
+    fn a_mirrored_record_is_the_mirrored_position() {
+        let pos = chess("r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R b KQkq - 0 1");
+        let mirror = chess("r2k3r/1bpqpp1p/1pnp2nb/3NP3/3P2p1/p1Q2N2/PPPBBPPP/R2K3R b - - 0 1");
+        let r = Record::from_position(&pos, 55, 2);
+        assert_eq!(r.mirrored(), Record::from_position(&mirror, 55, 2));
+        assert_eq!(r.mirrored().mirrored(), r);
+        assert!(Record::from_bytes(&r.mirrored().to_bytes()).is_ok());
     }
 
     #[test]
