@@ -95,6 +95,9 @@ pub struct TrainArgs {
     /// The quantised net, written after every epoch (the engine's `--net`, UCI `EvalFile`).
     #[arg(long, value_name = "NET.nnue")]
     out: PathBuf,
+    /// The quantised net of the epoch with the lowest validation loss (needs --valid).
+    #[arg(long, value_name = "NET.nnue", requires = "valid")]
+    best: Option<PathBuf>,
     /// The run's state after every epoch and on Ctrl-C (gzipped weights and Adam's moments).
     #[arg(long, value_name = "CK.gz")]
     checkpoint: Option<PathBuf>,
@@ -221,6 +224,7 @@ pub fn train(args: TrainArgs) -> Result<ExitCode> {
     let mut last_epoch = state.epoch;
     let outputs = t::Outputs {
         net: Some(&args.out),
+        best: args.best.as_deref(),
         checkpoint: args.checkpoint.as_deref(),
         plot: args.plot.as_deref(),
     };

@@ -583,6 +583,8 @@ pub enum Outcome {
 pub struct Outputs<'a> {
     /// The quantised net.
     pub net: Option<&'a Path>,
+    /// The quantised net of the epoch with the lowest validation loss so far.
+    pub best: Option<&'a Path>,
     pub checkpoint: Option<&'a Path>,
     pub plot: Option<&'a Path>,
 }
@@ -652,6 +654,7 @@ pub fn train(
         }
         let v = mean_loss(&state.params, valid, &cfg);
         valid_loss = Some(v);
+        let best_so_far = state.history.iter().all(|h| !(h.valid <= v));
         state.history.push(EpochLoss {
             epoch: state.epoch + 1,
             train: state.epoch_loss / batches as f64,
@@ -665,6 +668,9 @@ pub fn train(
         }
         if let Some(n) = out.net {
             crate::atomic_file::write(n, &state.params.quantise()?.to_bytes())?;
+        }
+        if let (Some(b), true) = (out.best, best_so_far && v.is_finite()) {
+            crate::atomic_file::write(b, &state.params.quantise()?.to_bytes())?;
         }
         if let Some(p) = out.plot {
             plot_losses(&state.history, p)?;
@@ -790,6 +796,7 @@ mod tests {
     fn run(state: &mut State, data: &[Record], valid: &[Record], stop_after: Option<usize>) {
         let out = Outputs {
             net: None,
+            best: None,
             checkpoint: None,
             plot: None,
         };
@@ -850,6 +857,7 @@ mod tests {
             valid,
             &Outputs {
                 net: None,
+                best: None,
                 checkpoint: None,
                 plot: None,
             },
