@@ -866,6 +866,17 @@ mod tests {
         );
         assert!(e.is_err());
         assert!(State::from_bytes(b"not a checkpoint").is_err());
+        // The next part of a night: another run from this one's weights.
+        let warm = State::warm_start(nets[0].clone(), config(), valid).expect("warm");
+        assert_eq!(
+            (warm.params.clone(), warm.epoch),
+            (nets[0].params.clone(), 0)
+        );
+        let wrong = Config {
+            hidden: 8,
+            ..config()
+        };
+        assert!(State::warm_start(nets[0].clone(), wrong, valid).is_err());
         // Without validation positions (NaN losses) it reads back too.
         let mut s = State::new(config(), data);
         run(&mut s, data, &[], Some(6));
