@@ -654,7 +654,11 @@ pub fn train(
         }
         let v = mean_loss(&state.params, valid, &cfg);
         valid_loss = Some(v);
-        let best_so_far = state.history.iter().all(|h| !(h.valid <= v));
+        // Lower than every earlier epoch's (NaN, no validation, never is).
+        let best_so_far = state
+            .history
+            .iter()
+            .all(|h| h.valid.is_nan() || v < h.valid);
         state.history.push(EpochLoss {
             epoch: state.epoch + 1,
             train: state.epoch_loss / batches as f64,
