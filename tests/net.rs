@@ -255,7 +255,8 @@ fn train_makes_a_net_the_engine_plays_and_bad_nets_change_nothing() {
         args.extend_from_slice(extra);
         run(&args)
     };
-    let first = train(&[]);
+    let best = dir.path().join("best.nnue");
+    let first = train(&["--best", s(&best), "--mirror"]);
     assert!(
         first.status.success(),
         "{}",
@@ -264,6 +265,8 @@ fn train_makes_a_net_the_engine_plays_and_bad_nets_change_nothing() {
     let text = String::from_utf8_lossy(&first.stdout);
     assert!(text.contains("epoch   2: training loss"), "{text}");
     let bytes = fs::read(&net).expect("net");
+    // The best epoch's net is a net too.
+    learnbook::engine::net::Network::load(&best).expect("the best epoch's net");
     assert_eq!(bytes.len(), learnbook::engine::net::file_bytes(8));
     // The engine plays with it: EvalFile and --net give the same evaluation,
     // not the hand-crafted one.
@@ -329,7 +332,7 @@ fn train_makes_a_net_the_engine_plays_and_bad_nets_change_nothing() {
         "a bad net= is refused before the games"
     );
     // A resumed finished run changes nothing; a run on data cut short is refused.
-    let again = train(&["--resume"]);
+    let again = train(&["--resume", "--mirror"]);
     assert!(again.status.success());
     assert_eq!(fs::read(&net).expect("net"), bytes);
     let short = dir.path().join("short.bin");
@@ -355,6 +358,7 @@ fn train_makes_a_net_the_engine_plays_and_bad_nets_change_nothing() {
         s(&valid),
         "--out",
         s(&net2),
+        "--mirror",
         "--hidden",
         "8",
         "--epochs",
