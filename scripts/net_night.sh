@@ -24,7 +24,7 @@
 # (from ply 16, not in check, the move played quiet, no mate, |score| <
 # 3000), every 20th game held out; training (768 -> HIDDEN) x 2 -> 1,
 # lambda 0 (measured best on the first 2,000 games: docs/NET.md), scale 400, EPOCHS epochs a part of the part's positions and
-# their mirror images (`train --mirror`: measured better), batch 16384,
+# their mirror images (`train --mirror`: measured better), batch 4096,
 # AdamW, the learning rate LR falling to LR/100 on a cosine within the part.
 # Only a part's own data trains it: a part is the same on any machine.
 #
@@ -43,9 +43,9 @@ GAMES=${GAMES:-150932}
 PARTS=${PARTS:-30}
 SEED=${SEED:-64}
 HIDDEN=${HIDDEN:-32}
-EPOCHS=${EPOCHS:-10}
+EPOCHS=${EPOCHS:-12}
 LR=${LR:-0.001}
-BATCH=${BATCH:-16384}
+BATCH=${BATCH:-4096}
 LAMBDA=${LAMBDA:-0}
 
 mkdir -p "$WORK" "$JOURNAL"
