@@ -98,6 +98,15 @@ enum Command {
     /// any --concurrency. Games are appended one by one in order; rerunning the command
     /// continues a killed or interrupted run. Ctrl-C finishes the games under way.
     Selfplay(cli::play::SelfplayArgs),
+    /// Training positions for the net from self-play games (selfplay's PGN, the search's
+    /// scores in its comments): bullet's ChessBoard layout, 32 bytes a position, filtered
+    /// (opening plies, checks, captures and promotions played, mates), validation games
+    /// apart. See `docs/NET.md`.
+    NetData(cli::net::NetDataArgs),
+    /// Train the net (768 -> N) x 2 -> 1 on CPU (rayon): AdamW, a cosine learning rate,
+    /// validation loss on held-out games, checkpoints and --resume; writes the quantised
+    /// net the engine reads (--net, UCI EvalFile). See `docs/NET.md`.
+    Train(cli::net::TrainArgs),
     /// Put the files of a selfplay run's shards (selfplay --shard) together, in game order:
     /// the file one unsharded run writes. Refuses a missing, repeated, unfinished or
     /// foreign shard, and then writes nothing.
@@ -174,6 +183,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Play(args) => cli::play::play(args),
         Command::Duel(args) => cli::play::duel(args),
         Command::Selfplay(args) => cli::play::selfplay(args),
+        Command::NetData(args) => cli::net::net_data(args),
+        Command::Train(args) => cli::net::train(args),
         Command::MergeGames(args) => cli::play::merge_games(args),
         Command::Report(args) => cli::play::report(args),
         Command::Tune(args) => cli::tune::tune(args),

@@ -13,9 +13,7 @@ use learnbook::book::{
 };
 use learnbook::shard::Shard;
 
-use super::args::{
-    parse_duration, BookArg, LearnAnalysisArgs, Memory, PoolThreads, ValueParamArgs,
-};
+use super::args::{BookArg, LearnAnalysisArgs, Memory, PoolThreads, ValueParamArgs};
 
 /// Arguments of `learnbook build`.
 #[derive(Args)]

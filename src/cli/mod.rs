@@ -9,6 +9,7 @@
 //! * `formats`: export, import, suite (other files from and into a book).
 //! * `analyze`: analyze, grow, improve (an engine over a book).
 //! * `play`: uci, play, duel, selfplay, merge-games, report (games).
+//! * `net`: net-data, train (the learned evaluation).
 //! * `tune`: tune, tune-shard, tune-step, fit, tune-report, weights.
 //! * `serve`: the explorer over HTTP.
 //! * `bench/`: `learnbook bench ...`, one bench a file, figures beside peers.
@@ -19,6 +20,7 @@ pub mod bench;
 pub mod book;
 pub mod build;
 pub mod formats;
+pub mod net;
 pub mod play;
 pub mod serve;
 pub mod tune;

@@ -28,6 +28,10 @@ pub struct UciArgs {
     /// scores (docs/LEARNING.md).
     #[arg(long)]
     learn: bool,
+    /// Evaluate with this net (`learnbook train`'s output; UCI option EvalFile) instead of
+    /// the weights' evaluation (the weights' search parameters stay).
+    #[arg(long, value_name = "NET.nnue")]
+    net: Option<PathBuf>,
 }
 
 /// The UCI loop on standard input until `quit`.
@@ -36,6 +40,7 @@ pub fn uci(args: UciArgs) -> Result<ExitCode> {
         book,
         weights,
         learn,
+        net,
     } = args;
     let stdin = std::io::stdin();
     learnbook::uci::run(
@@ -44,6 +49,7 @@ pub fn uci(args: UciArgs) -> Result<ExitCode> {
             book,
             weights,
             learn,
+            net,
         },
     )?;
     Ok(ExitCode::SUCCESS)
@@ -52,7 +58,7 @@ pub fn uci(args: UciArgs) -> Result<ExitCode> {
 /// Arguments of `learnbook play`.
 #[derive(Args)]
 pub struct PlayArgs {
-    /// name=N,cmd=CMD[,proto=uci|xboard][,option.X=V][,dir=D][,tc=|nodes=|depth=]; cmd=builtin[,weights=W.toml|PRESET][,book=B][,bookmode=M]. Twice.
+    /// name=N,cmd=CMD[,proto=uci|xboard][,option.X=V][,dir=D][,tc=|nodes=|depth=]; cmd=builtin[,weights=W.toml|PRESET][,net=NET.nnue][,book=B][,bookmode=M]. Twice.
     #[arg(long = "engine", required = true, num_args = 1)]
     engines: Vec<String>,
     #[command(flatten)]
@@ -135,6 +141,12 @@ pub fn play(args: PlayArgs) -> Result<ExitCode> {
         limit,
         limits,
     } = spec::MatchEngines::parse(&engines, &limit_args.limit())?;
+    // A builtin's net is read before the first game: a bad file is an error, not forfeits.
+    for p in &players {
+        if let runner::PlayerSpec::Builtin { net: Some(n), .. } = p {
+            learnbook::engine::net::Network::load(n).context("net=")?;
+        }
+    }
     let cfg = runner::MatchConfig {
         node_jitter: 0.0,
         players,
@@ -371,6 +383,16 @@ pub struct SelfplayArgs {
     /// JOB_COMPLETION_INDEX.
     #[arg(long, value_name = "I/N")]
     shard: Option<Shard>,
+    /// Both sides evaluate with this net (`learnbook train`'s output) instead of the
+    /// weights' evaluation (the weights' search parameters stay).
+    #[arg(long, value_name = "NET.nnue")]
+    net: Option<PathBuf>,
+    /// At the end, the training positions of the whole file (`net-data`): FILE and its
+    /// validation games' positions beside it (`x.bin` -> `x.valid.bin`).
+    #[arg(long, value_name = "FILE.bin")]
+    data: Option<PathBuf>,
+    #[command(flatten)]
+    data_filter: super::net::DataFilterArgs,
 }
 
 /// The games the file lacks, resumed where it stops (130 when interrupted).
@@ -386,6 +408,9 @@ pub fn selfplay(args: SelfplayArgs) -> Result<ExitCode> {
         hash,
         adjudication,
         shard,
+        data,
+        data_filter,
+        net,
     } = args;
     use learnbook::play::{runner, selfplay};
     let adjudication = adjudication.adjudication()?;
@@ -393,6 +418,12 @@ pub fn selfplay(args: SelfplayArgs) -> Result<ExitCode> {
         anyhow::bail!("--nodes must be at least 1");
     }
     let w = learnbook::engine::presets::load(&weights).context("--weights")?;
+    let net = net
+        .as_deref()
+        .map(learnbook::engine::net::Network::load)
+        .transpose()
+        .context("--net")?
+        .map(std::sync::Arc::new);
     let suite = runner::read_openings(&openings).context("--openings")?;
     let cfg = selfplay::Config {
         pgn_out: pgnout,
@@ -401,6 +432,7 @@ pub fn selfplay(args: SelfplayArgs) -> Result<ExitCode> {
         concurrency: concurrency.unwrap_or_else(all_cores),
         name: selfplay::player_name(&weights),
         weights: w,
+        net,
         seed,
         adjudication,
         hash_mb: hash.max(1),
@@ -422,6 +454,8 @@ pub fn selfplay(args: SelfplayArgs) -> Result<ExitCode> {
     print!("{}", selfplay::report(&cfg, &summary));
     if summary.interrupted {
         println!("interrupted; the same command continues the run");
+    } else if let Some(out) = &data {
+        super::net::write_data(std::slice::from_ref(&cfg.pgn_out), out, &data_filter)?;
     }
     Ok(exit_code(summary.interrupted))
 }

@@ -52,6 +52,12 @@ impl Builtin {
             rng: StdRng::seed_from_u64(0),
         }
     }
+
+    /// The player evaluating with `net` (`None`: the weights' evaluation).
+    pub fn with_net(mut self, net: Option<std::sync::Arc<crate::engine::net::Network>>) -> Builtin {
+        self.searcher.set_net(net);
+        self
+    }
 }
 
 impl Player for Builtin {

@@ -59,6 +59,8 @@ pub enum PlayerSpec {
     Builtin {
         name: String,
         weights: Option<PathBuf>,
+        /// The learned evaluation's file (`--net`), instead of the weights' evaluation.
+        net: Option<PathBuf>,
         book: Option<PathBuf>,
         book_mode: Mode,
     },
@@ -110,16 +112,22 @@ impl PlayerSpec {
             PlayerSpec::Builtin {
                 name,
                 weights,
+                net,
                 book,
                 book_mode,
             } => {
+                let net = net
+                    .as_deref()
+                    .map(crate::engine::net::Network::load)
+                    .transpose()
+                    .map_err(|e| Fault::Crash(format!("{name}: {e:#}")))?;
                 let w = match weights {
                     Some(p) => crate::engine::presets::load(&p.to_string_lossy())
                         .map_err(|e| Fault::Crash(format!("{e:#}")))?,
                     None => Weights::default(),
                 };
                 Builtin::new(name, w, book.as_deref(), *book_mode, seed)
-                    .map(|b| Box::new(b) as Box<dyn Player>)
+                    .map(|b| Box::new(b.with_net(net.map(std::sync::Arc::new))) as Box<dyn Player>)
                     .map_err(|e| Fault::Crash(format!("{name}: {e:#}")))
             }
         }

@@ -64,6 +64,8 @@ pub struct Config {
     /// Games played at once.
     pub concurrency: usize,
     pub weights: Weights,
+    /// The learned evaluation both sides use instead of the weights' (`--net`).
+    pub net: Option<std::sync::Arc<crate::engine::net::Network>>,
     /// The White and Black tags.
     pub name: String,
     /// Orders the openings.
@@ -114,8 +116,13 @@ impl Config {
         let resign = adj
             .resign
             .map_or("none".into(), |(c, s)| format!("movecount={c},score={s}"));
+        let net = self.net.as_ref().map_or(String::new(), |n| {
+            let mut h = crate::fnv::Fnv64::new();
+            h.write_field(&n.to_bytes());
+            format!(" net={:016x}", h.finish())
+        });
         format!(
-            "seed={} openings={} hash={} draw={draw} resign={resign} maxmoves={} weights={:016x}",
+            "seed={} openings={} hash={} draw={draw} resign={resign} maxmoves={} weights={:016x}{net}",
             self.seed,
             self.openings.len(),
             self.hash_mb,
@@ -420,8 +427,10 @@ pub fn run(
         cfg.concurrency,
         &stop,
         |_| {
-            let white = Builtin::search_only(&cfg.name, cfg.weights.clone(), cfg.hash_mb);
-            let black = Builtin::search_only(&cfg.name, cfg.weights.clone(), cfg.hash_mb);
+            let white = Builtin::search_only(&cfg.name, cfg.weights.clone(), cfg.hash_mb)
+                .with_net(cfg.net.clone());
+            let black = Builtin::search_only(&cfg.name, cfg.weights.clone(), cfg.hash_mb)
+                .with_net(cfg.net.clone());
             Ok::<_, anyhow::Error>((white, black))
         },
         |(white, black), k| {

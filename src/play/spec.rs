@@ -2,7 +2,8 @@
 //! `name=lb,cmd=learnbook uci,proto=uci,option.Hash=64,dir=engines` for an
 //! engine (`book=` a Polyglot `.bin` or learnbook book and `bookmode=best|weighted`,
 //! weighted by default, as cutechess plays a book; `cmd=builtin` for the
-//! in-process search core, with `weights=`, and `book=` played `best` by
+//! in-process search core, with `weights=`, `net=` (the learned evaluation's
+//! file), and `book=` played `best` by
 //! default), `elo0=0,elo1=5,alpha=0.05,beta=0.05` for SPRT,
 //! `movenumber=40,movecount=8,score=10` for draw adjudication,
 //! `movecount=5,score=600` for resign adjudication.
@@ -65,7 +66,7 @@ pub fn parse_player(s: &str) -> Result<PlayerSpec> {
     let mut proto = Proto::Uci;
     let mut options = Vec::new();
     let mut dir = None;
-    let (mut weights, mut book, mut book_mode) = (None, None, None);
+    let (mut weights, mut book, mut book_mode, mut net) = (None, None, None, None);
     for (k, v) in pairs(s)? {
         match k.as_str() {
             "name" => name = Some(v),
@@ -79,11 +80,12 @@ pub fn parse_player(s: &str) -> Result<PlayerSpec> {
             }
             "dir" => dir = Some(PathBuf::from(v)),
             "weights" => weights = Some(PathBuf::from(v)),
+            "net" => net = Some(PathBuf::from(v)),
             "book" => book = Some(PathBuf::from(v)),
             "bookmode" => book_mode = Some(v.parse().map_err(|e: String| anyhow!(e))?),
             _ => match k.strip_prefix("option.") {
                 Some(opt) => options.push((opt.to_string(), v)),
-                None => bail!("unknown engine setting {k:?} (name, cmd, proto, dir, option.X, weights, book, bookmode)"),
+                None => bail!("unknown engine setting {k:?} (name, cmd, proto, dir, option.X, weights, net, book, bookmode)"),
             },
         }
     }
@@ -92,12 +94,13 @@ pub fn parse_player(s: &str) -> Result<PlayerSpec> {
         return Ok(PlayerSpec::Builtin {
             name: name.unwrap_or_else(|| "builtin".into()),
             weights,
+            net,
             book,
             book_mode: book_mode.unwrap_or(Mode::Best),
         });
     }
-    if weights.is_some() {
-        bail!("weights= is for cmd=builtin; external engines take option.X=");
+    if weights.is_some() || net.is_some() {
+        bail!("weights= and net= are for cmd=builtin; external engines take option.X=");
     }
     if book.is_none() && book_mode.is_some() {
         bail!("bookmode= needs book=");

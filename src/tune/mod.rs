@@ -9,6 +9,7 @@
 pub mod checkpoint;
 pub mod external;
 pub mod fit;
+pub mod net;
 pub mod paramfile;
 pub mod player;
 pub mod report;

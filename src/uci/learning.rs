@@ -116,7 +116,7 @@ pub fn result_of(game: &SeenGame) -> Option<GameResult> {
         return Some(GameResult::Draw);
     }
     // The engine's side at each search: the side to move at that ply.
-    let white_to_move_at = |ply: usize| game.start.turn().is_white() == (ply % 2 == 0);
+    let white_to_move_at = |ply: usize| game.start.turn().is_white() == ply.is_multiple_of(2);
     let tail = |n: usize| {
         game.searches
             .len()

@@ -40,6 +40,8 @@ pub struct Config {
     pub weights: Option<PathBuf>,
     /// Learn every game into the book (`BookLearning`).
     pub learn: bool,
+    /// The learned evaluation's file (`--net`; UCI `EvalFile`).
+    pub net: Option<PathBuf>,
 }
 
 /// What the last search found, for the game's record: its score (side to
@@ -67,6 +69,8 @@ struct Engine {
     /// The game being played, as far as the engine has seen it.
     game: Option<SeenGame>,
     last_search: LastSearch,
+    /// The net the searcher evaluates with (`EvalFile`), and its file.
+    net: Option<(PathBuf, Arc<crate::engine::net::Network>)>,
 }
 
 /// Where the engine writes: standard output unless [`capture_output`] says.
@@ -119,8 +123,14 @@ pub fn run(input: impl BufRead, config: Config) -> anyhow::Result<()> {
         Some(p) => crate::engine::presets::load(&p.to_string_lossy())?,
         None => Weights::default(),
     };
+    let net = match &config.net {
+        Some(p) => Some((p.clone(), Arc::new(crate::engine::net::Network::load(p)?))),
+        None => None,
+    };
+    let mut searcher = Searcher::new(DEFAULT_HASH_MB, weights);
+    searcher.set_net(net.as_ref().map(|(_, n)| Arc::clone(n)));
     let mut e = Engine {
-        searcher: Some(Searcher::new(DEFAULT_HASH_MB, weights)),
+        searcher: Some(searcher),
         thread: None,
         stop: Arc::new(AtomicBool::new(false)),
         ponder: Arc::new(AtomicBool::new(false)),
@@ -136,6 +146,7 @@ pub fn run(input: impl BufRead, config: Config) -> anyhow::Result<()> {
         learning: config.learn,
         game: None,
         last_search: Arc::new(Mutex::new(None)),
+        net,
     };
     if let Some(p) = &config.book {
         e.book = Some(OpeningBook::open(p)?);
@@ -194,8 +205,12 @@ pub fn run(input: impl BufRead, config: Config) -> anyhow::Result<()> {
 impl Engine {
     fn searcher(&mut self) -> &mut Searcher {
         self.wait_search();
-        self.searcher
-            .get_or_insert_with(|| Searcher::new(DEFAULT_HASH_MB, Weights::default()))
+        let net = self.net.as_ref().map(|(_, n)| Arc::clone(n));
+        self.searcher.get_or_insert_with(|| {
+            let mut s = Searcher::new(DEFAULT_HASH_MB, Weights::default());
+            s.set_net(net);
+            s
+        })
     }
 
     fn uci(&mut self) {
@@ -222,6 +237,11 @@ impl Engine {
             self.learning
         ));
         say("option name WeightsFile type string default <empty>");
+        let net = self
+            .net
+            .as_ref()
+            .map_or("<empty>".to_string(), |(p, _)| p.display().to_string());
+        say(&format!("option name EvalFile type string default {net}"));
         for p in Weights::default().params() {
             say(&format!(
                 "option name {} type spin default {} min {} max {}",
@@ -307,6 +327,29 @@ impl Engine {
                 Ok(m) => self.book_mode = m,
                 Err(err) => say(&format!("info string BookMode: {err}")),
             },
+            "evalfile" => {
+                if value.is_empty() || value == "<empty>" {
+                    self.net = None;
+                    self.searcher().set_net(None);
+                    return;
+                }
+                // A net that does not load changes nothing: the evaluation in use stays.
+                let path = PathBuf::from(&value);
+                match crate::engine::net::Network::load(&path) {
+                    Ok(n) => {
+                        let n = Arc::new(n);
+                        self.searcher().set_net(Some(Arc::clone(&n)));
+                        say(&format!(
+                            "info string EvalFile {value}: (768 -> {}) x 2 -> 1",
+                            n.hidden()
+                        ));
+                        self.net = Some((path, n));
+                    }
+                    Err(err) => say(&format!(
+                        "info string EvalFile not loaded, the evaluation in use stays: {err:#}"
+                    )),
+                }
+            }
             "weightsfile" => {
                 if value.is_empty() || value == "<empty>" {
                     self.weights_file = None;
@@ -393,7 +436,9 @@ impl Engine {
         start: shakmaty::Chess,
         moves: Vec<shakmaty::Move>,
     ) {
-        self.wait_search();
+        // A search that has said bestmove is joined (its reply recorded);
+        // one still running (`go infinite`) is left to run.
+        self.busy();
         match &mut self.game {
             Some(g) if g.continued_by(fen.as_deref(), &moves) => {
                 if moves.len() != g.moves.len() {
@@ -415,7 +460,7 @@ impl Engine {
 
     /// The game ends: learned into the book if learning is on.
     fn end_game(&mut self) {
-        self.wait_search();
+        self.busy();
         let Some(game) = self.game.take() else {
             return;
         };
@@ -588,7 +633,9 @@ impl Engine {
                 Ok(s) => self.searcher = Some(s),
                 Err(_) => {
                     say("info string the search thread failed; starting afresh");
-                    self.searcher = Some(Searcher::new(self.hash_mb, Weights::default()));
+                    let mut s = Searcher::new(self.hash_mb, Weights::default());
+                    s.set_net(self.net.as_ref().map(|(_, n)| Arc::clone(n)));
+                    self.searcher = Some(s);
                 }
             }
             let last = self

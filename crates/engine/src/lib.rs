@@ -8,6 +8,7 @@
 
 pub mod epd;
 pub mod eval;
+pub mod net;
 pub mod params;
 pub mod position;
 pub mod presets;

@@ -4,7 +4,10 @@
 //! checked at every node, the clock is not consulted).
 
 use std::{
-    sync::atomic::{AtomicBool, Ordering},
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc,
+    },
     time::{Duration, Instant},
 };
 
@@ -12,6 +15,7 @@ use shakmaty::{attacks, Bitboard, Color, Move, MoveList, Position as _, Role};
 
 use super::{
     eval::{evaluate, see_value},
+    net::{Accumulators, Network},
     params::Weights,
     position::Position,
     tt::{from_to, pack, Bound, Tt},
@@ -83,6 +87,9 @@ pub struct Searcher {
     lmr_built: (i32, i32),
     /// Time to keep in reserve per move (UCI `Move Overhead`).
     pub move_overhead: Duration,
+    /// The learned evaluation, used instead of the weights' when set (the
+    /// weights' search parameters stay).
+    net: Option<Arc<Network>>,
 }
 
 struct Stack {
@@ -111,6 +118,8 @@ struct Search<'a> {
     null_barrier: Vec<usize>,
     stack: Vec<Stack>,
     pv: Vec<Vec<Move>>,
+    /// The net's accumulators of the positions on the current line, by ply.
+    accs: Option<(Arc<Network>, Accumulators)>,
 }
 
 impl Searcher {
@@ -123,6 +132,7 @@ impl Searcher {
             lmr: Box::new([[0; 64]; 64]),
             lmr_built: (i32::MIN, i32::MIN),
             move_overhead: Duration::from_millis(30),
+            net: None,
         };
         s.refresh_lmr();
         s
@@ -169,8 +179,23 @@ impl Searcher {
         self.counter.iter_mut().for_each(|r| r.fill(0));
     }
 
+    /// Evaluates with `net` from now on (`None`: the weights' evaluation);
+    /// the table is cleared, its evaluations being the other one's.
+    pub fn set_net(&mut self, net: Option<Arc<Network>>) {
+        self.net = net;
+        self.tt.clear();
+    }
+
+    pub fn net(&self) -> Option<&Arc<Network>> {
+        self.net.as_ref()
+    }
+
+    /// The static evaluation, side to move's view (the net's from scratch when set).
     pub fn evaluate(&self, pos: &Position) -> i32 {
-        evaluate(&pos.chess, &self.weights)
+        match &self.net {
+            Some(net) => net.evaluate_position(&pos.chess),
+            None => evaluate(&pos.chess, &self.weights),
+        }
     }
 
     /// Searches `root`; `history` holds the keys of the game's earlier
@@ -213,7 +238,13 @@ impl Searcher {
                 })
                 .collect(),
             pv: vec![Vec::new(); MAX_PLY + 1],
+            accs: None,
         };
+        if let Some(net) = &search.s.net {
+            let mut accs = Accumulators::new(net, MAX_PLY + 4);
+            accs.refresh(net, 0, &root.chess);
+            search.accs = Some((Arc::clone(net), accs));
+        }
         let mut root_moves = root.legal_moves();
         if !limits.searchmoves.is_empty() {
             root_moves.retain(|m| limits.searchmoves.contains(m));
@@ -481,6 +512,30 @@ const BAD_CAPTURE: i32 = -(1 << 28);
 const HISTORY_MAX: i32 = 16_384;
 
 impl Search<'_> {
+    /// The static evaluation of `pos`, the position at `ply` of the line.
+    #[inline]
+    fn evaluate(&self, pos: &Position, ply: usize) -> i32 {
+        match &self.accs {
+            Some((net, accs)) => {
+                let v = accs.evaluate(net, ply, pos.turn());
+                // The tests search with this check: every incremental
+                // evaluation along the search equals one from scratch.
+                #[cfg(test)]
+                assert_eq!(v, net.evaluate_position(&pos.chess), "ply {ply}");
+                v
+            }
+            None => evaluate(&pos.chess, &self.s.weights),
+        }
+    }
+
+    /// `m` played on `pos` at `ply`: the accumulators of `ply + 1`.
+    #[inline]
+    fn played(&mut self, pos: &Position, m: Move, ply: usize) {
+        if let Some((net, accs)) = &mut self.accs {
+            accs.play(net, ply, &pos.chess, m);
+        }
+    }
+
     #[inline]
     fn check_limits(&mut self) {
         if let Some(limit) = self.node_limit {
@@ -598,7 +653,7 @@ impl Search<'_> {
                 return 0;
             }
             if ply >= MAX_PLY - 1 {
-                return self.s.evaluate(pos);
+                return self.evaluate(pos, ply);
             }
             // Mate distance pruning.
             let a = alpha.max(-MATE + ply as i32);
@@ -623,7 +678,7 @@ impl Search<'_> {
         } else if let Some(h) = hit {
             h.eval
         } else {
-            self.s.evaluate(pos)
+            self.evaluate(pos, ply)
         };
         self.stack[ply].eval = eval;
         self.stack[ply + 1].killers = [0; 2];
@@ -674,6 +729,9 @@ impl Search<'_> {
                     + depth / nmp_divisor
                     + ((eval - beta) / nmp_eval_divisor).min(nmp_eval_max);
                 if let Some(null) = pos.play_null() {
+                    if let Some((_, accs)) = &mut self.accs {
+                        accs.pass(ply);
+                    }
                     self.keys.push(pos.key);
                     self.null_barrier.push(self.keys.len());
                     self.stack[ply].mv = 0;
@@ -752,6 +810,7 @@ impl Search<'_> {
             }
 
             let child = pos.play(m);
+            self.played(pos, m, ply);
             self.stack[ply].mv = code;
             let extension = i32::from(check && ply < 2 * MAX_PLY / 3);
             let new_depth = depth - 1 + extension;
@@ -855,7 +914,7 @@ impl Search<'_> {
         self.pv[ply].clear();
         self.seldepth = self.seldepth.max(ply as i32);
         if ply >= MAX_PLY - 1 {
-            return self.s.evaluate(pos);
+            return self.evaluate(pos, ply);
         }
         if pos.chess.is_insufficient_material() {
             return 0;
@@ -871,7 +930,7 @@ impl Search<'_> {
         let eval = if in_check {
             -INF
         } else {
-            let e = hit.map_or_else(|| self.s.evaluate(pos), |h| h.eval);
+            let e = hit.map_or_else(|| self.evaluate(pos, ply), |h| h.eval);
             if e >= beta {
                 return e;
             }
@@ -920,6 +979,7 @@ impl Search<'_> {
         self.keys.push(pos.key);
         for (m, _) in candidates {
             let child = pos.play(m);
+            self.played(pos, m, ply);
             let score = -self.qsearch(&child, -beta, -alpha, ply + 1, qply + 1);
             if self.stopped {
                 self.keys.pop();

@@ -111,6 +111,7 @@ fn bench_play(nodes: u64, games: usize, openings: &Path) -> Result<()> {
     let builtin = |name: &str| PlayerSpec::Builtin {
         name: name.into(),
         weights: None,
+        net: None,
         book: None,
         book_mode: learnbook::book::choose::Mode::Best,
     };
@@ -168,6 +169,7 @@ fn bench_selfplay(nodes: u64, games: usize, openings: &Path) -> Result<()> {
             openings: suite.clone(),
             concurrency: threads,
             weights: learnbook::engine::params::Weights::default(),
+            net: None,
             name: selfplay::player_name("default"),
             seed: 1,
             adjudication: Adjudication {

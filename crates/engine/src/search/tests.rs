@@ -105,3 +105,29 @@ fn repetition_is_a_draw() {
     let r = s.search(&a, &[], &limits, &stop, &ponder, &mut |_| {});
     assert!(r.score < -300, "{}", r.score);
 }
+
+#[test]
+fn a_search_with_a_net_evaluates_incrementally_as_from_scratch() {
+    // `Search::evaluate` asserts, under test, that each incremental
+    // evaluation equals one from scratch: a search over positions with
+    // castling, en passant and promotions exercises every kind of move.
+    let net = std::sync::Arc::new(crate::net::random_net(16, 11));
+    let mut s = Searcher::new(4, Weights::default());
+    s.set_net(Some(net.clone()));
+    let stop = AtomicBool::new(false);
+    let ponder = AtomicBool::new(false);
+    for fen in [
+        "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1",
+        "r3k2r/1P4P1/8/3pP3/8/8/1p4p1/R3K2R w KQkq d6 0 1",
+        "n1n5/PPPk4/8/8/8/8/4Kppp/5N1N b - - 0 1",
+    ] {
+        let pos = Position::from_fen(fen).unwrap();
+        let limits = Limits {
+            nodes: Some(20_000),
+            ..Limits::default()
+        };
+        let r = s.search(&pos, &[], &limits, &stop, &ponder, &mut |_| {});
+        assert!(r.best.is_some());
+        assert_eq!(s.evaluate(&pos), net.evaluate_position(&pos.chess));
+    }
+}
