@@ -124,6 +124,21 @@ fn two_learners_on_one_book_count_each_game_once() {
     ok(&["check", "--book", s(&book)]);
 }
 
+/// Runs `learnbook args` with `input` on its standard input; its output.
+fn uci_session(args: &[&str], input: &str) -> String {
+    let mut child = Command::new(bin())
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(input.as_bytes()).expect("write");
+    drop(stdin);
+    String::from_utf8_lossy(&child.wait_with_output().expect("wait").stdout).into_owned()
+}
+
 /// The commands of a game in which the engine, Black, mates at once with
 /// Qh4 after White's first move `first` and `f3`, `g4`.
 fn mating_game(first: &str, reply: &str) -> String {
@@ -169,20 +184,10 @@ fn a_learner_killed_mid_game_leaves_a_book_that_checks_and_learns_on() {
     let before = learned_uci_games(&book);
     assert!(before < 16, "every game learned before the kills");
     // The next learner learns a game none of the killed ones reached.
-    let mut child = Command::new(bin())
-        .args(["uci", "--book", s(&book), "--learn"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let mut stdin = child.stdin.take().expect("stdin");
-    stdin
-        .write_all(format!("uci\n{}quit\n", mating_game("b1c3", "e7e5")).as_bytes())
-        .expect("write");
-    drop(stdin);
-    let out = child.wait_with_output().expect("wait");
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = uci_session(
+        &["uci", "--book", s(&book), "--learn"],
+        &format!("uci\n{}quit\n", mating_game("b1c3", "e7e5")),
+    );
     assert!(
         text.contains("info string learned the game (6 plies, 0-1)"),
         "{text}"
@@ -195,19 +200,7 @@ fn a_learner_killed_mid_game_leaves_a_book_that_checks_and_learns_on() {
 fn without_learning_or_a_book_nothing_is_written_and_the_engine_says_why() {
     let dir = tempfile::tempdir().expect("tempdir");
     let book = sample_book(dir.path());
-    let run = |args: &[&str], input: &str| -> String {
-        let mut child = Command::new(bin())
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn");
-        let mut stdin = child.stdin.take().expect("stdin");
-        stdin.write_all(input.as_bytes()).expect("write");
-        drop(stdin);
-        String::from_utf8_lossy(&child.wait_with_output().expect("wait").stdout).into_owned()
-    };
+    let run = uci_session;
     let game = mating_game("a2a3", "e7e5");
     // Learning off (the default): the book is left as it was.
     run(&["uci", "--book", s(&book)], &format!("uci\n{game}quit\n"));
