@@ -13,9 +13,9 @@ is `ucinewgame`, then `position startpos moves ...` and `go` for each move
 (python-chess's play() with one `game` object a game). Colours alternate by
 game number, the learner White in the odd games. A game ends by the rules
 (checkmate, stalemate, insufficient material, 75 moves, fivefold, and a
-claimable threefold or fifty-move draw), by adjudication as cutechess-cli
+threefold repetition or fifty-move draw on the board), by adjudication as cutechess-cli
 adjudicates (a win when both engines' scores are 1000 cp or more for the
-same side for 4 consecutive moves each; a draw when, after ply 80, 8
+same side for 4 consecutive moves each; a draw when, after ply 80, 16
 consecutive plies have scores within 10 cp), or at --max-plies (result `*`).
 
 Each game is appended to OUT.pgn as it ends. A rerun of the same command
@@ -40,7 +40,7 @@ RESIGN_CP = 1000
 RESIGN_MOVES = 4
 DRAW_AFTER_PLY = 80
 DRAW_CP = 10
-DRAW_PLIES = 8
+DRAW_PLIES = 16  # 8 moves each: a learner's own rule (8 searches) sees it too
 MATE_CP = 100_000
 
 
@@ -138,9 +138,15 @@ def play_game(number, white, black, max_plies):
               for side, p in ((chess.WHITE, white), (chess.BLACK, black))}
     scores = []
     while True:
-        outcome = board.outcome(claim_draw=True)
+        outcome = board.outcome()
         if outcome is not None:
             return board, outcome.result(), "normal", outcome.termination.name.lower()
+        # A threefold repetition or the fifty-move rule on the board (not a
+        # claim one move ahead, which the engines could not see).
+        if board.is_repetition(3):
+            return board, "1/2-1/2", "normal", "threefold_repetition"
+        if board.is_fifty_moves():
+            return board, "1/2-1/2", "normal", "fifty_moves"
         verdict = adjudicate(scores, board)
         if verdict is not None:
             return board, verdict[0], "adjudicated", verdict[1]
@@ -318,7 +324,7 @@ def main():
         epilog="Limits: nodes=N, depth=N, movetime=MS or tc=BASE+INC (seconds, clocks kept by "
                "this script; a side that oversteps loses on time), or several joined by "
                "commas. Adjudication as cutechess-cli: a win when both engines score 1000 cp "
-               "or more for one side for 4 moves each; a draw after ply 80 when 8 plies in a "
+               "or more for one side for 4 moves each; a draw after ply 80 when 16 plies in a "
                "row score within 10 cp.")
     ap.add_argument("--learner", metavar="CMD",
                     help="the learning engine's command line, e.g. "

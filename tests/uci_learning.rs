@@ -151,6 +151,27 @@ const FIRSTS: [&str; 8] = [
     "a2a3", "a2a4", "b2b3", "b2b4", "h2h3", "h2h4", "c2c3", "d2d3",
 ];
 
+/// Starts `learnbook args`, writes `input` to it and SIGKILLs it after `wait_ms`.
+fn kill_after(args: &[&str], input: &str, wait_ms: u64) {
+    let mut child = Command::new(bin())
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    // Written from a thread: the engine may die before it reads it all.
+    let mut stdin = child.stdin.take().expect("stdin");
+    let text = input.to_string();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(text.as_bytes());
+    });
+    std::thread::sleep(std::time::Duration::from_millis(wait_ms));
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = writer.join();
+}
+
 #[test]
 fn a_learner_killed_mid_game_leaves_a_book_that_checks_and_learns_on() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -162,23 +183,7 @@ fn a_learner_killed_mid_game_leaves_a_book_that_checks_and_learns_on() {
         }
     }
     for wait_ms in [30u64, 120, 400] {
-        let mut child = Command::new(bin())
-            .args(["uci", "--book", s(&book), "--learn"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn");
-        // Written from a thread: the engine may die before it reads it all.
-        let mut stdin = child.stdin.take().expect("stdin");
-        let text = commands.clone();
-        let writer = std::thread::spawn(move || {
-            let _ = stdin.write_all(text.as_bytes());
-        });
-        std::thread::sleep(std::time::Duration::from_millis(wait_ms));
-        let _ = child.kill();
-        let _ = child.wait();
-        let _ = writer.join();
+        kill_after(&["uci", "--book", s(&book), "--learn"], &commands, wait_ms);
         ok(&["check", "--book", s(&book)]);
     }
     let before = learned_uci_games(&book);
@@ -218,4 +223,201 @@ fn without_learning_or_a_book_nothing_is_written_and_the_engine_says_why() {
     assert!(out.contains("illegal move \"e2e5\""), "{out}");
     assert!(out.contains("learned the game (6 plies, 0-1)"), "{out}");
     assert_eq!(learned_uci_games(&book), 1);
+}
+
+// The adapter: the book and its learning in front of another UCI engine.
+
+const STOCKFISH: &str = "/usr/games/stockfish";
+
+/// `learnbook uci args` with `input`, standard input held open until it
+/// exits by itself (a failing inner engine must end it); its status and output.
+fn adapter_session(args: &[&str], input: &str) -> (std::process::ExitStatus, String) {
+    let mut child = Command::new(bin())
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(input.as_bytes()).expect("write");
+    let out = child.wait_with_output().expect("wait");
+    drop(stdin);
+    (
+        out.status,
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn python_chess_uses_stockfish_through_the_adapter_as_a_gui_does() {
+    if !(common::have_python_chess() && common::have_program(STOCKFISH)) {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let book = sample_book(dir.path());
+    let script = repo().join("tests/py/uci_adapter.py");
+    let out = Command::new("python3")
+        .args([s(&script), bin(), s(&book), STOCKFISH])
+        .output()
+        .expect("python3 runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    let options: Vec<&str> = r["options"]
+        .as_array()
+        .expect("options")
+        .iter()
+        .filter_map(|o| o.as_str())
+        .collect();
+    // The inner engine's options and the book's, each once.
+    for name in [
+        "Threads",
+        "Hash",
+        "MultiPV",
+        "SyzygyPath",
+        "BookFile",
+        "BookLearning",
+    ] {
+        assert_eq!(
+            options.iter().filter(|o| **o == name).count(),
+            1,
+            "{name}: {r}"
+        );
+    }
+    assert!(
+        r["id_name"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("Stockfish")),
+        "{r}"
+    );
+    // The book answers in the start position as the book itself chooses.
+    let shown = ok(&["show", "--book", s(&book)]);
+    let best = r["book_move"].as_str().expect("book move");
+    assert!(String::from_utf8_lossy(&shown.stdout).contains(best), "{r}");
+    for key in ["searched_move", "after_ponder", "infinite_best"] {
+        assert!(r[key].as_str().is_some_and(|m| m.len() >= 4), "{key}: {r}");
+    }
+    assert_eq!(r["multipv_lines"], 3, "{r}");
+}
+
+#[test]
+fn the_adapter_learns_the_game_its_inner_engine_mates_in() {
+    if !common::have_program(STOCKFISH) {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let book = sample_book(dir.path());
+    let args = ["uci", "--engine", STOCKFISH, "--book", s(&book), "--learn"];
+    let text = uci_session(
+        &args,
+        &format!("uci\n{}quit\n", mating_game("a2a3", "e7e5")),
+    );
+    assert!(text.contains("bestmove d8h4"), "{text}");
+    assert!(
+        text.contains("info string learned the game (6 plies, 0-1)"),
+        "{text}"
+    );
+    assert_eq!(learned_uci_games(&book), 1);
+    ok(&["check", "--book", s(&book)]);
+}
+
+#[test]
+fn an_adapter_killed_while_learning_leaves_a_book_that_checks_and_learns_on() {
+    if !common::have_program(STOCKFISH) {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let book = sample_book(dir.path());
+    let args = ["uci", "--engine", STOCKFISH, "--book", s(&book), "--learn"];
+    let mut commands = String::from("uci\n");
+    for first in FIRSTS {
+        commands.push_str(&mating_game(first, "e7e5"));
+    }
+    for wait_ms in [60u64, 250, 600] {
+        kill_after(&args, &commands, wait_ms);
+        ok(&["check", "--book", s(&book)]);
+    }
+    let before = learned_uci_games(&book);
+    let text = uci_session(
+        &args,
+        &format!("uci\n{}quit\n", mating_game("b1c3", "e7e5")),
+    );
+    assert!(text.contains("learned the game (6 plies, 0-1)"), "{text}");
+    assert_eq!(learned_uci_games(&book), before + 1);
+    ok(&["check", "--book", s(&book)]);
+}
+
+#[test]
+fn an_inner_engine_that_fails_is_said_and_the_adapter_exits_with_status_1() {
+    if !common::have_python_chess() {
+        return;
+    }
+    let fake = repo().join("tests/py/fake_engine.py");
+    // Two moves answered, then the fault on the third `go`.
+    let three_gos = "uci\nisready\nposition startpos\ngo depth 1\nposition startpos moves e2e4\ngo depth 1\nposition startpos moves e2e4 e7e5\ngo depth 1\nstop\n";
+    for (mode, said) in [
+        ("crash", "exited (exit status: 3)"),
+        ("hang", "sent no bestmove within 1 s"),
+        ("illegal", "played an illegal move: \"bestmove a1a8\""),
+        ("garbage", "played an illegal move: \"bestmove\""),
+    ] {
+        let inner = format!("python3 {} {mode}", s(&fake));
+        let (status, out) = adapter_session(
+            &["uci", "--engine", &inner, "--engine-timeout", "1"],
+            three_gos,
+        );
+        assert_eq!(status.code(), Some(1), "{mode}: {out}");
+        assert!(
+            out.contains("info string the inner engine"),
+            "{mode}: {out}"
+        );
+        assert!(out.contains(said), "{mode}: {out}");
+        // The two moves before the fault reached the GUI.
+        assert_eq!(out.matches("bestmove ").count(), 2, "{mode}: {out}");
+    }
+    // Not a UCI engine at all: no `uciok`.
+    let (status, out) = adapter_session(
+        &["uci", "--engine", "/bin/cat", "--engine-timeout", "1"],
+        "uci\n",
+    );
+    assert_eq!(status.code(), Some(1), "{out}");
+    assert!(out.contains("sent no uciok within 1 s"), "{out}");
+    // Not there.
+    let (status, out) = adapter_session(&["uci", "--engine", "/nonexistent/engine"], "uci\n");
+    assert_eq!(status.code(), Some(1), "{out}");
+    assert!(out.contains("cannot start the inner engine"), "{out}");
+}
+
+#[test]
+fn a_missing_or_broken_book_or_an_illegal_position_is_said_and_play_goes_on() {
+    if !(common::have_python_chess() && common::have_program(STOCKFISH)) {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let not_a_book = dir.path().join("notes.sqlite");
+    std::fs::write(&not_a_book, "not a book\n").expect("write");
+    let missing = dir.path().join("missing.sqlite");
+    let game = mating_game("a2a3", "e7e5");
+    for (book, said) in [(&missing, "no book at"), (&not_a_book, "cannot open book")] {
+        let args = ["uci", "--engine", STOCKFISH, "--book", s(book), "--learn"];
+        let text = uci_session(
+            &args,
+            &format!("uci\n{game}position startpos moves e2e5\nisready\nquit\n"),
+        );
+        assert!(text.contains(said), "{text}");
+        assert!(text.contains("bestmove d8h4"), "{text}");
+        assert!(text.contains("game not learned"), "{text}");
+        assert!(
+            text.contains("position ignored: illegal move \"e2e5\""),
+            "{text}"
+        );
+        assert!(text.contains("readyok"), "{text}");
+    }
+    assert!(!missing.exists(), "a missing book is not created");
+    assert_eq!(std::fs::read(&not_a_book).expect("read"), b"not a book\n");
 }

@@ -2,7 +2,7 @@
 //! (two books), `selfplay` and `merge-games` (games for data), `report` (a
 //! player's learning curve).
 
-use std::{path::PathBuf, process::ExitCode};
+use std::{io::BufReader, path::PathBuf, process::ExitCode};
 
 use anyhow::{Context, Result};
 use clap::Args;
@@ -32,6 +32,15 @@ pub struct UciArgs {
     /// the weights' evaluation (the weights' search parameters stay).
     #[arg(long, value_name = "NET.nnue")]
     net: Option<PathBuf>,
+    /// Put the book (and its learning) in front of this UCI engine instead of the search
+    /// core, as Polyglot's adapter does: a command (`/usr/games/stockfish`) or
+    /// `cmd=CMD[,name=N][,option.X=V][,dir=D]`. Its options are listed beside the book's.
+    #[arg(long, value_name = "SPEC", conflicts_with_all = ["weights", "net"])]
+    engine: Option<String>,
+    /// With --engine: seconds the engine may take to answer `uci`, `isready` and `stop`
+    /// before the adapter reports it hung and exits with status 1.
+    #[arg(long, value_name = "S", default_value_t = 10.0, requires = "engine")]
+    engine_timeout: f64,
 }
 
 /// The UCI loop on standard input until `quit`.
@@ -41,7 +50,30 @@ pub fn uci(args: UciArgs) -> Result<ExitCode> {
         weights,
         learn,
         net,
+        engine,
+        engine_timeout,
     } = args;
+    if let Some(spec) = engine {
+        let timeout = std::time::Duration::try_from_secs_f64(engine_timeout)
+            .ok()
+            .filter(|t| !t.is_zero())
+            .with_context(|| {
+                format!("--engine-timeout {engine_timeout}: not a positive number of seconds")
+            })?;
+        let config = learnbook::uci::adapter::AdapterConfig {
+            engine: learnbook::play::spec::parse_inner_engine(&spec)?,
+            book,
+            learn,
+            timeout,
+        };
+        // A failed inner engine is said in an `info string`; the status tells the GUI.
+        return Ok(
+            match learnbook::uci::adapter::run(BufReader::new(std::io::stdin()), config) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(_) => ExitCode::from(1),
+            },
+        );
+    }
     let stdin = std::io::stdin();
     learnbook::uci::run(
         stdin.lock(),

@@ -126,6 +126,36 @@ pub fn parse_player(s: &str) -> Result<PlayerSpec> {
     })
 }
 
+/// The engine behind `uci --engine`: a command line, or a spec with
+/// `cmd=` (`name=`, `option.X=`, `dir=`); a UCI engine without a book of
+/// its own (the adapter's book is `--book`).
+pub fn parse_inner_engine(s: &str) -> Result<EngineSpec> {
+    if !s.contains("cmd=") {
+        let argv: Vec<String> = s.split_whitespace().map(String::from).collect();
+        let Some(program) = argv.first() else {
+            bail!("--engine needs a command");
+        };
+        let name = std::path::Path::new(program)
+            .file_name()
+            .map_or(program.clone(), |n| n.to_string_lossy().into_owned());
+        return Ok(EngineSpec {
+            name,
+            argv,
+            proto: Proto::Uci,
+            options: Vec::new(),
+            dir: None,
+        });
+    }
+    match parse_player(s)? {
+        PlayerSpec::External(e) if e.proto == Proto::Uci => Ok(e),
+        PlayerSpec::External(_) => bail!("--engine: the adapter speaks UCI only (proto=uci)"),
+        PlayerSpec::Booked { .. } => {
+            bail!("--engine takes no book=: the adapter's book is --book")
+        }
+        _ => bail!("--engine takes an external UCI engine (without --engine `learnbook uci` is the search core)"),
+    }
+}
+
 pub fn parse_sprt(s: &str) -> Result<Sprt> {
     let mut sprt = Sprt {
         elo0: 0.0,

@@ -68,6 +68,9 @@ pub struct SeenGame {
     /// The engine's reply to the last position, if it gave one.
     pub reply: Option<Move>,
     pub searches: Vec<OwnSearch>,
+    /// The last move is the opponent's predicted one (`go ponder`), not
+    /// yet confirmed by `ponderhit`.
+    pub pondered: bool,
 }
 
 impl SeenGame {
@@ -77,6 +80,15 @@ impl SeenGame {
         self.fen.as_deref() == fen
             && moves.len() >= self.moves.len()
             && moves[..self.moves.len()] == self.moves[..]
+    }
+
+    /// Whether `position` continues the game without its last move (a
+    /// pondered move that was not played, replaced by the one that was).
+    pub fn continued_without_last(&self, fen: Option<&str>, moves: &[Move]) -> bool {
+        let Some(kept) = self.moves.len().checked_sub(1) else {
+            return false;
+        };
+        self.fen.as_deref() == fen && moves.len() > kept && moves[..kept] == self.moves[..kept]
     }
 
     /// The moves the engine saw, with its reply to the last position.

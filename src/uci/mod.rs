@@ -5,12 +5,13 @@
 //! option `BookLearning`) each game it plays is learned into its book when
 //! it ends ([`learning`]).
 
+pub mod adapter;
+pub mod book_side;
 pub mod learning;
 
 use std::{
     io::{BufRead, Write},
     path::PathBuf,
-    str::FromStr,
     sync::{
         atomic::{AtomicBool, Ordering},
         Arc, Mutex, PoisonError,
@@ -21,9 +22,9 @@ use std::{
 
 use shakmaty::CastlingMode;
 
-use learning::{OwnSearch, SeenGame};
+use book_side::{parse_position, BookSide};
 
-use crate::book::choose::{Decision, Mode, OpeningBook};
+use crate::book::choose::Decision;
 use crate::engine::{
     params::Weights,
     position::Position,
@@ -59,15 +60,9 @@ struct Engine {
     /// Keys of the game's positions before `pos`.
     history: Vec<u64>,
     hash_mb: usize,
-    own_book: bool,
-    book_file: Option<PathBuf>,
-    book: Option<OpeningBook>,
-    book_mode: Mode,
+    /// The book options, the book and the game being played.
+    book: BookSide,
     weights_file: Option<PathBuf>,
-    /// Learn each game into the book when it ends.
-    learning: bool,
-    /// The game being played, as far as the engine has seen it.
-    game: Option<SeenGame>,
     last_search: LastSearch,
     /// The net the searcher evaluates with (`EvalFile`), and its file.
     net: Option<(PathBuf, Arc<crate::engine::net::Network>)>,
@@ -83,7 +78,7 @@ pub fn capture_output(out: Option<Box<dyn Write + Send>>) {
     *OUTPUT.lock().unwrap_or_else(PoisonError::into_inner) = out;
 }
 
-fn say(line: &str) {
+pub(crate) fn say(line: &str) {
     if let Some(out) = OUTPUT
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
@@ -138,19 +133,11 @@ pub fn run(input: impl BufRead, config: Config) -> anyhow::Result<()> {
         pos: Position::default(),
         history: Vec::new(),
         hash_mb: DEFAULT_HASH_MB,
-        own_book: config.book.is_some(),
-        book_file: config.book.clone(),
-        book: None,
-        book_mode: Mode::Best,
+        book: BookSide::new(config.book, config.learn),
         weights_file: config.weights,
-        learning: config.learn,
-        game: None,
         last_search: Arc::new(Mutex::new(None)),
         net,
     };
-    if let Some(p) = &config.book {
-        e.book = Some(OpeningBook::open(p)?);
-    }
     // Bytes, not `lines()`: a line that is not UTF-8 (a Latin-1 path) used
     // to end the session; it is read lossily and answered like any other.
     let mut input = input;
@@ -184,7 +171,10 @@ pub fn run(input: impl BufRead, config: Config) -> anyhow::Result<()> {
             "position" => e.position(args),
             "go" => e.go(args),
             "stop" => e.finish_search(),
-            "ponderhit" => e.ponder.store(false, Ordering::Relaxed),
+            "ponderhit" => {
+                e.ponder.store(false, Ordering::Relaxed);
+                e.book.pondering(false);
+            }
             "quit" => break,
             "eval" => {
                 if let Some(s) = &e.searcher {
@@ -222,20 +212,9 @@ impl Engine {
         say("option name Clear Hash type button");
         say("option name Move Overhead type spin default 30 min 0 max 5000");
         say("option name Ponder type check default false");
-        say(&format!(
-            "option name OwnBook type check default {}",
-            self.own_book
-        ));
-        let book = self
-            .book_file
-            .as_ref()
-            .map_or("<empty>".to_string(), |p| p.display().to_string());
-        say(&format!("option name BookFile type string default {book}"));
-        say("option name BookMode type combo default best var best var weighted");
-        say(&format!(
-            "option name BookLearning type check default {}",
-            self.learning
-        ));
+        for line in self.book.option_lines() {
+            say(&line);
+        }
         say("option name WeightsFile type string default <empty>");
         let net = self
             .net
@@ -294,39 +273,7 @@ impl Engine {
                 )),
             },
             "ponder" => {}
-            "ownbook" => match value.as_str() {
-                "true" => self.own_book = true,
-                "false" => self.own_book = false,
-                _ => say(&format!(
-                    "info string OwnBook must be true or false, not {value:?}"
-                )),
-            },
-            "bookfile" => {
-                if value.is_empty() || value == "<empty>" {
-                    self.book_file = None;
-                    self.book = None;
-                    return;
-                }
-                let path = PathBuf::from(&value);
-                match OpeningBook::open(&path) {
-                    Ok(b) => {
-                        self.book = Some(b);
-                        self.book_file = Some(path);
-                    }
-                    Err(err) => say(&format!("info string cannot open book {value:?}: {err:#}")),
-                }
-            }
-            "booklearning" => match value.as_str() {
-                "true" => self.learning = true,
-                "false" => self.learning = false,
-                _ => say(&format!(
-                    "info string BookLearning must be true or false, not {value:?}"
-                )),
-            },
-            "bookmode" => match Mode::from_str(&value) {
-                Ok(m) => self.book_mode = m,
-                Err(err) => say(&format!("info string BookMode: {err}")),
-            },
+            book if BookSide::is_option(book) => self.book.setoption(book, &value),
             "evalfile" => {
                 if value.is_empty() || value == "<empty>" {
                     self.net = None;
@@ -391,104 +338,31 @@ impl Engine {
     }
 
     fn position(&mut self, args: &[&str]) {
-        let moves_at = args.iter().position(|&w| w == "moves");
-        let setup = &args[..moves_at.unwrap_or(args.len())];
-        let mut pos = match setup.first() {
-            Some(&"startpos") => Position::default(),
-            Some(&"fen") => match Position::from_fen(&setup[1..].join(" ")) {
-                Ok(p) => p,
-                Err(err) => {
-                    say(&format!("info string position ignored: {err:#}"));
-                    return;
-                }
-            },
-            _ => {
-                say("info string position needs startpos or fen; ignored");
+        let cmd = match parse_position(args) {
+            Ok(c) => c,
+            Err(why) => {
+                say(&format!("info string position ignored: {why}"));
                 return;
             }
         };
-        let start = pos.chess.clone();
-        let fen = (setup.first() == Some(&"fen")).then(|| learning::start_fen(&start));
-        let mut history = Vec::new();
-        let mut moves = Vec::new();
-        for &uci in moves_at.map_or(&[][..], |i| &args[i + 1..]) {
-            let Some(m) = pos.parse_uci(uci) else {
-                say(&format!(
-                    "info string position ignored: illegal move {uci:?}"
-                ));
-                return;
-            };
+        let mut pos = Position::new(cmd.start.clone());
+        let mut history = Vec::with_capacity(cmd.moves.len());
+        for &m in &cmd.moves {
             history.push(pos.key);
-            moves.push(m);
-            pos = pos.play(m);
+            pos.play_in_place(m);
         }
         self.pos = pos;
         self.history = history;
-        self.follow_game(fen, start, moves);
-    }
-
-    /// Keeps the game up to date with a `position`: the same game if it
-    /// continues it, else the game before ends (and is learned) and a new
-    /// one starts.
-    fn follow_game(
-        &mut self,
-        fen: Option<String>,
-        start: shakmaty::Chess,
-        moves: Vec<shakmaty::Move>,
-    ) {
         // A search that has said bestmove is joined (its reply recorded);
         // one still running (`go infinite`) is left to run.
         self.busy();
-        match &mut self.game {
-            Some(g) if g.continued_by(fen.as_deref(), &moves) => {
-                if moves.len() != g.moves.len() {
-                    g.reply = None;
-                }
-                g.moves = moves;
-            }
-            _ => {
-                self.end_game();
-                self.game = Some(SeenGame {
-                    fen,
-                    start,
-                    moves,
-                    ..SeenGame::default()
-                });
-            }
-        }
+        self.book.follow(cmd);
     }
 
     /// The game ends: learned into the book if learning is on.
     fn end_game(&mut self) {
         self.busy();
-        let Some(game) = self.game.take() else {
-            return;
-        };
-        if !self.learning {
-            return;
-        }
-        let Some(book) = self.book.as_mut() else {
-            say("info string game not learned: no book (BookFile)");
-            return;
-        };
-        let Some(book) = book.learnbook_mut() else {
-            say("info string game not learned: a Polyglot book does not learn");
-            return;
-        };
-        say(&format!("info string {}", learning::learn(book, &game)));
-    }
-
-    /// Records the engine's answer to the current position in the game.
-    fn record_reply(&mut self, mv: Option<shakmaty::Move>, score: Option<i32>) {
-        if let Some(g) = self.game.as_mut() {
-            g.reply = mv;
-            if let Some(score) = score {
-                g.searches.push(OwnSearch {
-                    ply: g.moves.len(),
-                    score,
-                });
-            }
-        }
+        self.book.end_game();
     }
 
     fn go(&mut self, args: &[&str]) {
@@ -545,10 +419,11 @@ impl Engine {
             // A bare `go` searches until `stop`, as in other engines.
             limits.infinite = true;
         }
+        self.book.pondering(limits.ponder);
         if !limits.infinite && !limits.ponder {
-            match self.book_decision() {
+            match self.book.decide(&self.pos.chess) {
                 Some(Decision::Play(m)) => {
-                    self.record_reply(Some(m), None);
+                    self.book.record_reply(Some(m), None);
                     say("info string book move");
                     say(&format!("bestmove {}", m.to_uci(CastlingMode::Standard)));
                     return;
@@ -608,19 +483,6 @@ impl Engine {
         }
     }
 
-    /// The book's decision here; `None` without a book (or with OwnBook
-    /// off), or when the lookup failed (said, and the engine searches).
-    fn book_decision(&self) -> Option<Decision> {
-        let book = self.book.as_ref().filter(|_| self.own_book)?;
-        match book.decide(&self.pos.chess, self.book_mode, &mut rand::rng()) {
-            Ok(d) => Some(d),
-            Err(err) => {
-                say(&format!("info string book lookup failed: {err:#}"));
-                None
-            }
-        }
-    }
-
     /// Stops a running search (its bestmove is printed) and takes the searcher back.
     fn finish_search(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
@@ -644,7 +506,7 @@ impl Engine {
                 .unwrap_or_else(PoisonError::into_inner)
                 .take();
             if let Some((score, best)) = last {
-                self.record_reply(best, Some(score));
+                self.book.record_reply(best, Some(score));
             }
         }
     }

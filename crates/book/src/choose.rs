@@ -22,6 +22,7 @@ use std::path::Path;
 use crate::db::{Book, BookMove};
 use crate::formats::polyglot::{is_polyglot_path, PolyglotBook};
 use crate::keys::{polyglot_key, MoveCode};
+use crate::own_losses::OwnLosses;
 use crate::values::minimax::{self, option_weights, Choice, NodeInfo, ValueParams};
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -116,6 +117,14 @@ impl OpeningBook {
         })
     }
 
+    /// The learnbook book (`None` for a Polyglot file).
+    pub fn learnbook(&self) -> Option<&Book> {
+        match self {
+            OpeningBook::Learnbook(b) => Some(b),
+            OpeningBook::Polyglot(_) => None,
+        }
+    }
+
     /// The learnbook book, to learn into (`None` for a Polyglot file).
     pub fn learnbook_mut(&mut self) -> Option<&mut Book> {
         match self {
@@ -131,6 +140,36 @@ impl OpeningBook {
             Some(mv) => Decision::Play(mv),
             None => Decision::Search(self.search_moves(pos)?),
         })
+    }
+
+    /// [`OpeningBook::decide`] for a learner: where it searches, the moves
+    /// its own games lost with are left out too (a searched deviation, see
+    /// [`crate::own_losses`]), unless that leaves nothing to search.
+    pub fn decide_learning<R: Rng>(
+        &self,
+        pos: &Chess,
+        mode: Mode,
+        rng: &mut R,
+        own: &OwnLosses,
+    ) -> Result<Decision> {
+        let moves = match self.decide(pos, mode, rng)? {
+            Decision::Search(moves) => moves,
+            play => return Ok(play),
+        };
+        let legal = pos.legal_moves();
+        let candidates: &[Move] = if moves.is_empty() { &legal } else { &moves };
+        let kept: Vec<Move> = candidates
+            .iter()
+            .filter(|m| !own.refuted(pos, MoveCode::from_move(m)))
+            .copied()
+            .collect();
+        Ok(Decision::Search(if kept.is_empty() {
+            moves
+        } else if kept.len() == legal.len() {
+            Vec::new()
+        } else {
+            kept
+        }))
     }
 
     /// The book's move in `pos`, if it has one.

@@ -23,6 +23,7 @@
 //!   [`Graph`](crate::values::minimax::Graph) and its full re-evaluation;
 //! * `cache`: what the incremental pass keeps between games;
 //! * `learn`: `add_game`, one game in one transaction;
+//! * `source_games`: the games one source added, read back in order;
 //! * `bulk/`: `build`'s bulk load: `aggregate` (many games in memory),
 //!   `graph` (the rows, tails and graph made of it), `write` (written at
 //!   once, each table's row typed in `rows`), `parts` (a new book too large
@@ -70,6 +71,7 @@ pub mod plan_store;
 mod rows;
 pub mod scan;
 pub mod schema;
+pub mod source_games;
 pub mod stream;
 mod tail_index;
 mod tails;
