@@ -12,12 +12,14 @@
 //! * `multipv`: multipv.
 //! * `suite`: suite (opening suites by the resolution they give).
 //! * `serve`: serve (the explorer under load).
+//! * `adapter`: uci --engine against the bare engine (time a move, stop, learning a game).
 
 use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
 
+mod adapter;
 mod book;
 mod build;
 mod export;
@@ -74,6 +76,7 @@ pub enum BenchCommand {
     Suite(suite::SuiteArgs),
     Learn(book::LearnArgs),
     Serve(serve::ServeArgs),
+    Adapter(adapter::AdapterArgs),
 }
 
 /// Runs one bench.
@@ -96,6 +99,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
         Suite(a) => a.run(),
         Learn(a) => a.run(),
         Serve(a) => a.run(),
+        Adapter(a) => a.run(),
     }
 }
 
