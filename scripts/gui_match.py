@@ -22,8 +22,13 @@ Each game is appended to OUT.pgn as it ends. A rerun of the same command
 resumes: it counts the games already in OUT.pgn and plays on from the next
 game number (the engines' book has learned the earlier games anyway). The
 JSON report (default: OUT.pgn's name with .json; `-` for standard output) is
-computed from all the games in OUT.pgn. An engine that dies or sends an
-illegal move stops the match with exit code 1; the games so far stay.
+computed from all the games in OUT.pgn. Each move's time from `go` to
+`bestmove` goes to OUT.moves.tsv (game, ply, role, book, ms; `book` is 1
+when the engine said `info string book move`), and the report gives each
+side's p50 and p99 of book moves, of searched moves and, apart, of its
+first move of each game (which includes `ucinewgame` and `isready`). An engine that
+dies or sends an illegal move stops the match with exit code 1; the games
+so far stay.
 """
 import argparse
 import json
@@ -130,8 +135,10 @@ def adjudicate(scores, board):
     return None
 
 
-def play_game(number, white, black, max_plies):
-    """Plays game `number`; its board, result, Termination tag and comment."""
+def play_game(number, white, black, max_plies, timings=None):
+    """Plays game `number`; its board, result, Termination tag and comment.
+    Each move's time from `go` to `bestmove` is appended to `timings` as
+    (game, ply, role, book, ms), `book` when the engine said "book move"."""
     board = chess.Board()
     game = object()  # one per game: python-chess sends ucinewgame when it changes
     clocks = {side: p.clock[0] if p.clock else None
@@ -180,6 +187,10 @@ def play_game(number, white, black, max_plies):
                 return (board, "0-1" if side == chess.WHITE else "1-0", "time forfeit",
                         f"{loser} lost on time")
             clocks[side] += player.clock[1]
+        if timings is not None:
+            book = "book move" in str(result.info.get("string", ""))
+            timings.append((number, board.ply() + 1, player.role, int(book),
+                            1000 * (time.monotonic() - started)))
         board.push(result.move)
         scores.append(white_cp(result))
 
@@ -208,6 +219,55 @@ def tally(rows):
         "unfinished": len(rows) - len(finished),
         "score": sum(finished) / len(finished) if finished else None,
     }
+
+
+def timings_path(pgn):
+    """The side file of each move's time: OUT.pgn's name with .moves.tsv."""
+    return os.path.splitext(pgn)[0] + ".moves.tsv"
+
+
+def percentile(sorted_values, fraction):
+    """The nearest-rank percentile of a sorted, non-empty list."""
+    rank = max(1, -(-len(sorted_values) * fraction // 1))
+    return sorted_values[int(rank) - 1]
+
+
+def latency(path, games):
+    """Each role's move times (ms, from `go` to `bestmove`) over the first
+    `games` games: book moves and searched moves apart, and each side's
+    first move of a game apart from both, since python-chess sends
+    `ucinewgame` and waits for `readyok` inside it (a learner learns the
+    last game there, off the clock of a GUI that waits for `readyok`):
+    count, p50, p99, max. A game replayed after a resume counts its last
+    rows."""
+    rows = {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                parts = line.split("\t")
+                if len(parts) != 5 or not parts[0].isdigit() or int(parts[0]) > games:
+                    continue
+                try:
+                    rows[(int(parts[0]), int(parts[1]), parts[2])] = (parts[3] == "1",
+                                                                      float(parts[4]))
+                except ValueError:
+                    continue
+    except FileNotFoundError:
+        return None
+    first_ply = {}
+    for game, ply, role in rows:
+        first_ply[(game, role)] = min(ply, first_ply.get((game, role), ply))
+    out = {}
+    for (game, ply, role), (book, ms) in rows.items():
+        kind = "first" if first_ply[(game, role)] == ply else "book" if book else "searched"
+        out.setdefault(role, {"book": [], "searched": [], "first": []})[kind].append(ms)
+    for role, kinds in out.items():
+        for kind, values in kinds.items():
+            values.sort()
+            kinds[kind] = {"moves": len(values)} if not values else {
+                "moves": len(values), "p50": round(percentile(values, 0.5), 2),
+                "p99": round(percentile(values, 0.99), 2), "max": round(values[-1], 2)}
+    return out
 
 
 def report(path):
@@ -248,6 +308,9 @@ def report(path):
     out.update(tally(rows))
     out.update({"window": window, "first": first, "last": last,
                 "repeated_losses": repeated, "terminations": terminations})
+    times = latency(timings_path(path), len(games))
+    if times is not None:
+        out["move_ms"] = times
     return out
 
 
@@ -258,7 +321,10 @@ def summary_line(r):
             f"-{r['losses']}" + (f" *{r['unfinished']}" if r["unfinished"] else "")
             + f", score {pct(r['score'])}; first {r['first']['games']} {pct(r['first']['score'])}, "
             f"last {r['last']['games']} {pct(r['last']['score'])}; "
-            f"{r['repeated_losses']} of {r['losses']} losses repeat an earlier loss")
+            f"{r['repeated_losses']} of {r['losses']} losses repeat an earlier loss"
+            + "".join(f"; {role} book moves p50 {t['book']['p50']} ms p99 {t['book']['p99']} ms"
+                      for role, t in sorted(r.get("move_ms", {}).items())
+                      if t["book"]["moves"]))
 
 
 def write_report(r, dest):
@@ -290,8 +356,9 @@ def run_match(args):
             for number in range(already + 1, args.games + 1):
                 learner_white = number % 2 == 1
                 white, black = (learner, opponent) if learner_white else (opponent, learner)
+                timings = []
                 board, result, termination, comment = play_game(number, white, black,
-                                                                args.max_plies)
+                                                                args.max_plies, timings)
                 game = chess.pgn.Game.from_board(board)
                 game.headers["Event"] = "gui_match"
                 game.headers["Round"] = str(number)
@@ -303,6 +370,9 @@ def run_match(args):
                 out.write(str(game) + "\n\n")
                 out.flush()
                 os.fsync(out.fileno())
+                with open(timings_path(args.pgn), "a", encoding="utf-8") as tf:
+                    tf.writelines(f"{g}\t{ply}\t{role}\t{book}\t{ms:.3f}\n"
+                                  for g, ply, role, book, ms in timings)
                 if result == "1/2-1/2":
                     points.append(0.5)
                 elif result != "*":

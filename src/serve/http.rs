@@ -39,7 +39,7 @@ use super::{
     query,
     watch::BookWatch,
 };
-use crate::book::view::explorer::{game_id_text, game_pgn, parse_game_id};
+use crate::book::view::explorer::{explore, game_id_text, game_pgn, parse_game_id};
 
 /// The body of `/bench/constant`.
 pub const CONSTANT_BODY: &str = r#"{"constant":true}"#;
@@ -150,7 +150,7 @@ async fn masters(State(app): State<Shared>, uri: Uri) -> Response {
     let read = app
         .pool
         .with_book(deadline, move |book| {
-            let explored = book.explore(&q.pos)?;
+            let explored = explore(&book, &q.pos)?;
             let mut body = serde_json::to_vec(&json::masters(&q, &explored))?;
             // Kept answers are counted by their length: no spare capacity.
             body.shrink_to_fit();

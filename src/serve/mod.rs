@@ -5,7 +5,7 @@
 //! The stack is lichess's explorer's: axum on hyper and tokio. The book is
 //! opened once with [`Book::open`] (which upgrades an older schema), then
 //! through a pool of read-only connections, one per blocking worker
-//! ([`pool`]); every `/masters` read is one snapshot ([`Book::explore`]),
+//! ([`pool`]); every `/masters` read is one snapshot ([`explore`](crate::book::view::explorer::explore)),
 //! so `learnbook learn` can write the book while it is served. No SQLite
 //! call runs on an async worker: reads run on the blocking pool, and
 //! whether the book changed (a commit, or the file replaced by a rename,

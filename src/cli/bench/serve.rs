@@ -13,7 +13,7 @@
 //!
 //! * the constant endpoint (`/bench/constant`, the book untouched) with the
 //!   same client: what HTTP costs on these cores, client included;
-//! * the same lookups in process (`Book::explore` and the JSON), on as many
+//! * the same lookups in process (`view::explorer::explore` and the JSON), on as many
 //!   threads as the server has.
 //!
 //! Then the 64-connection load again while `learnbook learn` adds games to
@@ -43,7 +43,7 @@ use hyper_util::rt::TokioIo;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use shakmaty::{CastlingMode, Chess, Position};
 
-use learnbook::book::{generate, keys::polyglot_key, Book};
+use learnbook::book::{generate, keys::polyglot_key, view::explorer::explore, Book};
 
 /// The explorer under load: `/masters` requests/s and p50/p99 latency at 1, 8 and 64
 /// connections on loopback, beside the constant endpoint (HTTP's own cost) and the same
@@ -210,7 +210,7 @@ pub fn run(opts: &Options) -> Result<String> {
     server.stop();
 
     report.push_str(&format!(
-        "in process (Book::explore + JSON, {threads} threads): {:.0} lookups/s\n",
+        "in process (explore + JSON, {threads} threads): {:.0} lookups/s\n",
         in_process
     ));
     report.push_str(
@@ -340,7 +340,7 @@ fn in_process_rate(book: &Path, queries: &[String], threads: usize, seconds: f64
                 let mut i = t * 7919;
                 while Instant::now() < deadline {
                     let q = &parsed[i % parsed.len()];
-                    let e = book.explore(&q.pos)?;
+                    let e = explore(&book, &q.pos)?;
                     let body = serde_json::to_vec(&learnbook::serve::json::masters(q, &e))?;
                     std::hint::black_box(body);
                     done.fetch_add(1, Ordering::Relaxed);

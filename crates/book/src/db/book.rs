@@ -2,22 +2,20 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use rusqlite::{Connection, OptionalExtension};
 
 use super::cache::NodeCache;
 use super::codec::hash_from_sql;
-use super::graph::load_graph;
 use super::node_rows::{node_from_row, NODE_COLS};
 use super::schema::{
-    create_or_read, open_conn, open_conn_read_only, read_settings, read_shard, write_engine_margin,
-    write_shard, BookSettings,
+    create_or_read, open_conn, open_conn_read_only, read_settings, read_shard, write_shard,
+    BookSettings,
 };
 use super::tails::tail_node;
-use super::values::reevaluate_within;
 use crate::keys::{Key, KeySet, MoveCode};
 use crate::pgn::game::Counts;
-use crate::values::minimax::{self, Graph, NodeInfo};
+use crate::values::minimax::{self, NodeInfo};
 use learnbook_base::shard::Shard;
 
 /// An open book.
@@ -164,38 +162,6 @@ impl Book {
             set.insert(hash_from_sql(h?));
         }
         Ok(set)
-    }
-
-    /// Loads every position and move into memory, tails expanded.
-    pub fn load_graph(&self) -> Result<Graph> {
-        Ok(load_graph(&self.conn, &self.settings.params)?.0)
-    }
-
-    /// Full re-evaluation of every node; writes the values that changed.
-    /// Returns the number of positions whose value or choice changed.
-    pub fn reevaluate_all(&mut self) -> Result<usize> {
-        let tx = self.conn.transaction()?;
-        let changed = reevaluate_within(&tx, &self.settings.params, self.memory.get(), &self.path)?;
-        tx.commit()?;
-        Ok(changed)
-    }
-
-    /// Sets the engine margin `M` ([`minimax::ValueParams::engine_margin`])
-    /// and re-evaluates every node with it, in one transaction: a kill
-    /// leaves the old margin and the old values. Returns the number of
-    /// positions whose value or choice changed.
-    pub fn set_engine_margin(&mut self, cp: f64) -> Result<usize> {
-        let params = minimax::ValueParams {
-            engine_margin: cp,
-            ..self.settings.params
-        };
-        params.validate()?;
-        let tx = self.conn.transaction()?;
-        write_engine_margin(&tx, cp)?;
-        let changed = reevaluate_within(&tx, &params, self.memory.get(), &self.path)?;
-        tx.commit()?;
-        self.settings.params = params;
-        Ok(changed)
     }
 
     /// A position: its row, or its place in a single-game tail.
@@ -366,15 +332,6 @@ impl Book {
         })
     }
 
-    /// For a new book in a temporary file: no journal and no syncs, which
-    /// is much faster, and a crash only loses a file that is thrown away.
-    /// [`Book::make_durable`] undoes it once the book is complete.
-    pub fn write_unjournaled(&self) -> Result<()> {
-        self.conn.pragma_update(None, "journal_mode", "OFF")?;
-        self.conn.pragma_update(None, "synchronous", "OFF")?;
-        Ok(())
-    }
-
     /// Keeps what SQLite maps and caches within a share of `bytes`: each
     /// database (this book and any attached later) maps at most an eighth
     /// of it, and this book caches at most a sixteenth (never more than
@@ -390,39 +347,6 @@ impl Book {
         self.conn.pragma_update(None, "mmap_size", map as i64)?;
         self.conn
             .pragma_update(None, "cache_size", -(cache_kib as i64))?;
-        Ok(())
-    }
-
-    /// Back to a journal (WAL) with full syncs, and everything written into
-    /// the file itself, before a new book is renamed into place.
-    pub fn make_durable(&self) -> Result<()> {
-        self.conn.pragma_update(None, "journal_mode", "WAL")?;
-        self.conn.pragma_update(None, "synchronous", "FULL")?;
-        self.checkpoint()?;
-        // What was written without a journal is in the file but maybe not
-        // yet on the disk, and an empty WAL's checkpoint syncs nothing: sync
-        // the file itself, so that the renamed book survives a power loss.
-        std::fs::File::open(&self.path)
-            .and_then(|f| f.sync_all())
-            .with_context(|| format!("syncing {}", self.path.display()))
-    }
-
-    /// Writes the WAL back into the file and empties it, so that the file
-    /// alone is the whole book (to be copied, say).
-    pub fn checkpoint(&self) -> Result<()> {
-        self.conn
-            .execute_batch("PRAGMA main.wal_checkpoint(TRUNCATE);")
-            .with_context(|| format!("checkpointing {}", self.path.display()))
-    }
-
-    /// A compacted copy of the book at `path` (SQLite's `VACUUM INTO`).
-    pub fn vacuum_into(&self, path: &Path) -> Result<()> {
-        let target = path
-            .to_str()
-            .with_context(|| format!("{} is not valid UTF-8", path.display()))?;
-        self.conn
-            .execute("VACUUM INTO ?1", [target])
-            .with_context(|| format!("copying {} to {}", self.path.display(), path.display()))?;
         Ok(())
     }
 }

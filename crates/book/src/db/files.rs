@@ -29,6 +29,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
+use super::Book;
 use learnbook_base::atomic_file::Pending;
 
 /// What SQLite may keep beside a database.
@@ -131,6 +132,50 @@ pub fn commit_new_book(pending: Pending, replaces: bool) -> Result<()> {
     }
     clear_for_new_book(&dest)?;
     pending.commit()
+}
+
+impl Book {
+    /// For a new book in a temporary file: no journal and no syncs, which
+    /// is much faster, and a crash only loses a file that is thrown away.
+    /// [`Book::make_durable`] undoes it once the book is complete.
+    pub fn write_unjournaled(&self) -> Result<()> {
+        self.conn.pragma_update(None, "journal_mode", "OFF")?;
+        self.conn.pragma_update(None, "synchronous", "OFF")?;
+        Ok(())
+    }
+
+    /// Back to a journal (WAL) with full syncs, and everything written into
+    /// the file itself, before a new book is renamed into place.
+    pub fn make_durable(&self) -> Result<()> {
+        self.conn.pragma_update(None, "journal_mode", "WAL")?;
+        self.conn.pragma_update(None, "synchronous", "FULL")?;
+        self.checkpoint()?;
+        // What was written without a journal is in the file but maybe not
+        // yet on the disk, and an empty WAL's checkpoint syncs nothing: sync
+        // the file itself, so that the renamed book survives a power loss.
+        std::fs::File::open(&self.path)
+            .and_then(|f| f.sync_all())
+            .with_context(|| format!("syncing {}", self.path.display()))
+    }
+
+    /// Writes the WAL back into the file and empties it, so that the file
+    /// alone is the whole book (to be copied, say).
+    pub fn checkpoint(&self) -> Result<()> {
+        self.conn
+            .execute_batch("PRAGMA main.wal_checkpoint(TRUNCATE);")
+            .with_context(|| format!("checkpointing {}", self.path.display()))
+    }
+
+    /// A compacted copy of the book at `path` (SQLite's `VACUUM INTO`).
+    pub fn vacuum_into(&self, path: &Path) -> Result<()> {
+        let target = path
+            .to_str()
+            .with_context(|| format!("{} is not valid UTF-8", path.display()))?;
+        self.conn
+            .execute("VACUUM INTO ?1", [target])
+            .with_context(|| format!("copying {} to {}", self.path.display(), path.display()))?;
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -5,9 +5,12 @@ use anyhow::{bail, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::node_rows::{node_from_row, NODE_COLS, NODE_WIDTH};
+use super::schema::write_engine_margin;
 use super::tails::for_each_tail;
+use super::values::reevaluate_within;
+use super::Book;
 use crate::keys::{Key, MoveCode};
-use crate::values::minimax::{Graph, ValueParams};
+use crate::values::minimax::{self, Graph, ValueParams};
 
 /// Loads every position and move through `conn` (inside a transaction, this
 /// sees its uncommitted rows), tails expanded. The first `rows` nodes are
@@ -120,4 +123,38 @@ pub(super) fn link_parent(tx: &Connection, parent: Key, child: Key) -> Result<()
         Some(Some(_)) => {}
     }
     Ok(())
+}
+
+impl Book {
+    /// Loads every position and move into memory, tails expanded.
+    pub fn load_graph(&self) -> Result<Graph> {
+        Ok(load_graph(&self.conn, &self.settings.params)?.0)
+    }
+
+    /// Full re-evaluation of every node; writes the values that changed.
+    /// Returns the number of positions whose value or choice changed.
+    pub fn reevaluate_all(&mut self) -> Result<usize> {
+        let tx = self.conn.transaction()?;
+        let changed = reevaluate_within(&tx, &self.settings.params, self.memory.get(), &self.path)?;
+        tx.commit()?;
+        Ok(changed)
+    }
+
+    /// Sets the engine margin `M` ([`minimax::ValueParams::engine_margin`])
+    /// and re-evaluates every node with it, in one transaction: a kill
+    /// leaves the old margin and the old values. Returns the number of
+    /// positions whose value or choice changed.
+    pub fn set_engine_margin(&mut self, cp: f64) -> Result<usize> {
+        let params = minimax::ValueParams {
+            engine_margin: cp,
+            ..self.settings.params
+        };
+        params.validate()?;
+        let tx = self.conn.transaction()?;
+        write_engine_margin(&tx, cp)?;
+        let changed = reevaluate_within(&tx, &params, self.memory.get(), &self.path)?;
+        tx.commit()?;
+        self.settings.params = params;
+        Ok(changed)
+    }
 }

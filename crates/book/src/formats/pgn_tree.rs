@@ -51,7 +51,7 @@
 //! store, for each move written, where its position is written. The text
 //! is streamed to the file, the recursion is at most `max_ply` deep, and
 //! each position's counts and analysis are read from the book when it is
-//! written ([`Book::explore_moves`], the explorer's model). One path for
+//! written ([`explore_moves`], the explorer's model). One path for
 //! every book: on the master book it costs about the time of the plan in
 //! memory (a fraction of the selection's).
 
@@ -66,6 +66,7 @@ use crate::db::Book;
 use crate::keys::{polyglot_key, Key, MoveCode};
 use crate::memory::default_memory;
 use crate::pgn::write::{MoveNumber, MovetextWriter};
+use crate::view::explorer::explore_moves;
 use crate::view::explorer::ExploredMove;
 use crate::view::report::format_cp;
 use learnbook_base::atomic_file;
@@ -411,7 +412,7 @@ impl<W: Write> Writer<'_, W> {
         if moves.is_empty() {
             return Ok(Vec::new());
         }
-        let explored = self.book.explore_moves(pos)?;
+        let explored = explore_moves(self.book, pos)?;
         let mut steps = Vec::with_capacity(moves.len());
         let mut values = Vec::with_capacity(moves.len());
         for &(mv, weight) in &moves {

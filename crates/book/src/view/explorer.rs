@@ -159,19 +159,17 @@ impl Explored {
     }
 }
 
-impl Book {
-    /// The explorer's view of `pos`, read in one snapshot.
-    pub fn explore(&self, pos: &Chess) -> Result<Explored> {
-        self.read_snapshot(|book| explore_in(book, pos, true))
-    }
+/// The explorer's view of `pos` in `book`, read in one snapshot.
+pub fn explore(book: &Book, pos: &Chess) -> Result<Explored> {
+    book.read_snapshot(|book| explore_in(book, pos, true))
+}
 
-    /// [`Book::explore`] without the games (no top games, no move's single
-    /// game): the moves with their counts, values and analysis, what the
-    /// PGN export writes for every position of a tree, without reading the
-    /// games' headers there.
-    pub fn explore_moves(&self, pos: &Chess) -> Result<Explored> {
-        self.read_snapshot(|book| explore_in(book, pos, false))
-    }
+/// [`explore`] without the games (no top games, no move's single game):
+/// the moves with their counts, values and analysis, what the PGN export
+/// writes for every position of a tree, without reading the games'
+/// headers there.
+pub fn explore_moves(book: &Book, pos: &Chess) -> Result<Explored> {
+    book.read_snapshot(|book| explore_in(book, pos, false))
 }
 
 fn explore_in(book: &Book, pos: &Chess, with_games: bool) -> Result<Explored> {
