@@ -5,9 +5,9 @@ use std::sync::Arc;
 
 use anyhow::Result;
 
+use super::aggregate::Aggregate;
 use super::filter::SharedFilter;
 use super::key_range::KeyRange;
-use crate::db::Aggregate;
 use crate::journal::{Journal, JournalReader};
 use crate::keys::{Key, KeySet};
 use crate::pgn::game::Game;

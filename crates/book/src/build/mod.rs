@@ -20,30 +20,41 @@
 //! positions a false positive adds) and the moves out of them, once in the
 //! games' id order to find each game's true tail from those exact counts,
 //! add the single positions before it, and write the book
-//! ([`crate::db::Book::bulk_load_games`]). The result is the book of
+//! ([`load::bulk_load_games`]). The result is the book of
 //! the one-pass build, row for row.
 //!
 //! The build's own room: counting (in memory, or from the journal through
-//! the filter of shared positions, a key range at a time) and its memory
-//! policy. The rows are written by the store's bulk writer (`db::bulk`).
+//! the filter of shared positions, a key range at a time), the rows and
+//! the graph made of the counts, and its memory policy. The rows are
+//! written by the store's bulk writer (`db::bulk`), which takes them as
+//! plain data (`db::bulk::input`) and imports nothing from here.
 //!
+//! * `aggregate`: many games counted in memory ([`Aggregate`]), `--min-games`;
+//! * `graph`: the rows, parent links, tails and graph to value made of it;
+//! * `load`: the aggregate written through the bulk writer, the rows
+//!   prepared and valued on one core while it inserts on another;
 //! * `count`: counting the games, in memory or from the journal;
 //! * `follow`: `learn --follow`, a PGN file learned as it grows;
 //! * `filter`: the Bloom filters of shared positions (and of any key set);
 //! * `key_range`: ranges of position keys, counted one at a time;
 //! * `shares`: the budget's shares for each structure.
 
+mod aggregate;
 mod count;
 pub mod filter;
 pub mod follow;
+mod graph;
 mod key_range;
+mod load;
 mod shares;
+
+pub use aggregate::Aggregate;
 
 use std::{path::PathBuf, sync::Arc, time::Instant};
 
 use anyhow::{bail, Context, Result};
 
-use super::db::{files, Aggregate, Book, BookSettings};
+use super::db::{files, Book, BookSettings};
 use super::journal::{self, Distinct, GamesInOrder, Journal, JournalReader};
 use super::keys::KeySet;
 pub use super::memory::{default_memory, parse_size, Spill};
@@ -117,9 +128,9 @@ fn write_aggregate(
         );
     }
     if book.is_empty()? {
-        book.bulk_load(agg).context("writing the book")?;
+        load::bulk_load(book, agg).context("writing the book")?;
     } else {
-        book.merge(agg).context("adding to the book")?;
+        load::merge(book, agg).context("adding to the book")?;
     }
     summary.seconds = start.elapsed().as_secs_f64();
     summary.end_phase("values and SQLite", summary.seconds);
@@ -593,7 +604,7 @@ impl SpilledBuild<'_> {
     ) -> Result<RangesWritten> {
         let shared = match counts {
             ExactCounts::Whole(agg) => {
-                target.bulk_load_games(agg, self.sources, games, tail_index)?;
+                load::bulk_load_games(target, agg, self.sources, games, tail_index)?;
                 return Ok(RangesWritten::default());
             }
             ExactCounts::InRanges(shared) => shared,
@@ -665,7 +676,7 @@ impl SpilledBuild<'_> {
                 ));
                 // Each half written and freed on its own.
                 for (agg, untailed) in halves {
-                    w.write_part(agg, &untailed)?;
+                    load::write_part(&mut w, agg, &untailed)?;
                 }
                 done.ranges += 1;
                 peak_memory::release_free();
@@ -676,7 +687,7 @@ impl SpilledBuild<'_> {
         peak_memory::release_free();
         // Past the counts, most of the budget is SQLite's.
         w.set_cache(self.share(CACHE_SHARE_WRITING))?;
-        w.write_games(self.sources, games, tail_index)?;
+        load::write_games(&mut w, self.sources, games, tail_index)?;
         peak_memory::trace("games written");
         peak_memory::release_free();
         // The values read every row and its children back: the more

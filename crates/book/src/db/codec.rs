@@ -33,12 +33,12 @@ pub(super) fn hash_from_sql(v: i64) -> u64 {
 
 /// A game's stored moves as `games.moves` keeps them: each Polyglot move
 /// code in two bytes, little-endian.
-pub(super) fn moves_to_blob(moves: impl Iterator<Item = u16>) -> Vec<u8> {
+pub(crate) fn moves_to_blob(moves: impl Iterator<Item = u16>) -> Vec<u8> {
     moves.flat_map(u16::to_le_bytes).collect()
 }
 
 /// Back from [`moves_to_blob`]; `None` if the length is odd.
-pub(super) fn moves_from_blob(blob: &[u8]) -> Option<Vec<u16>> {
+pub(crate) fn moves_from_blob(blob: &[u8]) -> Option<Vec<u16>> {
     if !blob.len().is_multiple_of(2) {
         return None;
     }

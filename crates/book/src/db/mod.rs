@@ -24,10 +24,10 @@
 //! * `cache`: what the incremental pass keeps between games;
 //! * `learn`: `add_game`, one game in one transaction;
 //! * `source_games`: the games one source added, read back in order;
-//! * `bulk/`: `build`'s bulk load: `aggregate` (many games in memory),
-//!   `graph` (the rows, tails and graph made of it), `write` (written at
-//!   once, each table's row typed in `rows`), `parts` (a new book too large
-//!   to value in memory, written in parts);
+//! * `bulk/`: `build`'s bulk writers: `input` (the plain rows they take,
+//!   which `build` counts and prepares), `write` (written at once, each
+//!   table's row typed in `rows`), `parts` (a new book too large to value
+//!   in memory, written in parts);
 //! * `analysis`: search scores (`analyze`);
 //! * `grow`: engine moves, as `grow` adds them;
 //! * `analysis_file`: a shard's search scores in a file of its own (`analyze --shard`);
@@ -51,14 +51,16 @@
 //! (never the reverse); `schema` imports `graph` (a migration re-evaluates
 //! the book), and nothing below `graph` imports `schema` (the column
 //! encodings they share are in `codec`). The bulk writers import the top
-//! lists from `top_games` and the move upsert from `node_rows`.
+//! lists from `top_games` and the move upsert from `node_rows`. Nothing
+//! here imports `build` (the build imports the store): what a build
+//! writes crosses as the plain data of `bulk::input`.
 
 pub mod analysis;
 pub mod analysis_file;
 pub mod book;
 pub mod bulk;
 mod cache;
-mod codec;
+pub(crate) mod codec;
 pub mod explore;
 pub mod files;
 mod graph;
@@ -73,14 +75,13 @@ pub mod scan;
 pub mod schema;
 pub mod source_games;
 pub mod stream;
-mod tail_index;
-mod tails;
+pub(crate) mod tail_index;
+pub(crate) mod tails;
 pub mod top_games;
 mod values;
 
 pub use analysis::Analysis;
 pub use book::{Book, BookMove, BookTotals};
-pub use bulk::aggregate::Aggregate;
 pub use explore::{GameInfo, MoveRating};
 pub use schema::{BookSettings, SCHEMA_VERSION};
 pub use top_games::TopEntry;

@@ -25,7 +25,7 @@ const ENTRY_BYTES: usize = 6;
 
 /// What the index keeps of a key: its top 32 bits, as a signed 32-bit
 /// integer (the order of SQLite's keys).
-pub(super) fn prefix(key: Key) -> i64 {
+pub(crate) fn prefix(key: Key) -> i64 {
     i64::from((key.0 >> 32) as u32 as i32)
 }
 

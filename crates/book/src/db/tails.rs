@@ -236,7 +236,7 @@ fn expansion(
 /// Values a tail's positions from the last back (each has one child, the
 /// next): their values and best moves. `moves[i]` leads from `nodes[i]` to
 /// `nodes[i + 1]`.
-pub(super) fn value_chain(
+pub(crate) fn value_chain(
     nodes: &mut [NodeInfo],
     moves: impl DoubleEndedIterator<Item = MoveCode> + ExactSizeIterator,
     params: &ValueParams,

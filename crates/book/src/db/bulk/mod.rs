@@ -1,8 +1,9 @@
-//! `build`'s bulk load: many games aggregated in memory, the rows, tails
-//! and graph made of them, written at once (each table's typed row in
+//! The bulk writers of `build`: the rows `build` prepares from many games
+//! (plain data, `input`) written at once (each table's typed row in
 //! `rows`), and a book too large to value in memory written in parts.
+//! Counting the games and making the rows are `build`'s own
+//! (`build::aggregate`, `build::graph`); nothing here imports `build`.
 
-pub mod aggregate;
-pub(super) mod graph;
+pub mod input;
 pub mod parts;
 pub mod write;

@@ -4,7 +4,9 @@
 //! depth from the deepest, each position read back from SQLite with its
 //! children. Memory holds one key range's counts, the keys of the rows
 //! (to find each game's tail), and the sorters' buffers; SQLite holds the
-//! rest. The book is the one [`Book::bulk_load`] writes, row for row.
+//! rest. The book is the one `build::load::bulk_load` writes, row for row.
+//! Here are the SQL and the writer's state; `build::load` counts each key
+//! range, finds the games' tails and hands the rows to [`PartsWriter`].
 //!
 //! Values by depth give the same result as the whole graph valued at
 //! once: a position's value depends on its children's values only for a
@@ -17,14 +19,12 @@ use anyhow::{anyhow, Context, Result};
 use rayon::prelude::*;
 use rusqlite::{params, Transaction};
 
-use super::aggregate::{prune, Aggregate, EdgeAgg, NodeAgg};
-use super::graph::for_each_tail_batch;
+use super::input::{EdgeAgg, GameTail, NodeAgg};
 use super::write::{insert_chunked, insert_game_tails, insert_moves, insert_pairs, source_ids};
 use crate::db::book::Book;
 use crate::db::tail_index::IndexWriter;
 use crate::db::top_games::write_top_blob;
-use crate::journal::GamesInOrder;
-use crate::keys::{Key, KeySet, MoveCode};
+use crate::keys::{Key, MoveCode};
 use crate::pgn::game::Counts;
 use crate::sort::PairSorter;
 use crate::values::minimax::{node_value_with, NodeInfo, ValueParams};
@@ -33,7 +33,7 @@ use crate::values::minimax::{node_value_with, NodeInfo, ValueParams};
 /// that, and more while it grows (they are most of what the budget does not
 /// bound). Looked up once sorted, from an index of their top bits.
 #[derive(Default)]
-struct RowKeys {
+pub(crate) struct RowKeys {
     keys: Vec<u64>,
     /// Where the keys of each value of the top [`RowKeys::TOP`] bits start.
     starts: Vec<u32>,
@@ -56,7 +56,7 @@ impl RowKeys {
         }
     }
 
-    fn contains(&self, key: &Key) -> bool {
+    pub(crate) fn contains(&self, key: &Key) -> bool {
         let t = (key.0 >> (64 - Self::TOP)) as usize;
         match (self.starts.get(t), self.starts.get(t + 1)) {
             (Some(&a), Some(&b)) => self.keys[a as usize..b as usize]
@@ -152,35 +152,57 @@ impl PartsWriter<'_> {
         Ok(())
     }
 
-    /// Writes the rows of one key range: `agg` holds the exact counts of its
-    /// positions that two games may reach, `untailed` those of them a game
-    /// without a tail reaches. A position one game reaches once is left to
-    /// [`PartsWriter::write_games`], which finds whether it is in a tail.
-    pub fn write_part(&mut self, agg: Aggregate, untailed: &KeySet<Key>) -> Result<()> {
-        let Aggregate { nodes, edges, .. } = agg;
-        let (mut nodes, edges) = prune(nodes, edges, self.min_games);
-        nodes.retain(|k, n| n.counts.total() > 1 || untailed.contains(k));
-        self.rows.keys.extend(nodes.keys().map(|k| k.0));
-        // References, not copies: the counts are most of the memory.
-        let mut rows: Vec<(Key, &NodeAgg)> = nodes.iter().map(|(k, n)| (*k, n)).collect();
-        rows.par_sort_unstable_by_key(|(k, _)| k.to_sql());
-        let mut moves: Vec<((i64, u16), EdgeAgg)> = rows
-            .iter()
-            .filter_map(|(k, n)| n.first.map(|(mv, e)| ((k.to_sql(), mv), e)))
-            .chain(
-                edges
-                    .into_iter()
-                    .filter(|((p, _), _)| nodes.contains_key(p))
-                    .map(|((p, mv), e)| ((p.to_sql(), mv), e)),
-            )
-            .collect();
-        moves.par_sort_unstable_by_key(|&(k, _)| k);
-        self.add_rows(&rows, &moves)
+    /// The book's `--min-games`.
+    pub(crate) fn min_games(&self) -> u32 {
+        self.min_games
+    }
+
+    /// The book's value parameters.
+    pub(crate) fn params(&self) -> ValueParams {
+        self.params
+    }
+
+    /// Keeps the keys of counted rows: a game's tail starts after the last
+    /// of its positions among them.
+    pub(crate) fn keep_row_keys(&mut self, keys: impl Iterator<Item = u64>) {
+        self.rows.keys.extend(keys);
+    }
+
+    /// The keys of the rows kept so far, sorted and indexed for look-ups
+    /// (after every key range).
+    pub(crate) fn take_row_keys(&mut self) -> RowKeys {
+        let mut rows = std::mem::take(&mut self.rows);
+        rows.index();
+        rows
+    }
+
+    /// The `sources` id of each name (added where new).
+    pub(crate) fn source_ids(&self, sources: &[String]) -> Result<Vec<i64>> {
+        source_ids(&self.tx, sources)
+    }
+
+    /// Inserts the games of `batch` with their tails, with the ids after
+    /// `written`.
+    pub(crate) fn insert_game_tails(
+        &self,
+        batch: &[GameTail],
+        written: i64,
+        source_ids: &[i64],
+    ) -> Result<()> {
+        insert_game_tails(&self.tx, batch, written, source_ids)
+    }
+
+    /// Writes the tails index from its entries, sorted within a memory limit.
+    pub(crate) fn write_tail_index(&self, tail_entries: PairSorter) -> Result<()> {
+        let mut index = IndexWriter::new(&self.tx)?;
+        tail_entries.drain(|entries| index.push(entries))?;
+        index.finish()?;
+        Ok(())
     }
 
     /// Inserts position rows (their value, choice and parent come at the
     /// end) and moves, both in key order.
-    fn add_rows(
+    pub(crate) fn add_rows(
         &mut self,
         rows: &[(Key, &NodeAgg)],
         moves: &[((i64, u16), EdgeAgg)],
@@ -214,58 +236,8 @@ impl PartsWriter<'_> {
         Ok(())
     }
 
-    /// Writes the games in id order, after every key range: their rows, their
-    /// tails and the tails' index, the positions before a tail that the
-    /// game alone reaches, and each tail's first position (for the values).
-    pub fn write_games(
-        &mut self,
-        sources: &[String],
-        games: GamesInOrder<'_>,
-        mut tail_entries: PairSorter,
-    ) -> Result<()> {
-        let params = self.params;
-        let tails = self.min_games <= 1;
-        let source_ids = source_ids(&self.tx, sources)?;
-        let mut rows = std::mem::take(&mut self.rows);
-        rows.index();
-        // What a row looks like to `game_tail`: a position two games reach.
-        let shared = NodeAgg {
-            counts: Counts {
-                white: 1,
-                draws: 1,
-                black: 0,
-            },
-            ..NodeAgg::default()
-        };
-        let lookup = |k: &Key| rows.contains(k).then_some(&shared);
-        for_each_tail_batch(games, tails, lookup, &params, |batch, written| {
-            insert_game_tails(&self.tx, batch, written, &source_ids)?;
-            let mut alone: Vec<(Key, NodeAgg)> = Vec::new();
-            for (i, t) in batch.iter().enumerate() {
-                let id = written + i as i64 + 1;
-                for &k in &t.keys {
-                    tail_entries.push((crate::db::tail_index::prefix(k), id))?;
-                }
-                if let Some(h) = &t.head {
-                    self.add_head(h)?;
-                }
-                alone.extend(t.rows.iter().cloned());
-            }
-            alone.sort_unstable_by_key(|(k, _)| k.to_sql());
-            let moves: Vec<((i64, u16), EdgeAgg)> = alone
-                .iter()
-                .filter_map(|(k, n)| n.first.map(|(mv, e)| ((k.to_sql(), mv), e)))
-                .collect();
-            let alone: Vec<(Key, &NodeAgg)> = alone.iter().map(|(k, n)| (*k, n)).collect();
-            self.add_rows(&alone, &moves)
-        })?;
-        let mut index = IndexWriter::new(&self.tx)?;
-        tail_entries.drain(|entries| index.push(entries))?;
-        index.finish()?;
-        Ok(())
-    }
-
-    fn add_head(&mut self, h: &NodeInfo) -> Result<()> {
+    /// Adds a tail's first position (for the values).
+    pub(crate) fn add_head(&mut self, h: &NodeInfo) -> Result<()> {
         self.tx
             .prepare_cached(&format!(
                 "INSERT INTO {HEADS}.heads(key, depth, white, draws, black, exact, value, expected)

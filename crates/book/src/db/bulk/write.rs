@@ -1,218 +1,53 @@
-//! `build`'s aggregate written into a book: into an empty one in key order
-//! ([`Book::bulk_load`]; [`Book::bulk_load_games`] for a build that
-//! journals its games), or added to a book ([`Book::merge`]). Each row is a
-//! typed record ([`crate::db::rows`]) bound to SQLite's inserts, many rows a
+//! `build`'s rows written into a book: into an empty one in key order
+//! ([`BulkTx`], whose inserts `build`'s room runs in its order, for a
+//! build in memory and for one that journals its games), or added to a
+//! book ([`Book::merge_rows`]). What is written is plain data
+//! ([`super::input`]), which `build` prepares. Each row is a typed record
+//! ([`crate::db::rows`]) bound to SQLite's inserts, many rows a
 //! statement. (Writing a new book's tables as SQLite's pages instead was
 //! measured and removed: docs/FASTPATHS.md.)
 
 use std::collections::HashMap;
+use std::path::Path;
 
-use anyhow::{anyhow, Result};
-use rayon::prelude::*;
-use rusqlite::{params, Connection};
+use anyhow::Result;
+use rusqlite::{params, Connection, Transaction};
 
-use super::aggregate::{prune, Aggregate, EdgeAgg, GameRow, NodeAgg};
-use super::graph::{
-    drop_apart, find_tails, for_each_tail_batch, parent_links, position_rows, prepare_graph,
-    prepare_rows, sorted_edges, tail_entries, GameTail, Links, MoveRows, PositionRow, Tops,
-};
+use super::input::{EdgeAgg, GameRow, GameTail, NodeAgg, PositionRow};
 use crate::db::book::Book;
 use crate::db::codec::hash_to_sql;
 use crate::db::graph::reevaluate_all;
 use crate::db::node_rows::MOVE_UPSERT;
 use crate::db::rows::{insert_head, GameRecord, MoveRecord, ParentRecord, PositionRecord, Record};
 use crate::db::schema::source_id;
-use crate::db::tail_index::{prefix, IndexWriter};
+use crate::db::tail_index::IndexWriter;
 use crate::db::tails::materialize_keys;
 use crate::db::top_games::{merge_top, write_top_blob};
-use crate::journal::GamesInOrder;
 use crate::keys::{Key, MoveCode};
 use crate::sort::PairSorter;
-use crate::values::minimax::Graph;
+
+/// `(child, parent)` of every move, sorted.
+type Links = Vec<(i64, i64)>;
 
 impl Book {
-    /// Writes aggregated games into an empty book in key order, with values.
-    pub fn bulk_load(&mut self, agg: Aggregate) -> Result<()> {
-        let mut agg = agg;
-        let games = agg.games_in_id_order();
-        let Aggregate {
-            nodes,
-            edges,
-            sources,
-            tails,
-            ..
-        } = agg;
-        let params = self.settings.params;
-        let (nodes, edges) = prune(nodes, edges, self.settings.min_games);
-        // Game ids are their rank in this order (the table is empty).
-        let tail_of = if tails && self.settings.min_games <= 1 {
-            find_tails(&games, &nodes)
-        } else {
-            Vec::new()
-        };
-        let mut tail_ply: Vec<Option<u32>> = vec![None; games.len()];
-        for &(i, t) in &tail_of {
-            tail_ply[i] = Some(t as u32);
-        }
-
-        let tx = self.conn.transaction()?;
-        // The rows and the graph are prepared on another core while the
-        // games and tails are inserted, and valued there while the moves
-        // are (values do not depend on the rows written first).
-        let (g, (rows, tops), links) = std::thread::scope(|scope| -> Result<_> {
-            let (games, tail_of) = (&games, &tail_of);
-            let (send_listed, recv_listed) = std::sync::mpsc::channel();
-            let (send, recv) = std::sync::mpsc::channel();
-            let worker = scope.spawn(move || {
-                let _ = send_listed.send(tail_entries(games, tail_of));
-                let p = prepare_rows(nodes, edges, games, tail_of, &params, |m| {
-                    let _ = send.send(m);
-                });
-                learnbook_base::peak_memory::trace("graph prepared");
-                let mut g = Graph::new(p.node_list, p.edge_list);
-                g.fixed = p.rows;
-                g.evaluate(&params);
-                learnbook_base::peak_memory::trace("graph valued");
-                (g, p.rows, p.tops)
-            });
-            let source_ids = source_ids(&tx, &sources)?;
-            let rows: Vec<(i64, &GameRow, Option<u32>, i64)> = games
-                .iter()
-                .zip(&tail_ply)
-                .enumerate()
-                .map(|(i, (g, t))| (i as i64 + 1, g, *t, source_ids[g.source as usize]))
-                .collect();
-            insert_game_rows(&tx, &rows)?;
-            let Ok(listed) = recv_listed.recv() else {
-                return Err(anyhow!("the thread preparing the rows panicked"));
-            };
-            let mut index = IndexWriter::new(&tx)?;
-            index.push(&listed)?;
-            index.finish()?;
-            moves_then_graph(&tx, &recv, worker)
-        })?;
-        insert_position_rows(&tx, &g, rows, &tops, &links)?;
-        learnbook_base::peak_memory::trace("positions written");
-        tx.commit()?;
-        drop_apart((g, tops, links));
-        Ok(())
+    /// Starts a new book's bulk write, in one transaction.
+    pub(crate) fn bulk_tx(&mut self) -> Result<BulkTx<'_>> {
+        Ok(BulkTx {
+            tx: self.conn.transaction()?,
+        })
     }
 
-    /// Writes into an empty book the games of a build too large to hold
-    /// them all (see `book::spill`), the same book [`Book::bulk_load`]
-    /// writes with every count. `agg` holds the exact counts of every
-    /// position that two games may reach (every position of a game that
-    /// cannot have a tail), and of the moves out of them, and no game rows;
-    /// `games` are the games in id order (by source name, then hash), each
-    /// with its source's index in `sources` and its copies; `tail_entries`
-    /// sorts the tails index's entries within its own memory limit.
-    ///
-    /// Games are read and their tails valued on every core, a batch ahead
-    /// of this thread's inserts; the graph is valued while the tails index
-    /// and the moves are written.
-    pub fn bulk_load_games(
+    /// Adds aggregated games to a non-empty book, then re-evaluates fully:
+    /// `games` in id order, their `sources`, the positions and moves in
+    /// key order, and the `(child, parent)` of every move (sorted).
+    pub(crate) fn merge_rows(
         &mut self,
-        agg: Aggregate,
-        sources: &[String],
-        games: GamesInOrder<'_>,
-        mut tail_entries: PairSorter,
+        games: Vec<GameRow>,
+        sources: Vec<String>,
+        node_rows: Vec<(i64, NodeAgg)>,
+        edge_rows: Vec<((i64, u16), EdgeAgg)>,
+        links: Links,
     ) -> Result<()> {
-        let Aggregate {
-            nodes,
-            edges,
-            tails,
-            ..
-        } = agg;
-        let params = self.settings.params;
-        let (mut nodes, edges) = prune(nodes, edges, self.settings.min_games);
-        let tails = tails && self.settings.min_games <= 1;
-        let tx = self.conn.transaction()?;
-        let source_ids = source_ids(&tx, sources)?;
-        let mut heads = Vec::new();
-        let mut counted_tail_keys = Vec::new();
-        let mut uncounted_rows = Vec::new();
-        let nodes_ref = &nodes;
-        let lookup = |k: &Key| nodes_ref.get(k);
-        for_each_tail_batch(games, tails, lookup, &params, |batch, written| {
-            insert_game_tails(&tx, batch, written, &source_ids)?;
-            for (i, t) in batch.iter().enumerate() {
-                let id = written + i as i64 + 1;
-                for &k in &t.keys {
-                    tail_entries.push((prefix(k), id))?;
-                }
-                heads.extend(t.head);
-                counted_tail_keys.extend_from_slice(&t.counted);
-                uncounted_rows.extend_from_slice(&t.rows);
-            }
-            Ok(())
-        })?;
-        tx.commit()?;
-        learnbook_base::peak_memory::trace("games and tails written");
-        for k in counted_tail_keys {
-            nodes.remove(&k);
-        }
-        let (conn, path) = (&mut self.conn, &self.path);
-        // The rows are prepared and valued on another core while the tails
-        // index and then the moves are written (moves need no values).
-        let (g, (rows, tops), links) = std::thread::scope(|scope| -> Result<_> {
-            let (send, recv) = std::sync::mpsc::channel();
-            let worker = scope.spawn(move || {
-                let p = prepare_graph(nodes, uncounted_rows, edges, heads, |m| {
-                    let _ = send.send(m);
-                });
-                learnbook_base::peak_memory::trace("graph prepared");
-                let mut g = Graph::new(p.node_list, p.edge_list);
-                g.fixed = p.rows;
-                g.evaluate(&params);
-                learnbook_base::peak_memory::trace("graph valued");
-                (g, p.rows, p.tops)
-            });
-            let tx = conn.transaction()?;
-            let mut index = IndexWriter::new(&tx)?;
-            tail_entries.drain(|entries| index.push(entries))?;
-            index.finish()?;
-            learnbook_base::peak_memory::trace("tails index written");
-            let Ok((edge_rows, links)) = recv.recv() else {
-                return Err(anyhow!("the thread preparing the rows panicked"));
-            };
-            insert_move_rows(&tx, &edge_rows, &links)?;
-            tx.commit()?;
-            learnbook_base::peak_memory::trace("moves written");
-            // The pages so far go to the disk while the values are made:
-            // the sync that ends the build then waits for the rest only
-            // (its errors are that sync's to report).
-            scope.spawn(move || {
-                let _ = std::fs::File::open(path).and_then(|f| f.sync_data());
-            });
-            let (g, rows, tops) = worker
-                .join()
-                .map_err(|_| anyhow!("the evaluation thread panicked"))?;
-            Ok((g, (rows, tops), links))
-        })?;
-        let tx = self.conn.transaction()?;
-        insert_position_rows(&tx, &g, rows, &tops, &links)?;
-        learnbook_base::peak_memory::trace("positions written");
-        tx.commit()?;
-        drop_apart((g, tops, links));
-        Ok(())
-    }
-
-    /// Adds aggregated games to a non-empty book, then re-evaluates fully.
-    pub fn merge(&mut self, agg: Aggregate) -> Result<()> {
-        let mut agg = agg;
-        let games = agg.games_in_id_order();
-        let Aggregate {
-            nodes,
-            edges,
-            sources,
-            ..
-        } = agg;
-        // Rows in key order: the B-trees are walked once, not at random.
-        let edge_rows = sorted_edges(nodes.iter(), edges);
-        let mut node_rows: Vec<(i64, NodeAgg)> =
-            nodes.into_iter().map(|(k, n)| (k.to_sql(), n)).collect();
-        node_rows.par_sort_unstable_by_key(|&(k, _)| k);
-        let links = parent_links(&edge_rows);
         // A large transaction: keep its pages in memory rather than
         // spilling them to the WAL again and again.
         self.conn.pragma_update(None, "cache_size", -262_144i64)?;
@@ -291,22 +126,78 @@ impl Book {
     }
 }
 
-/// The moves written as soon as the thread preparing the rows sends them
-/// (they need no values), then its valued graph and its number of rows.
-fn moves_then_graph(
-    tx: &Connection,
-    recv: &std::sync::mpsc::Receiver<MoveRows>,
-    worker: std::thread::ScopedJoinHandle<'_, (Graph, usize, Tops)>,
-) -> Result<(Graph, (usize, Tops), Links)> {
-    let Ok((edge_rows, links)) = recv.recv() else {
-        return Err(anyhow!("the thread preparing the rows panicked"));
-    };
-    insert_move_rows(tx, &edge_rows, &links)?;
-    learnbook_base::peak_memory::trace("moves written");
-    let (g, rows, tops) = worker
-        .join()
-        .map_err(|_| anyhow!("the evaluation thread panicked"))?;
-    Ok((g, (rows, tops), links))
+/// A new book's bulk write, one transaction ([`Book::bulk_tx`]): the
+/// inserts `build`'s room runs, in its order, with the rows it prepared.
+pub(crate) struct BulkTx<'a> {
+    tx: Transaction<'a>,
+}
+
+impl BulkTx<'_> {
+    /// The `sources` id of each name (added where new).
+    pub(crate) fn source_ids(&self, names: &[String]) -> Result<Vec<i64>> {
+        source_ids(&self.tx, names)
+    }
+
+    /// Inserts game rows `(id, game, tail ply, source id)` into a fresh table.
+    pub(crate) fn insert_game_rows(
+        &self,
+        rows: &[(i64, &GameRow, Option<u32>, i64)],
+    ) -> Result<()> {
+        insert_game_rows(&self.tx, rows)
+    }
+
+    /// Inserts the games of `batch` with their tails, with the ids after
+    /// `written`.
+    pub(crate) fn insert_game_tails(
+        &self,
+        batch: &[GameTail],
+        written: i64,
+        source_ids: &[i64],
+    ) -> Result<()> {
+        insert_game_tails(&self.tx, batch, written, source_ids)
+    }
+
+    /// Writes the tails index: `(prefix, game id)` of every tail position,
+    /// sorted.
+    pub(crate) fn write_tail_index(&self, listed: &[(i64, i64)]) -> Result<()> {
+        let mut index = IndexWriter::new(&self.tx)?;
+        index.push(listed)?;
+        index.finish()?;
+        Ok(())
+    }
+
+    /// Writes the tails index from its entries sorted within a memory limit.
+    pub(crate) fn write_sorted_tail_index(&self, tail_entries: PairSorter) -> Result<()> {
+        let mut index = IndexWriter::new(&self.tx)?;
+        tail_entries.drain(|entries| index.push(entries))?;
+        index.finish()?;
+        Ok(())
+    }
+
+    /// Inserts the moves and the `parents` of every position with two or more.
+    pub(crate) fn insert_move_rows(
+        &self,
+        edge_rows: &[((i64, u16), EdgeAgg)],
+        links: &[(i64, i64)],
+    ) -> Result<()> {
+        insert_move_rows(&self.tx, edge_rows, links)
+    }
+
+    /// Inserts position rows into a fresh table.
+    pub(crate) fn insert_positions(&self, rows: &[PositionRow]) -> Result<()> {
+        insert_positions(&self.tx, rows)
+    }
+
+    pub(crate) fn commit(self) -> Result<()> {
+        self.tx.commit()?;
+        Ok(())
+    }
+}
+
+/// Writes a book's pages so far to the disk (its errors are those of the
+/// sync that ends the build to report).
+pub(crate) fn sync_data(path: &Path) {
+    let _ = std::fs::File::open(path).and_then(|f| f.sync_data());
 }
 
 /// A game's row: its id, the source's id as text (the column's affinity),
@@ -480,17 +371,6 @@ fn insert_positions(tx: &Connection, rows: &[PositionRow]) -> Result<()> {
             position_record(row, &blob).bind(st, i)
         },
     )
-}
-
-/// Inserts the first `rows` nodes of the valued graph as positions.
-fn insert_position_rows(
-    tx: &Connection,
-    g: &Graph,
-    rows: usize,
-    tops: &[crate::db::top_games::TopList],
-    links: &[(i64, i64)],
-) -> Result<()> {
-    insert_positions(tx, &position_rows(g, rows, tops, links))
 }
 
 /// Inserts `rows` into a fresh table many at a time (one statement step per

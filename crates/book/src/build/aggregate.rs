@@ -1,14 +1,17 @@
 //! `build`'s aggregate of many games: each position and move counted
 //! with its results, ratings and top games, and each game's row, in
-//! memory ([`Aggregate`]); `--min-games` ([`prune`]). What is made of it
-//! is in `graph` (rows, parent links, tails, the graph to value) and
-//! how it is written in `write`.
+//! memory ([`Aggregate`]); `--min-games` ([`prune`]). The rows it counts
+//! are the store's plain data (`db::bulk::input`: [`NodeAgg`], [`EdgeAgg`],
+//! [`GameRow`]). What is made of it is in `graph` (rows, parent links,
+//! tails, the graph to value), and `load` has the store's bulk writer
+//! (`db::bulk`) write it.
 
 use rayon::prelude::*;
 use shakmaty::Chess;
 
+use crate::db::bulk::input::{EdgeAgg, GameRow, NodeAgg};
 use crate::db::codec::moves_to_blob;
-use crate::db::top_games::{mover_elo, rank_of, TopEntry, TopList, HELD_BYTES};
+use crate::db::top_games::{mover_elo, rank_of, TopEntry, HELD_BYTES};
 use crate::keys::{polyglot_key, Key, KeyMap};
 use crate::pgn::game::{Counts, Game, GameTags};
 
@@ -47,7 +50,7 @@ impl GameRow {
 
     /// The row without the names and tags, which a caller that owns the
     /// game can move into it instead of copying them.
-    pub(in crate::db) fn without_names(
+    pub(in crate::build) fn without_names(
         game: &Game,
         source: u32,
         copies: u32,
@@ -81,33 +84,8 @@ fn tags_len(t: &GameTags) -> usize {
         .sum()
 }
 
-#[derive(Clone, Debug, Default)]
-pub struct NodeAgg {
-    pub depth: u32,
-    pub counts: Counts,
-    /// White's expected points in thousandths (see [`NodeInfo::expected`]).
-    pub expected: i64,
-    pub exact: Option<f64>,
-    /// The first move counted from here (most positions have one, in one
-    /// game): kept with the position, so counting a game's move touches
-    /// memory already in the cache instead of a second table.
-    pub first: Option<(u16, EdgeAgg)>,
-    /// The explorer's top games of the position ([`TopList`]).
-    pub top: TopList,
-}
-
-#[derive(Clone, Copy, Debug)]
-pub struct EdgeAgg {
-    pub child: Key,
-    pub castle: bool,
-    pub counts: Counts,
-    /// The mover's ratings summed, over the `rated` games that have one.
-    pub rating_sum: u64,
-    pub rated: u32,
-}
-
 impl EdgeAgg {
-    pub(in crate::db) fn new(child: Key, castle: bool) -> EdgeAgg {
+    pub(in crate::build) fn new(child: Key, castle: bool) -> EdgeAgg {
         EdgeAgg {
             child,
             castle,
@@ -118,38 +96,13 @@ impl EdgeAgg {
     }
 
     /// Counts one game with result counts `c` and the mover's rating.
-    pub(in crate::db) fn add(&mut self, c: Counts, mover_elo: Option<u32>) {
+    pub(in crate::build) fn add(&mut self, c: Counts, mover_elo: Option<u32>) {
         self.counts.add(c);
         if let Some(r) = mover_elo {
             self.rating_sum += u64::from(r);
             self.rated += 1;
         }
     }
-}
-
-#[derive(Clone, Debug)]
-pub struct GameRow {
-    pub hash: u64,
-    /// Index into [`Aggregate::sources`].
-    pub source: u32,
-    pub white: String,
-    pub black: String,
-    pub result: &'static str,
-    pub plies: u32,
-    pub start: Key,
-    pub copies: u32,
-    /// The stored moves ([`moves_to_blob`]).
-    pub moves: Vec<u8>,
-    /// White's expected points in thousandths (the ratings).
-    pub expected: i64,
-    pub white_elo: Option<u32>,
-    pub black_elo: Option<u32>,
-    pub tags: GameTags,
-    /// The moves after the stored ones ([`moves_to_blob`]; empty: none).
-    pub rest: Vec<u8>,
-    /// The keys of its stored positions, start first, while it may get a
-    /// tail (a game from the standard start, counted once).
-    pub keys: Option<Vec<Key>>,
 }
 
 impl Aggregate {
@@ -271,7 +224,7 @@ impl Aggregate {
 
     /// The games in the order that gives their ids: by source name, then
     /// hash (the same for any split of the input into runs or shards).
-    pub(in crate::db) fn games_in_id_order(&mut self) -> Vec<GameRow> {
+    pub(in crate::build) fn games_in_id_order(&mut self) -> Vec<GameRow> {
         let mut games = std::mem::take(&mut self.games);
         let sources = &self.sources;
         games.par_sort_unstable_by(|a, b| {
@@ -283,7 +236,7 @@ impl Aggregate {
 
 /// `--min-games`: drops the positions and moves fewer than `min_games` games
 /// reach (a move to a dropped position has fewer games than it, so goes too).
-pub(in crate::db) fn prune(
+pub(in crate::build) fn prune(
     mut nodes: KeyMap<Key, NodeAgg>,
     mut edges: KeyMap<(Key, u16), EdgeAgg>,
     min_games: u32,
@@ -301,12 +254,12 @@ pub(in crate::db) fn prune(
 }
 
 #[cfg(test)]
-pub(in crate::db) mod tests {
+pub(in crate::build) mod tests {
     use super::*;
     use crate::pgn::{input::GameStream, validate::Filter};
 
     /// Games read from PGN text, each validated as `build` does.
-    pub(in crate::db) fn games(pgn: &str) -> Vec<Game> {
+    pub(in crate::build) fn games(pgn: &str) -> Vec<Game> {
         let mut stream = GameStream::new(Box::new(std::io::Cursor::new(pgn.as_bytes().to_vec())));
         let filter = Filter {
             max_ply: 40,
@@ -324,7 +277,7 @@ pub(in crate::db) mod tests {
     /// Four games: two that part at ply 4, one that reaches the first's
     /// position at ply 4 by another order, and one that leaves them all at
     /// ply 3 and goes on alone.
-    pub(in crate::db) const PGN: &str = r#"
+    pub(in crate::build) const PGN: &str = r#"
 [Event "a"]
 [White "W1"]
 [Black "B1"]
@@ -356,7 +309,7 @@ pub(in crate::db) mod tests {
 1. e4 e5 2. Bc4 Nf6 3. d3 Bc5 4. Nc3 d6 1-0
 "#;
 
-    pub(in crate::db) fn aggregate() -> (Aggregate, Vec<Game>) {
+    pub(in crate::build) fn aggregate() -> (Aggregate, Vec<Game>) {
         let games = games(PGN);
         assert_eq!(games.len(), 4);
         let mut agg = Aggregate::new(true);
@@ -367,7 +320,7 @@ pub(in crate::db) mod tests {
     }
 
     /// The key after `plies` plies of `game`.
-    pub(in crate::db) fn key_at(game: &Game, plies: usize) -> Key {
+    pub(in crate::build) fn key_at(game: &Game, plies: usize) -> Key {
         game.keys().nth(plies).expect("a position")
     }
 

@@ -1,13 +1,15 @@
 //! What a new book's rows are made of, from `build`'s aggregate
 //! ([`super::aggregate`]): the moves in the tables' order and each position's
 //! parents, the single-game tails (found, and valued from their last
-//! position back), and the graph of the rest, valued, as position rows.
+//! position back), and the graph of the rest, valued, as position rows
+//! (the store's plain rows, `db::bulk::input`, which `load` has the bulk
+//! writer write). No SQL here.
 
 use anyhow::{anyhow, bail, Result};
 use rayon::prelude::*;
 use shakmaty::Chess;
 
-use super::aggregate::{EdgeAgg, GameRow, NodeAgg};
+use crate::db::bulk::input::{EdgeAgg, GameRow, GameTail, NodeAgg, PositionRow};
 use crate::db::codec::moves_from_blob;
 use crate::db::tail_index::prefix;
 use crate::db::tails::value_chain;
@@ -19,31 +21,20 @@ use crate::values::minimax::{Graph, NodeInfo, ValueParams};
 
 /// What the thread that prepares the rows sends before it values them:
 /// the moves and the parent links.
-pub(in crate::db) type MoveRows = (Vec<((i64, u16), EdgeAgg)>, Links);
+pub(in crate::build) type MoveRows = (Vec<((i64, u16), EdgeAgg)>, Links);
 /// The rows' top lists, in key order.
-pub(in crate::db) type Tops = Vec<TopList>;
+pub(in crate::build) type Tops = Vec<TopList>;
 /// `(child, parent)` of every move, sorted (see [`parent_links`]).
-pub(in crate::db) type Links = Vec<(i64, i64)>;
+pub(in crate::build) type Links = Vec<(i64, i64)>;
 
 /// Frees `value` on a thread of its own: a build's tables hold millions of
 /// small allocations, and the book is complete before they are freed.
-pub(in crate::db) fn drop_apart<T: Send + 'static>(value: T) {
+pub(in crate::build) fn drop_apart<T: Send + 'static>(value: T) {
     std::thread::spawn(move || drop(value));
 }
 
-/// A position row before it is written ([`crate::db::rows::PositionRecord`]
-/// once encoded): the valued node, its best move, its first parent, its
-/// top list.
-#[derive(Clone, Copy, Debug)]
-pub(in crate::db) struct PositionRow<'a> {
-    pub node: &'a NodeInfo,
-    pub best: Option<u16>,
-    pub parent: Option<i64>,
-    pub top: &'a TopList,
-}
-
 /// The first `rows` nodes of the valued graph as rows, in key order.
-pub(in crate::db) fn position_rows<'a>(
+pub(in crate::build) fn position_rows<'a>(
     g: &'a Graph,
     rows: usize,
     tops: &'a [TopList],
@@ -69,26 +60,13 @@ pub(in crate::db) fn position_rows<'a>(
         .collect()
 }
 
-/// A game as [`Book::bulk_load_games`] writes it: its row, its tail (the
-/// first ply, the value of the first position, the keys), the tail
-/// positions the aggregate counted (to take out of the rows), and the
-/// positions before the tail it did not count (to add to them).
-pub(in crate::db) struct GameTail {
-    pub row: GameRow,
-    pub tail: Option<u32>,
-    pub head: Option<NodeInfo>,
-    pub keys: Vec<Key>,
-    pub counted: Vec<Key>,
-    pub rows: Vec<(Key, NodeAgg)>,
-}
-
 /// Finds the tail of `game` as `find_tails` does (a position the aggregate
 /// did not count, `counted` gives `None`, is one this game alone reaches)
 /// and values it.
 /// The games in id order made into [`GameTail`]s on every core (`lookup`:
 /// the counted rows), handed to `write` a batch at a time with the number
 /// of games before it, while the next batch is made.
-pub(in crate::db) fn for_each_tail_batch<'a>(
+pub(in crate::build) fn for_each_tail_batch<'a>(
     games: GamesInOrder<'_>,
     tails: bool,
     lookup: impl Fn(&Key) -> Option<&'a NodeAgg> + Sync,
@@ -132,7 +110,7 @@ pub(in crate::db) fn for_each_tail_batch<'a>(
     })
 }
 
-pub(in crate::db) fn game_tail<'a>(
+pub(in crate::build) fn game_tail<'a>(
     mut game: Game,
     source: u32,
     copies: u32,
@@ -212,7 +190,7 @@ pub(in crate::db) fn game_tail<'a>(
 
 /// Aggregated moves as rows (the first of each position in `nodes`, and
 /// the others), in the table's order (keys as SQLite stores them, signed).
-pub(in crate::db) fn sorted_edges<'a>(
+pub(in crate::build) fn sorted_edges<'a>(
     nodes: impl Iterator<Item = (&'a Key, &'a NodeAgg)>,
     others: KeyMap<(Key, u16), EdgeAgg>,
 ) -> Vec<((i64, u16), EdgeAgg)> {
@@ -226,7 +204,7 @@ pub(in crate::db) fn sorted_edges<'a>(
 
 /// `(child, parent)` of every move, sorted and without repeats, so grouped
 /// by child.
-pub(in crate::db) fn parent_links(edge_rows: &[((i64, u16), EdgeAgg)]) -> Vec<(i64, i64)> {
+pub(in crate::build) fn parent_links(edge_rows: &[((i64, u16), EdgeAgg)]) -> Vec<(i64, i64)> {
     let mut links: Vec<(i64, i64)> = edge_rows
         .iter()
         .map(|&((p, _), ref e)| (e.child.to_sql(), p))
@@ -238,7 +216,7 @@ pub(in crate::db) fn parent_links(edge_rows: &[((i64, u16), EdgeAgg)]) -> Vec<(i
 
 /// The entries of the tails index: `(prefix, game id)` of every tail position, in
 /// order, without repeats (ids are ranks in `games`).
-pub(in crate::db) fn tail_entries(
+pub(in crate::build) fn tail_entries(
     games: &[GameRow],
     tail_of: &[(usize, usize)],
 ) -> Vec<(i64, i64)> {
@@ -253,9 +231,9 @@ pub(in crate::db) fn tail_entries(
     listed
 }
 
-/// What [`Book::bulk_load`] values, tails left out (the moves to write go
+/// What [`super::load::bulk_load`] values, tails left out (the moves to write go
 /// ahead, as [`MoveRows`]).
-pub(in crate::db) struct Prepared {
+pub(in crate::build) struct Prepared {
     pub edge_list: Vec<(Key, MoveCode, Key)>,
     /// The rows in key order, then the first position of each tail.
     pub node_list: Vec<NodeInfo>,
@@ -267,7 +245,7 @@ pub(in crate::db) struct Prepared {
 /// and moves out: only its first position enters the graph, with its value
 /// fixed (as `reevaluate_all` does), so the graph holds the rows and no
 /// more.
-pub(in crate::db) fn prepare_rows(
+pub(in crate::build) fn prepare_rows(
     mut nodes: KeyMap<Key, NodeAgg>,
     edges: KeyMap<(Key, u16), EdgeAgg>,
     games: &[GameRow],
@@ -301,11 +279,11 @@ pub(in crate::db) fn prepare_rows(
 
 /// The rows of `nodes` and `more` (positions `nodes` does not hold) and
 /// `edges` (tails already taken out) and the tails' first positions `heads`,
-/// as [`Book::bulk_load`] writes and values them. (`more` is not added to
+/// as [`super::load::bulk_load`] writes and values them. (`more` is not added to
 /// `nodes`: the table would grow, copying all it holds.)
 /// The moves go to `moves_ready` as soon as they are sorted, so that they
 /// are written while the rest is prepared.
-pub(in crate::db) fn prepare_graph(
+pub(in crate::build) fn prepare_graph(
     nodes: KeyMap<Key, NodeAgg>,
     more: Vec<(Key, NodeAgg)>,
     mut edges: KeyMap<(Key, u16), EdgeAgg>,
@@ -357,7 +335,7 @@ pub(in crate::db) fn prepare_graph(
 }
 
 /// A node of the graph from its aggregate.
-pub(in crate::db) fn node_info(key: Key, n: &NodeAgg) -> NodeInfo {
+pub(in crate::build) fn node_info(key: Key, n: &NodeAgg) -> NodeInfo {
     NodeInfo {
         expected: n.expected,
         exact: n.exact,
@@ -369,7 +347,7 @@ pub(in crate::db) fn node_info(key: Key, n: &NodeAgg) -> NodeInfo {
 /// the tail starts. A tail is the longest suffix of a game's positions that
 /// no other game reaches (one occurrence, so one move each, leading to the
 /// next), never its start.
-pub(in crate::db) fn find_tails(
+pub(in crate::build) fn find_tails(
     games: &[GameRow],
     nodes: &KeyMap<Key, NodeAgg>,
 ) -> Vec<(usize, usize)> {
