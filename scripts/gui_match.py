@@ -32,6 +32,7 @@ so far stay.
 """
 import argparse
 import json
+import logging
 import os
 import shlex
 import sys
@@ -418,9 +419,18 @@ def main():
                     help="a game not over after N plies is stopped with result * (default 400)")
     ap.add_argument("--report", metavar="OUT.json",
                     help="where the JSON report goes (default: --pgn with .json; - for stdout)")
+    ap.add_argument("--log", metavar="FILE",
+                    help="append every line sent to and received from the engines to FILE "
+                         "(python-chess's engine log), e.g. to look for errors they reported")
     ap.add_argument("--summary-only", action="store_true",
                     help="play nothing: the report of the games in --pgn")
     args = ap.parse_args()
+    if args.log:
+        handler = logging.FileHandler(args.log, encoding="utf-8")
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+        engine_log = logging.getLogger("chess.engine")
+        engine_log.addHandler(handler)
+        engine_log.setLevel(logging.DEBUG)
     dest = args.report or os.path.splitext(args.pgn)[0] + ".json"
     if args.summary_only:
         if not os.path.exists(args.pgn):

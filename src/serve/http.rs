@@ -150,7 +150,7 @@ async fn masters(State(app): State<Shared>, uri: Uri) -> Response {
     let read = app
         .pool
         .with_book(deadline, move |book| {
-            let explored = explore(&book, &q.pos)?;
+            let explored = explore(book, &q.pos)?;
             let mut body = serde_json::to_vec(&json::masters(&q, &explored))?;
             // Kept answers are counted by their length: no spare capacity.
             body.shrink_to_fit();
