@@ -13,11 +13,12 @@ use std::{
 use common::fuzz::*;
 use learnbook::book::{
     check::check,
-    choose::{Decision, Mode, OpeningBook},
+    choose::Mode,
     formats::{
         polyglot::{ExportOptions, WeightMode},
         polyglot_import::import,
     },
+    opening_book::{Decision, OpeningBook},
     Book, BookSettings,
 };
 use rand::{rngs::StdRng, Rng, SeedableRng};

@@ -322,7 +322,7 @@ pub fn duel(args: DuelArgs) -> Result<ExitCode> {
         .filter(|&(l, h): &(u32, u32)| l >= 1 && l <= h)
         .with_context(|| format!("--start-plies {:?}: give LO-HI, e.g. 4-8", args.start_plies))?;
     for p in &args.books {
-        learnbook::book::choose::OpeningBook::open(p)
+        learnbook::book::opening_book::OpeningBook::open(p)
             .with_context(|| format!("--book {}", p.display()))?;
     }
     if !(0.0..90.0).contains(&args.jitter) {

@@ -7,7 +7,8 @@
 
 use rand::{rngs::StdRng, Rng, SeedableRng};
 
-use crate::book::choose::{Decision, Mode, OpeningBook};
+use crate::book::choose::Mode;
+use crate::book::opening_book::{Decision, OpeningBook};
 use crate::engine_io::protocol::{Budget, Fault, Player, Reply, Request};
 
 /// A player that answers from `book` until the book has no move in a

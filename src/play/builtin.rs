@@ -7,7 +7,8 @@ use rand::{rngs::StdRng, SeedableRng};
 
 use crate::engine_io::protocol::{Budget, Fault, Player, Reply, Request};
 use crate::{
-    book::choose::{Decision, Mode, OpeningBook},
+    book::choose::Mode,
+    book::opening_book::{Decision, OpeningBook},
     engine::{
         params::Weights,
         position::Position,

@@ -21,7 +21,8 @@ use super::{
 };
 use crate::{
     book::{
-        choose::{Mode, OpeningBook},
+        choose::Mode,
+        opening_book::OpeningBook,
         pgn::{
             game::{Game, GameResult},
             input::{open_input, GameStream, RawGame},

@@ -41,7 +41,7 @@ use shakmaty::{uci::UciMove, CastlingMode, Chess, Move, Position as _};
 
 use super::book_side::{parse_position, BookSide};
 use super::say;
-use crate::book::choose::Decision;
+use crate::book::opening_book::Decision;
 use crate::engine_io::{options::parse_option_line, protocol::EngineSpec};
 
 /// How the adapter starts (from the command line).

@@ -10,7 +10,8 @@ use shakmaty::{Chess, Move};
 
 use super::learning::{self, OwnSearch, SeenGame};
 use super::say;
-use crate::book::choose::{Decision, Mode, OpeningBook};
+use crate::book::choose::Mode;
+use crate::book::opening_book::{Decision, OpeningBook};
 use crate::book::own_losses::OwnLosses;
 use crate::engine::position::Position;
 

@@ -24,7 +24,7 @@ use shakmaty::CastlingMode;
 
 use book_side::{parse_position, BookSide};
 
-use crate::book::choose::Decision;
+use crate::book::opening_book::Decision;
 use crate::engine::{
     params::Weights,
     position::Position,

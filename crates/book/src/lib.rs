@@ -59,6 +59,7 @@ pub mod journal;
 pub mod keys;
 pub mod memory;
 pub mod merge_books;
+pub mod opening_book;
 pub mod own_losses;
 pub mod pgn;
 pub mod sort;

@@ -9,7 +9,7 @@
 //! every move played in a position and whether every own game with it
 //! there was lost by the side that played it. Such a move is *refuted*:
 //! where the engine searches, it is left out of the search
-//! ([`crate::choose::OpeningBook::decide_learning`]), and a deviation is
+//! ([`crate::opening_book::OpeningBook::decide_learning`]), and a deviation is
 //! searched instead. Inside the book the values decide as for any game:
 //! refuting the book's moves too would turn one loss into a new first
 //! move.
