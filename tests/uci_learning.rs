@@ -109,18 +109,36 @@ fn two_learners_on_one_book_count_each_game_once() {
     let book = sample_book(dir.path());
     let report = play(&book, "learner", 4, "nodes=3000");
     assert_decisive_games_learned_once(&report);
-    // Both sides learned every game: each is in the book once.
+    // Both sides learned every game: each is in the book once (a game
+    // played again move for move counts again).
     let games = report["games"].as_array().expect("games");
-    let mut distinct: Vec<&serde_json::Value> = Vec::new();
-    for g in games {
-        if !distinct.iter().any(|d| d["moves"] == g["moves"]) {
-            distinct.push(g);
-        }
-    }
     assert!(
-        learned_uci_games(&book) <= distinct.len() as i64,
+        learned_uci_games(&book) <= games.len() as i64,
         "a game counted twice: {report}"
     );
+    ok(&["check", "--book", s(&book)]);
+}
+
+#[test]
+fn a_game_played_again_move_for_move_is_learned_again() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let book = sample_book(dir.path());
+    let game = mating_game("a2a3", "e7e5");
+    let learner = ["uci", "--book", s(&book), "--learn"];
+    let out = uci_session(&learner, &format!("uci\n{game}{game}quit\n"));
+    assert!(
+        out.contains("info string learned the game (6 plies, 0-1): "),
+        "{out}"
+    );
+    assert!(
+        out.contains("info string learned the game (6 plies, 0-1) again (played 2 times): "),
+        "{out}"
+    );
+    assert_eq!(learned_uci_games(&book), 2);
+    // Another process, the same game: its third playing.
+    let out = uci_session(&learner, &format!("uci\n{game}quit\n"));
+    assert!(out.contains("again (played 3 times)"), "{out}");
+    assert_eq!(learned_uci_games(&book), 3);
     ok(&["check", "--book", s(&book)]);
 }
 

@@ -21,12 +21,16 @@
 //! string` says so). A learned game goes in as `learn` adds one, in one
 //! short transaction, so several engines may learn into one book at once.
 //! The two engines of a match see views of one game that differ by the
-//! last ply (the side that moved last saw one ply more): both views'
-//! hashes are checked in the adding transaction, so the game counts once.
+//! last ply (the side that moved last saw one ply more). A game is one row
+//! each time it was played: the view of a side that has not learned the
+//! game yet is the other side's view, counted once; the view of a side that
+//! has learned it is the same game played again, counted again (the book's
+//! [`Book::add_view`], one transaction, so learners writing at once agree).
 
-use shakmaty::{fen::Fen, Chess, EnPassantMode, Move, Position};
+use shakmaty::{fen::Fen, Chess, Color, EnPassantMode, Move, Position};
 
 use crate::book::{
+    db::{View, ViewAdded, UNKNOWN_PLAYER},
     pgn::{
         game::{Game, GameResult},
         validate::Header,
@@ -96,6 +100,16 @@ impl SeenGame {
         let mut line = self.moves.clone();
         line.extend(self.reply);
         line
+    }
+
+    /// The side the engine played: the side to move in the last position
+    /// it was given.
+    pub fn engine_side(&self) -> Color {
+        if self.moves.len().is_multiple_of(2) {
+            self.start.turn()
+        } else {
+            !self.start.turn()
+        }
     }
 }
 
@@ -172,12 +186,18 @@ fn repetition_key(pos: &Chess) -> String {
 
 /// The game of `line` from `game`'s start with `result`, as the book stores
 /// it (whole, not cut at the book's ply limit: the moves that decided it
-/// are usually late, and only a stored move can be avoided).
-fn as_game(game: &SeenGame, line: &[Move], result: GameResult) -> Option<Game> {
+/// are usually late, and only a stored move can be avoided), as its
+/// `replay`-th playing (0: the first; a later one hashes with a `Replay`
+/// tag). The players are unknown: the hash is the same for both views.
+fn as_game(game: &SeenGame, line: &[Move], result: GameResult, replay: u32) -> Option<Game> {
+    let identity: Vec<String> = (replay > 0)
+        .then(|| format!("Replay={replay}"))
+        .into_iter()
+        .collect();
     let header = Header {
-        white: "?",
-        black: "?",
-        identity: &[],
+        white: UNKNOWN_PLAYER,
+        black: UNKNOWN_PLAYER,
+        identity: &identity,
         fen: game.fen.as_deref(),
         white_elo: None,
         black_elo: None,
@@ -185,10 +205,10 @@ fn as_game(game: &SeenGame, line: &[Move], result: GameResult) -> Option<Game> {
     Game::from_moves(&header, game.start.clone(), line, result, u32::MAX).ok()
 }
 
-/// The hashes of the other views of the game of `line`: one ply shorter,
-/// or one ply longer (each legal move at its end), with any result, and the
-/// same line with another result.
-fn other_views(game: &SeenGame, line: &[Move], result: GameResult) -> Vec<u64> {
+/// The hashes of the other views of the `replay`-th playing of the game of
+/// `line`: one ply shorter, or one ply longer (each legal move at its end),
+/// with any result, and the same line with another result.
+fn other_views(game: &SeenGame, line: &[Move], result: GameResult, replay: u32) -> Vec<u64> {
     let results = [
         GameResult::WhiteWins,
         GameResult::Draw,
@@ -210,10 +230,10 @@ fn other_views(game: &SeenGame, line: &[Move], result: GameResult) -> Vec<u64> {
     let mut hashes = Vec::new();
     for r in results {
         if r != result {
-            hashes.extend(as_game(game, line, r).map(|g| g.hash));
+            hashes.extend(as_game(game, line, r, replay).map(|g| g.hash));
         }
         for v in &views {
-            hashes.extend(as_game(game, v, r).map(|g| g.hash));
+            hashes.extend(as_game(game, v, r, replay).map(|g| g.hash));
         }
     }
     hashes
@@ -222,14 +242,16 @@ fn other_views(game: &SeenGame, line: &[Move], result: GameResult) -> Vec<u64> {
 /// What learning a game did, for the engine's `info string`.
 #[derive(Debug, PartialEq)]
 pub enum Learned {
-    /// Added, and this many values changed.
+    /// Added (its `replay`-th playing: 0 the first), and this many values
+    /// changed.
     Added {
         plies: usize,
         changed_values: usize,
         result: GameResult,
+        replay: u32,
     },
-    /// The book already had it (the other side's view, or the same game).
-    AlreadyKnown,
+    /// The other side's view of a game the book has.
+    OtherSide,
     /// Not learned, and why.
     Skipped(String),
 }
@@ -241,12 +263,18 @@ impl std::fmt::Display for Learned {
                 plies,
                 changed_values,
                 result,
-            } => write!(
+                replay,
+            } => {
+                write!(f, "learned the game ({plies} plies, {})", result.as_str())?;
+                if *replay > 0 {
+                    write!(f, " again (played {} times)", replay + 1)?;
+                }
+                write!(f, ": {changed_values} values changed")
+            }
+            Learned::OtherSide => write!(
                 f,
-                "learned the game ({plies} plies, {}): {changed_values} values changed",
-                result.as_str()
+                "the other side's view of a game in the book (counted once)"
             ),
-            Learned::AlreadyKnown => write!(f, "the game is in the book already (counted once)"),
             Learned::Skipped(why) => write!(f, "game not learned: {why}"),
         }
     }
@@ -264,17 +292,35 @@ pub fn learn(book: &mut Book, game: &SeenGame) -> Learned {
             line.len()
         ));
     };
-    let Some(stored) = as_game(game, &line, result) else {
-        return Learned::Skipped("its moves do not replay from its start".into());
+    let not_replayed = || Learned::Skipped("its moves do not replay from its start".into());
+    if as_game(game, &line, result, 0).is_none() {
+        return not_replayed();
+    }
+    let side = game.engine_side();
+    let view = |replay| {
+        let mut stored = as_game(game, &line, result, replay)?;
+        match side {
+            Color::White => stored.white = SOURCE.into(),
+            Color::Black => stored.black = SOURCE.into(),
+        }
+        let known = other_views(game, &line, result, replay);
+        Some(View {
+            game: stored,
+            known,
+        })
     };
-    let known = other_views(game, &line, result);
-    match book.add_game_unless_known(&stored, SOURCE, &known) {
-        Ok(Some(r)) => Learned::Added {
+    match book.add_view(side, SOURCE, view) {
+        Ok(Some(ViewAdded::Added {
+            replay,
+            reevaluation,
+        })) => Learned::Added {
             plies: line.len(),
-            changed_values: r.changed_values,
+            changed_values: reevaluation.changed_values,
             result,
+            replay,
         },
-        Ok(None) => Learned::AlreadyKnown,
+        Ok(Some(ViewAdded::OtherSide { .. })) => Learned::OtherSide,
+        Ok(None) => not_replayed(),
         Err(err) => Learned::Skipped(format!("the book could not be written: {err:#}")),
     }
 }
@@ -351,18 +397,72 @@ mod tests {
         assert_eq!(result_of(&g), None);
     }
 
+    /// Scholar's mate as each side saw it: White, who mated, the whole
+    /// game; Black one ply less, lost by its own held scores.
+    fn scholars_mate_views() -> (SeenGame, SeenGame) {
+        let moves = ["e2e4", "e7e5", "f1c4", "b8c6", "d1h5", "g8f6", "h5f7"];
+        let as_view = |n: usize| {
+            let mut g = game(&moves[..n - 1]);
+            let pos = g.moves.iter().fold(Chess::default(), |mut p, m| {
+                p.play_unchecked(*m);
+                p
+            });
+            g.reply = moves[n - 1]
+                .parse::<UciMove>()
+                .expect("uci")
+                .to_move(&pos)
+                .ok();
+            g
+        };
+        let white = as_view(7);
+        let mut black = as_view(6);
+        black.searches = searches(&[(1, -700), (3, -800), (5, -900)]);
+        (white, black)
+    }
+
+    #[test]
+    fn a_game_is_one_row_each_time_it_is_played_whichever_sides_learned_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("b.sqlite");
+        let mut book =
+            Book::open_or_create(&path, crate::book::BookSettings::default()).expect("book");
+        let (white, black) = scholars_mate_views();
+        assert_eq!(white.engine_side(), Color::White);
+        assert_eq!(black.engine_side(), Color::Black);
+        assert_eq!(result_of(&black), Some(GameResult::WhiteWins));
+        let replay_of = |l: Learned| match l {
+            Learned::Added { replay, .. } => Some(replay),
+            Learned::OtherSide => None,
+            Learned::Skipped(why) => panic!("skipped: {why}"),
+        };
+        // Played twice by two learners, then once more with only Black
+        // learning: three games, each counted once.
+        assert_eq!(replay_of(learn(&mut book, &white)), Some(0));
+        assert_eq!(replay_of(learn(&mut book, &black)), None);
+        assert_eq!(replay_of(learn(&mut book, &black)), Some(1));
+        assert_eq!(replay_of(learn(&mut book, &white)), None);
+        assert_eq!(replay_of(learn(&mut book, &black)), Some(2));
+        let totals = book.totals().expect("totals");
+        assert_eq!(totals.games, 3);
+        assert_eq!(totals.white_wins, 3);
+        // White's view of the third game: the other side's, counted once.
+        assert_eq!(replay_of(learn(&mut book, &white)), None);
+        assert_eq!(book.totals().expect("totals").games, 3);
+    }
+
     #[test]
     fn the_other_sides_view_one_ply_shorter_is_among_the_known_views() {
         let full = game(&["f2f3", "e7e5", "g2g4", "d8h4"]);
         let shorter = game(&["f2f3", "e7e5", "g2g4"]);
         let r = GameResult::BlackWins;
-        let full_hash = as_game(&full, &full.line(), r).expect("game").hash;
-        let short_hash = as_game(&shorter, &shorter.line(), r).expect("game").hash;
-        assert!(other_views(&full, &full.line(), r).contains(&short_hash));
-        assert!(other_views(&shorter, &shorter.line(), r).contains(&full_hash));
-        // A different game of the same length is not.
+        let full_hash = as_game(&full, &full.line(), r, 0).expect("game").hash;
+        let short_hash = as_game(&shorter, &shorter.line(), r, 0).expect("game").hash;
+        assert!(other_views(&full, &full.line(), r, 0).contains(&short_hash));
+        assert!(other_views(&shorter, &shorter.line(), r, 0).contains(&full_hash));
+        // A different game of the same length is not, nor a replay.
         let other = game(&["f2f4", "e7e5", "g2g4", "d8h4"]);
-        let other_hash = as_game(&other, &other.line(), r).expect("game").hash;
-        assert!(!other_views(&full, &full.line(), r).contains(&other_hash));
+        let other_hash = as_game(&other, &other.line(), r, 0).expect("game").hash;
+        assert!(!other_views(&full, &full.line(), r, 0).contains(&other_hash));
+        assert!(!other_views(&full, &full.line(), r, 1).contains(&short_hash));
     }
 }

@@ -3,7 +3,8 @@
 //! changed row once, at the end.
 
 use anyhow::Result;
-use rusqlite::{params, Connection, Transaction, TransactionBehavior};
+use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
+use shakmaty::Color;
 
 use super::book::Book;
 use super::cache::{Cached, NodeCache, Sql};
@@ -17,6 +18,37 @@ use super::top_games::{mover_elo, rank_of, top_to_blob, TopEntry, TopList};
 use crate::keys::{polyglot_key, Key, KeyMap, KeySet, MoveCode};
 use crate::pgn::game::Game;
 use crate::values::minimax::{self, NodeInfo, Reevaluation, Tree, ValueParams};
+
+/// A player name unknown to the game's row (as PGN writes it).
+pub const UNKNOWN_PLAYER: &str = "?";
+
+/// More replays of one game than this is taken as a loop, not play.
+const MAX_REPLAYS: u32 = 1000;
+
+/// One engine's view of a game it played, for [`Book::add_view`].
+pub struct View {
+    /// The game as this engine saw it (its own reply last), its row's
+    /// players: this engine's side named, the other [`UNKNOWN_PLAYER`]. The
+    /// hash is of the game with both players unknown, so that both views
+    /// of one game hash alike.
+    pub game: Game,
+    /// The hashes the other side's view of the same replay may have (one
+    /// ply more or less, another result).
+    pub known: Vec<u64>,
+}
+
+/// What adding one engine's view of a game did.
+#[derive(Debug)]
+pub enum ViewAdded {
+    /// The `replay`-th playing of the game (0: the first), new to the book.
+    Added {
+        replay: u32,
+        reevaluation: Reevaluation,
+    },
+    /// The other side's view of the `replay`-th playing, already in the
+    /// book: counted once, its side's player now named.
+    OtherSide { replay: u32 },
+}
 
 /// The incremental pass's view of the book: the cache, read-through.
 struct CachedTree<'a, 'c> {
@@ -72,32 +104,44 @@ impl Book {
     /// Adds one game and re-evaluates the affected nodes, in one transaction.
     /// Returns `None` if the game is already in the book.
     pub fn add_game(&mut self, game: &Game, source: &str) -> Result<Option<Reevaluation>> {
-        self.add_game_unless_known(game, source, &[])
+        self.learning(|conn, cache, params, tails| {
+            add_game(conn, cache, params, tails, game, source)
+        })
     }
 
-    /// [`Book::add_game`], unless the book already holds a game with one of
-    /// the hashes `known` (another view of the same game: the other side's
-    /// engine saw one ply more or less of it). Checked in the transaction
-    /// that adds the game, so of two learners adding views of one game at
-    /// once, one adds it.
-    pub fn add_game_unless_known(
+    /// Adds one engine's view of a game it played as `side`, so that a game
+    /// is one row each time it was played, whichever engines learned it.
+    /// Both engines of a match may learn views of one game, which differ by
+    /// the last ply (see [`View`]); the same game played again is a replay,
+    /// counted again. `view(n)` is this view as the game's `n`-th replay
+    /// (0: the first time it was played), its row's `side` player named
+    /// (the other `?`). The first replay whose row `side` has not claimed is
+    /// this view's game: a row whose `side` player is `?` is the other
+    /// side's view, claimed (counted once); with no row, the view is added.
+    /// All in one transaction, so learners writing at once count each game
+    /// once. `None` if `view` cannot give the game.
+    pub fn add_view(
         &mut self,
-        game: &Game,
+        side: Color,
         source: &str,
-        known: &[u64],
-    ) -> Result<Option<Reevaluation>> {
+        view: impl FnMut(u32) -> Option<View>,
+    ) -> Result<Option<ViewAdded>> {
+        self.learning(|conn, cache, params, tails| {
+            add_view(conn, cache, params, tails, side, source, view)
+        })
+    }
+
+    /// Runs one learning write `f` with the book's value parameters and
+    /// tail setting, and keeps the cache: stamped after a write, dropped
+    /// after an error.
+    fn learning<T>(
+        &mut self,
+        f: impl FnOnce(&mut Connection, &mut NodeCache, &ValueParams, bool) -> Result<T>,
+    ) -> Result<T> {
         let params = self.settings.params;
         // As `build` keeps them: not where rare positions were dropped.
         let tails = self.settings.tails && self.settings.min_games <= 1;
-        let out = add_game(
-            &mut self.conn,
-            &mut self.cache,
-            &params,
-            tails,
-            game,
-            source,
-            known,
-        );
+        let out = f(&mut self.conn, &mut self.cache, &params, tails);
         match &out {
             Ok(_) => self.cache.stamp(&self.conn)?,
             Err(_) => self.cache.clear(),
@@ -147,12 +191,101 @@ fn add_game(
     tails: bool,
     game: &Game,
     source: &str,
-    known: &[u64],
 ) -> Result<Option<Reevaluation>> {
     // Immediate: the write lock is taken before the cache is checked.
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     cache.revalidate(&tx)?;
-    if holds_any_game(&tx, known)? || !insert_game_row(&tx, game, source)? {
+    add_in(tx, cache, params, tails, game, source)
+}
+
+/// One side's view of a game, claimed or added in one transaction (see
+/// [`Book::add_view`]).
+#[allow(clippy::too_many_arguments)]
+fn add_view(
+    conn: &mut Connection,
+    cache: &mut NodeCache,
+    params: &ValueParams,
+    tails: bool,
+    side: Color,
+    source: &str,
+    mut view: impl FnMut(u32) -> Option<View>,
+) -> Result<Option<ViewAdded>> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    cache.revalidate(&tx)?;
+    for replay in 0..MAX_REPLAYS {
+        let Some(v) = view(replay) else {
+            return Ok(None);
+        };
+        match claim_of(&tx, side, &v)? {
+            Claim::Unplayed => {
+                let re = add_in(tx, cache, params, tails, &v.game, source)?;
+                return Ok(re.map(|reevaluation| ViewAdded::Added {
+                    replay,
+                    reevaluation,
+                }));
+            }
+            Claim::OtherSideOnly(id) => {
+                let (column, player) = match side {
+                    Color::White => ("white", &v.game.white),
+                    Color::Black => ("black", &v.game.black),
+                };
+                tx.execute(
+                    &format!("UPDATE games SET {column} = ?2 WHERE id = ?1"),
+                    params![id, player],
+                )?;
+                tx.commit()?;
+                return Ok(Some(ViewAdded::OtherSide { replay }));
+            }
+            Claim::ThisSide => {}
+        }
+    }
+    anyhow::bail!("the same game played more than {MAX_REPLAYS} times")
+}
+
+/// Whose view a stored game holds, for a new view of it by `side`.
+enum Claim {
+    /// No row: this replay of the game was not played before.
+    Unplayed,
+    /// A row (its id) that the other side's engine learned, `side`'s player
+    /// unknown: this view's game.
+    OtherSideOnly(i64),
+    /// A row that `side` already learned: this view is a later replay.
+    ThisSide,
+}
+
+fn claim_of(tx: &Transaction<'_>, side: Color, view: &View) -> Result<Claim> {
+    let mut stmt = tx.prepare_cached(
+        "SELECT id, COALESCE(white, '?'), COALESCE(black, '?') FROM games WHERE hash = ?1",
+    )?;
+    for &h in std::iter::once(&view.game.hash).chain(&view.known) {
+        let row: Option<(i64, String, String)> = stmt
+            .query_row(params![hash_to_sql(h)], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .optional()?;
+        if let Some((id, white, black)) = row {
+            let player = if side == Color::White { white } else { black };
+            return Ok(if player == UNKNOWN_PLAYER {
+                Claim::OtherSideOnly(id)
+            } else {
+                Claim::ThisSide
+            });
+        }
+    }
+    Ok(Claim::Unplayed)
+}
+
+/// Adds `game`'s row and re-evaluates in `tx`, then commits; `None` if the
+/// game is in the book already.
+fn add_in(
+    tx: Transaction<'_>,
+    cache: &mut NodeCache,
+    params: &ValueParams,
+    tails: bool,
+    game: &Game,
+    source: &str,
+) -> Result<Option<Reevaluation>> {
+    if !insert_game_row(&tx, game, source)? {
         return Ok(None);
     }
     let game_id = tx.last_insert_rowid();
@@ -358,17 +491,6 @@ fn tail_start(game: &Game, absent: &KeySet<Key>) -> Option<usize> {
 }
 
 /// Adds the game's row; `false` if the game is already in the book.
-/// Whether the book holds a game with one of these hashes.
-fn holds_any_game(tx: &Transaction<'_>, hashes: &[u64]) -> Result<bool> {
-    let mut stmt = tx.prepare_cached("SELECT 1 FROM games WHERE hash = ?1")?;
-    for &h in hashes {
-        if stmt.exists(params![hash_to_sql(h)])? {
-            return Ok(true);
-        }
-    }
-    Ok(false)
-}
-
 fn insert_game_row(tx: &Transaction<'_>, game: &Game, source: &str) -> Result<bool> {
     let n = tx.prepare_cached(
         "INSERT OR IGNORE INTO games(hash, source, white, black, result, plies, start, moves, expected,

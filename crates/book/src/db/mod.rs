@@ -83,5 +83,6 @@ mod values;
 pub use analysis::Analysis;
 pub use book::{Book, BookMove, BookTotals};
 pub use explore::{GameInfo, MoveRating};
+pub use learn::{View, ViewAdded, UNKNOWN_PLAYER};
 pub use schema::{BookSettings, SCHEMA_VERSION};
 pub use top_games::TopEntry;
