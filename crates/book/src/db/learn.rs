@@ -104,9 +104,7 @@ impl Book {
     /// Adds one game and re-evaluates the affected nodes, in one transaction.
     /// Returns `None` if the game is already in the book.
     pub fn add_game(&mut self, game: &Game, source: &str) -> Result<Option<Reevaluation>> {
-        self.learning(|conn, cache, params, tails| {
-            add_game(conn, cache, params, tails, game, source)
-        })
+        self.learning(|tx, cache, params, tails| add_game(tx, cache, params, tails, game, source))
     }
 
     /// Adds one engine's view of a game it played as `side`, so that a game
@@ -126,22 +124,29 @@ impl Book {
         source: &str,
         view: impl FnMut(u32) -> Option<View>,
     ) -> Result<Option<ViewAdded>> {
-        self.learning(|conn, cache, params, tails| {
-            add_view(conn, cache, params, tails, side, source, view)
+        self.learning(|tx, cache, params, tails| {
+            add_view(tx, cache, params, tails, side, source, view)
         })
     }
 
-    /// Runs one learning write `f` with the book's value parameters and
-    /// tail setting, and keeps the cache: stamped after a write, dropped
-    /// after an error.
+    /// Runs one learning write `f` in a transaction of its own, with the
+    /// book's value parameters and tail setting, and keeps the cache:
+    /// stamped after a write, dropped after an error.
     fn learning<T>(
         &mut self,
-        f: impl FnOnce(&mut Connection, &mut NodeCache, &ValueParams, bool) -> Result<T>,
+        f: impl FnOnce(Transaction<'_>, &mut NodeCache, &ValueParams, bool) -> Result<T>,
     ) -> Result<T> {
         let params = self.settings.params;
         // As `build` keeps them: not where rare positions were dropped.
         let tails = self.settings.tails && self.settings.min_games <= 1;
-        let out = f(&mut self.conn, &mut self.cache, &params, tails);
+        let out = (|| {
+            // Immediate: the write lock is taken before the cache is checked.
+            let tx = self
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)?;
+            self.cache.revalidate(&tx)?;
+            f(tx, &mut self.cache, &params, tails)
+        })();
         match &out {
             Ok(_) => self.cache.stamp(&self.conn)?,
             Err(_) => self.cache.clear(),
@@ -184,25 +189,10 @@ impl Book {
     }
 }
 
-fn add_game(
-    conn: &mut Connection,
-    cache: &mut NodeCache,
-    params: &ValueParams,
-    tails: bool,
-    game: &Game,
-    source: &str,
-) -> Result<Option<Reevaluation>> {
-    // Immediate: the write lock is taken before the cache is checked.
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    cache.revalidate(&tx)?;
-    add_in(tx, cache, params, tails, game, source)
-}
-
-/// One side's view of a game, claimed or added in one transaction (see
+/// One side's view of a game, claimed or added in `tx` (see
 /// [`Book::add_view`]).
-#[allow(clippy::too_many_arguments)]
 fn add_view(
-    conn: &mut Connection,
+    tx: Transaction<'_>,
     cache: &mut NodeCache,
     params: &ValueParams,
     tails: bool,
@@ -210,15 +200,13 @@ fn add_view(
     source: &str,
     mut view: impl FnMut(u32) -> Option<View>,
 ) -> Result<Option<ViewAdded>> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    cache.revalidate(&tx)?;
     for replay in 0..MAX_REPLAYS {
         let Some(v) = view(replay) else {
             return Ok(None);
         };
         match claim_of(&tx, side, &v)? {
             Claim::Unplayed => {
-                let re = add_in(tx, cache, params, tails, &v.game, source)?;
+                let re = add_game(tx, cache, params, tails, &v.game, source)?;
                 return Ok(re.map(|reevaluation| ViewAdded::Added {
                     replay,
                     reevaluation,
@@ -277,7 +265,7 @@ fn claim_of(tx: &Transaction<'_>, side: Color, view: &View) -> Result<Claim> {
 
 /// Adds `game`'s row and re-evaluates in `tx`, then commits; `None` if the
 /// game is in the book already.
-fn add_in(
+fn add_game(
     tx: Transaction<'_>,
     cache: &mut NodeCache,
     params: &ValueParams,
