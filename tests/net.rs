@@ -331,6 +331,23 @@ fn train_makes_a_net_the_engine_plays_and_bad_nets_change_nothing() {
         Some(2),
         "a bad net= is refused before the games"
     );
+    // `bench --net` searches with the net (another signature); a bad one is refused.
+    let signature = |extra: &[&str]| {
+        let mut args = vec!["bench", "--depth", "3"];
+        args.extend_from_slice(extra);
+        let out = run(&args);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        (out.status.code(), text.lines().last().map(String::from))
+    };
+    let (code, hand_signature) = signature(&[]);
+    assert_eq!(code, Some(0));
+    let (code, net_signature) = signature(&["--net", s(&net)]);
+    assert_eq!(code, Some(0));
+    assert!(net_signature
+        .as_deref()
+        .is_some_and(|l| l.starts_with("signature ")));
+    assert_ne!(hand_signature, net_signature);
+    assert_eq!(signature(&["--net", s(&cut)]).0, Some(2));
     // A resumed finished run changes nothing; a run on data cut short is refused.
     let again = train(&["--resume", "--mirror"]);
     assert!(again.status.success());

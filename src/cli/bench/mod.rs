@@ -44,14 +44,25 @@ pub struct BenchArgs {
     /// Transposition table, MB.
     #[arg(long, default_value_t = 64)]
     hash: usize,
+    /// Evaluate with this net (`train`'s output) instead of the hand-crafted evaluation.
+    #[arg(long, value_name = "FILE")]
+    net: Option<std::path::PathBuf>,
 }
 
 /// The named bench, or alone the engine's fixed-depth search.
 pub fn bench(args: BenchArgs) -> Result<std::process::ExitCode> {
-    let BenchArgs { what, depth, hash } = args;
+    let BenchArgs {
+        what,
+        depth,
+        hash,
+        net,
+    } = args;
     match what {
         Some(what) => run(what)?,
-        None => print!("{}", search(depth, hash)?),
+        None => print!(
+            "{}",
+            search(depth, hash, search::load_net(net.as_deref())?)?
+        ),
     };
     Ok(std::process::ExitCode::SUCCESS)
 }

@@ -5,7 +5,7 @@
 use std::{
     fmt::Write as _,
     path::{Path, PathBuf},
-    sync::atomic::AtomicBool,
+    sync::{atomic::AtomicBool, Arc},
     time::{Duration, Instant},
 };
 
@@ -16,6 +16,7 @@ use shakmaty::{san::San, CastlingMode};
 use learnbook::{
     engine::{
         epd::{self, Epd},
+        net::Network,
         params::Weights,
         position::{perft, Position},
         search::{uci_score, Limits, Searcher},
@@ -44,6 +45,15 @@ pub struct WacArgs {
     /// The engine's weights: a TOML file or a preset (default, search-hand, hand, kaissa, kotok).
     #[arg(long, default_value = "default")]
     weights: String,
+    /// Evaluate with this net (`train`'s output) instead of the hand-crafted evaluation.
+    #[arg(long, value_name = "FILE")]
+    net: Option<PathBuf>,
+}
+
+/// The net of `--net`, loaded once and shared by every search.
+pub(super) fn load_net(path: Option<&Path>) -> Result<Option<Arc<Network>>> {
+    path.map(|p| Network::load(p).map(Arc::new).context("--net"))
+        .transpose()
 }
 
 impl WacArgs {
@@ -60,7 +70,8 @@ impl WacArgs {
                 ..Limits::default()
             },
         };
-        let (_, report) = wac(&self.file, &limits, self.threads, self.hash, &weights)?;
+        let net = load_net(self.net.as_deref())?;
+        let (_, report) = wac(&self.file, &limits, self.threads, self.hash, &weights, net)?;
         print!("{report}");
         Ok(())
     }
@@ -114,9 +125,10 @@ fn quiet_search(
 }
 
 /// `learnbook bench`: every position searched to `depth` from a cleared table.
-pub fn search(depth: i32, hash_mb: usize) -> Result<String> {
+pub fn search(depth: i32, hash_mb: usize, net: Option<Arc<Network>>) -> Result<String> {
     let mut out = String::new();
     let mut searcher = Searcher::new(hash_mb, Weights::default());
+    searcher.set_net(net);
     let mut total = 0u64;
     let start = Instant::now();
     for (i, fen) in BENCH_FENS.iter().enumerate() {
@@ -174,6 +186,7 @@ pub fn wac(
     threads: usize,
     hash_mb: usize,
     weights: &Weights,
+    net: Option<Arc<Network>>,
 ) -> Result<(Vec<Solve>, String)> {
     let records: Vec<Epd> = epd::read(file)?
         .into_iter()
@@ -186,7 +199,11 @@ pub fn wac(
     let results = workers::map(
         records.len(),
         threads,
-        |_| Ok::<_, anyhow::Error>(Searcher::new(hash_mb, weights.clone())),
+        |_| {
+            let mut searcher = Searcher::new(hash_mb, weights.clone());
+            searcher.set_net(net.clone());
+            Ok::<_, anyhow::Error>(searcher)
+        },
         |searcher, i| Ok(solve(searcher, &records[i], limits)),
     )?;
     let solves = results.into_iter().collect::<Result<Vec<Solve>>>()?;
