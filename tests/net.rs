@@ -348,6 +348,28 @@ fn train_makes_a_net_the_engine_plays_and_bad_nets_change_nothing() {
         .is_some_and(|l| l.starts_with("signature ")));
     assert_ne!(hand_signature, net_signature);
     assert_eq!(signature(&["--net", s(&cut)]).0, Some(2));
+    // `bench train`: the trainer on one thread and on two, the same net.
+    let bench = |file: &Path| {
+        let args = [
+            "bench",
+            "train",
+            "--data",
+            s(file),
+            "--hidden",
+            "8",
+            "--epochs",
+            "1",
+            "--batch",
+            "64",
+        ];
+        run(&args)
+    };
+    let out = bench(&data);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("ratio 2/1 threads: "), "{text}");
+    assert!(text.contains("the same net on 1 and 2 threads"), "{text}");
+    assert_eq!(bench(&cut).status.code(), Some(2), "a net is not data");
     // A resumed finished run changes nothing; a run on data cut short is refused.
     let again = train(&["--resume", "--mirror"]);
     assert!(again.status.success());

@@ -4,6 +4,7 @@
 //!
 //! * `search`: wac, perft (and `bench` alone, the fixed-depth search).
 //! * `games`: play, selfplay, tune, fit.
+//! * `train`: train (the net trainer on one thread and on two).
 //! * `build`: build (against `polyglot make-book`).
 //! * `export`: export (against `jja`).
 //! * `generate`: generate (games for the build benchmarks).
@@ -30,6 +31,7 @@ mod quality;
 mod search;
 mod serve;
 mod suite;
+mod train;
 
 pub use search::search;
 
@@ -80,6 +82,7 @@ pub enum BenchCommand {
     Export(export::ExportArgs),
     Generate(generate::GenerateArgs),
     Fit(games::FitArgs),
+    Train(train::TrainArgs),
     BookQuality(quality::BookQualityArgs),
     Analyze(book::AnalyzeArgs),
     Multipv(multipv::MultipvArgs),
@@ -103,6 +106,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
         Export(a) => a.run(),
         Generate(a) => a.run(),
         Fit(a) => a.run(),
+        Train(a) => a.run(),
         BookQuality(a) => a.run(),
         Analyze(a) => a.run(),
         Multipv(a) => a.run(),
