@@ -1,6 +1,7 @@
 #!/bin/sh
-# The net's confirmation (issue 64): a net against today's default (the
-# hand-crafted evaluation) at 10+0.1, both sides `learnbook uci` processes
+# The net's confirmation (issue 64): a net against the hand-crafted
+# evaluation (`uci --net none`, the side named `default`: it was the default
+# before the net) at 10+0.1, both sides `learnbook uci` processes
 # (one thread, 16 MB hash), on openings the data never saw (the UHO-style
 # suite, pairs with colours swapped), an SPRT [0, 10] reported where it
 # decides, and on to GAMES. In parts, resumable on any machine: the games
@@ -39,7 +40,7 @@ fi
 status=0
 timeout --foreground -s TERM -k 2m "$PART" "$LB" play \
     --engine "name=net-$hash,cmd=$LB uci --net $WORK/$name.nnue,option.Hash=16" \
-    --engine "name=default,cmd=$LB uci,option.Hash=16" \
+    --engine "name=default,cmd=$LB uci --net none,option.Hash=16" \
     --tc "$TC" --games "$GAMES" --concurrency "$CONCURRENCY" --openings "$OPENINGS" \
     --random --seed "$SEED" --repeat --sprt elo0=0,elo1=10 --sprt-play-on \
     --pgnout "$PGN" >"$WORK/$name.txt" 2>>"$WORK/$name.log" || status=$?

@@ -17,7 +17,9 @@
 # Commit the journal after each part; then scripts/net_confirm.sh.
 #
 # The recipe (docs/NET.md#the-night): the core's default weights on both
-# sides at 5,000 nodes a move, openings of noob_3moves (not the
+# sides, the evaluation SELFPLAY_NET (default none: the hand-crafted one, as
+# the night's data was played; `default` plays the embedded net for a
+# second generation), at 5,000 nodes a move, openings of noob_3moves (not the
 # confirmation's suite) shuffled by seed 64, resign at 1500 cp for 4
 # moves, the default draw adjudication; 150,932 games (every opening
 # once) in PARTS parts; positions filtered as `net-data` does by default
@@ -30,7 +32,7 @@
 #
 # Settings (environment; the defaults are the night's): JOURNAL, LEARNBOOK,
 # OPENINGS, THREADS (2), NODES, GAMES, PARTS, SEED, HIDDEN, EPOCHS, LR,
-# BATCH, LAMBDA.
+# BATCH, LAMBDA, SELFPLAY_NET.
 set -eu
 
 WORK=${1:?usage: scripts/net_night.sh WORK [PART]}
@@ -47,6 +49,7 @@ EPOCHS=${EPOCHS:-12}
 LR=${LR:-0.001}
 BATCH=${BATCH:-4096}
 LAMBDA=${LAMBDA:-0}
+SELFPLAY_NET=${SELFPLAY_NET:-none}
 
 mkdir -p "$WORK" "$JOURNAL"
 LB="$(cd "$WORK" && pwd)/learnbook"
@@ -65,7 +68,7 @@ P="$WORK/part-$PART"
 
 t0=$(date +%s)
 "$LB" selfplay --pgnout "$P.pgn" --games "$GAMES" --shard "$PART/$PARTS" --nodes "$NODES" \
-    --openings "$OPENINGS" --seed "$SEED" --concurrency "$THREADS" \
+    --openings "$OPENINGS" --seed "$SEED" --concurrency "$THREADS" --net "$SELFPLAY_NET" \
     --resign movecount=4,score=1500 --data "$P.bin" >"$P.selfplay.txt" 2>>"$P.log"
 t1=$(date +%s)
 

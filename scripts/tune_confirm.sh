@@ -15,7 +15,8 @@
 # candidate.toml and baseline.toml: the tuned values when the tune ended,
 # and the start of the run). PART as in tune_night.sh (default 45m).
 # Settings (environment): JOURNAL, LEARNBOOK, GAMES (1000), TC (10+0.1),
-# OPENINGS, SEED (51), CONCURRENCY (2).
+# OPENINGS, SEED (51), CONCURRENCY (2), NET (none: the hand-crafted
+# evaluation the tuner plays with; default for the embedded net).
 set -eu
 . "$(dirname "$0")/lib/parts.sh"
 
@@ -30,6 +31,7 @@ TC=${TC:-10+0.1}
 OPENINGS=${OPENINGS:-../shared/data/openings/8mvs_big_+80_+109.epd.gz}
 SEED=${SEED:-51}
 CONCURRENCY=${CONCURRENCY:-2}
+NET=${NET:-none}
 
 parts_binary "$WORK" "$LEARNBOOK"
 name=$(basename "$CANDIDATE" .toml)-vs-$(basename "$BASELINE" .toml)
@@ -40,8 +42,8 @@ base=$(cd "$(dirname "$BASELINE")" && pwd)/$(basename "$BASELINE")
 # Only `play` gets the signal (--foreground): its engines see their input
 # close and quit, so no game in progress is written as a fault.
 parts_run "$WORK/$name.log" "$PART" --foreground -s TERM -k 2m -- "$LB" play \
-    --engine "name=$(basename "$CANDIDATE" .toml),cmd=$LB uci,option.WeightsFile=$cand,option.Hash=16" \
-    --engine "name=$(basename "$BASELINE" .toml),cmd=$LB uci,option.WeightsFile=$base,option.Hash=16" \
+    --engine "name=$(basename "$CANDIDATE" .toml),cmd=$LB uci --net $NET,option.WeightsFile=$cand,option.Hash=16" \
+    --engine "name=$(basename "$BASELINE" .toml),cmd=$LB uci --net $NET,option.WeightsFile=$base,option.Hash=16" \
     --tc "$TC" --games "$GAMES" --concurrency "$CONCURRENCY" --openings "$OPENINGS" \
     --random --seed "$SEED" --repeat --sprt elo0=0,elo1=5 --sprt-play-on \
     --pgnout "$PGN" >"$WORK/$name.txt"

@@ -1,6 +1,7 @@
 #!/bin/sh
 # SPSA through an external engine against the in-process tuner (issue 13,
-# item 4): `learnbook uci` tuned by `learnbook tune --engine` from the
+# item 4): `learnbook uci --net none` (the hand-crafted evaluation, whose
+# weights these are) tuned by `learnbook tune --engine` from the
 # scrambled start (data/tune/scrambled.toml as UCI options), with the same
 # games budget, seed, openings and parameters as an in-process run from the
 # same start; then both trajectories on one plot, which weights end on the
@@ -57,9 +58,9 @@ start=$(date +%s)
 tune inproc
 echo "in-process wall: $(( $(date +%s) - start )) s"
 
-echo "== external run: --engine \"cmd=$LB uci\""
+echo "== external run: --engine \"cmd=$LB uci --net none\""
 start=$(date +%s)
-tune external --engine "cmd=$LB uci"
+tune external --engine "cmd=$LB uci --net none"
 echo "external wall: $(( $(date +%s) - start )) s"
 
 echo "== both trajectories"
@@ -69,7 +70,7 @@ echo "== both trajectories"
 echo "== tuned options against the scrambled start, both as learnbook uci"
 tuned=$(grep '^# as an engine: ' "$OUT/external.toml" | sed 's/^# as an engine: //')
 "$LB" play --engine "name=tuned,$tuned" \
-    --engine "name=start,cmd=$LB uci,$(as_options "$START")" \
+    --engine "name=start,cmd=$LB uci --net none,$(as_options "$START")" \
     --nodes 5000 --openings "$SPRT_OPENINGS" --random --seed 7 --repeat \
     --games "$GAMES" --concurrency "$THREADS" --sprt elo0=0,elo1=10,alpha=0.05,beta=0.05 \
     --draw movenumber=34,movecount=8,score=20 --resign movecount=3,score=400

@@ -269,9 +269,10 @@ fn train_makes_a_net_the_engine_plays_and_bad_nets_change_nothing() {
     learnbook::engine::net::Network::load(&best).expect("the best epoch's net");
     assert_eq!(bytes.len(), learnbook::engine::net::file_bytes(8));
     // The engine plays with it: EvalFile and --net give the same evaluation,
-    // not the hand-crafted one.
+    // not the hand-crafted one (`none`) nor the embedded default.
     let fen = "position fen r1bqkb1r/pppp1ppp/2n2n2/4p3/2B1P3/5N2/PPPP1PPP/RNBQK2R w KQkq - 4 4\n";
-    let hand = static_evals(&uci(&[], &format!("{fen}eval\nquit\n")));
+    let hand = static_evals(&uci(&["--net", "none"], &format!("{fen}eval\nquit\n")));
+    let embedded = static_evals(&uci(&[], &format!("{fen}eval\nquit\n")));
     let with_net = static_evals(&uci(&["--net", s(&net)], &format!("{fen}eval\nquit\n")));
     let set = uci(
         &[],
@@ -281,22 +282,34 @@ fn train_makes_a_net_the_engine_plays_and_bad_nets_change_nothing() {
         ),
     );
     assert_eq!(static_evals(&set), with_net);
-    let expected = learnbook::engine::net::Network::load(&net)
-        .expect("load")
-        .evaluate_position(
-            &learnbook::engine::position::Position::from_fen(
-                "r1bqkb1r/pppp1ppp/2n2n2/4p3/2B1P3/5N2/PPPP1PPP/RNBQK2R w KQkq - 4 4",
-            )
-            .expect("fen")
-            .chess,
-        );
-    assert_eq!(
-        with_net,
-        vec![format!(
-            "info string static eval {expected} cp (side to move)"
-        )]
-    );
+    let position = learnbook::engine::position::Position::from_fen(
+        "r1bqkb1r/pppp1ppp/2n2n2/4p3/2B1P3/5N2/PPPP1PPP/RNBQK2R w KQkq - 4 4",
+    )
+    .expect("fen")
+    .chess;
+    let said = |cp: i32| vec![format!("info string static eval {cp} cp (side to move)")];
+    let file_net = learnbook::engine::net::Network::load(&net).expect("load");
+    assert_eq!(with_net, said(file_net.evaluate_position(&position)));
+    let default_net = learnbook::engine::default_net::embedded().expect("embedded");
+    assert_eq!(embedded, said(default_net.evaluate_position(&position)));
     assert_ne!(hand, with_net);
+    assert_ne!(hand, embedded);
+    // EvalFile switches among the three: none, a file, the embedded net by name.
+    let switched = uci(
+        &[],
+        &format!(
+            "setoption name EvalFile value none\n{fen}eval\n\
+             setoption name EvalFile value {}\n{fen}eval\n\
+             setoption name EvalFile value {}\n{fen}eval\nquit\n",
+            s(&net),
+            learnbook::engine::default_net::EMBEDDED_NAME
+        ),
+    );
+    let three = [hand.clone(), with_net.clone(), embedded.clone()].concat();
+    assert_eq!(static_evals(&switched), three);
+    // An evaluation weight set while a net evaluates is said to be idle.
+    let idle = uci(&[], "setoption name knight_mg value 400\nquit\n");
+    assert!(String::from_utf8_lossy(&idle.stdout).contains("not in use while a net evaluates"));
     // A game with the net.
     let go = uci(&["--net", s(&net)], &format!("{fen}go nodes 2000\n"));
     assert!(String::from_utf8_lossy(&go.stdout).contains("bestmove "));
@@ -331,7 +344,9 @@ fn train_makes_a_net_the_engine_plays_and_bad_nets_change_nothing() {
         Some(2),
         "a bad net= is refused before the games"
     );
-    // `bench --net` searches with the net (another signature); a bad one is refused.
+    // `bench` searches with the embedded net, `--net none` with the
+    // hand-crafted evaluation, `--net FILE` with that net: three
+    // signatures; a bad file is refused.
     let signature = |extra: &[&str]| {
         let mut args = vec!["bench", "--depth", "3"];
         args.extend_from_slice(extra);
@@ -339,7 +354,9 @@ fn train_makes_a_net_the_engine_plays_and_bad_nets_change_nothing() {
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         (out.status.code(), text.lines().last().map(String::from))
     };
-    let (code, hand_signature) = signature(&[]);
+    let (code, default_signature) = signature(&[]);
+    assert_eq!(code, Some(0));
+    let (code, hand_signature) = signature(&["--net", "none"]);
     assert_eq!(code, Some(0));
     let (code, net_signature) = signature(&["--net", s(&net)]);
     assert_eq!(code, Some(0));
@@ -347,6 +364,8 @@ fn train_makes_a_net_the_engine_plays_and_bad_nets_change_nothing() {
         .as_deref()
         .is_some_and(|l| l.starts_with("signature ")));
     assert_ne!(hand_signature, net_signature);
+    assert_ne!(hand_signature, default_signature);
+    assert_ne!(default_signature, net_signature);
     assert_eq!(signature(&["--net", s(&cut)]).0, Some(2));
     // `bench train`: the trainer on one thread and on two, the same net.
     let bench = |file: &Path| {

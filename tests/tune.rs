@@ -511,7 +511,8 @@ fn an_engine_run_as_shards_reaches_the_checkpoint_of_one_tune() {
     let d = dir.path();
     let params = d.join("engine-params.toml");
     fs::write(&params, "knight_mg = {}\nbishop_mg = {}\n").unwrap();
-    let engine = format!("cmd={} uci,option.Hash=2", common::bin());
+    // The hand-crafted evaluation, whose weights these are.
+    let engine = format!("cmd={} uci --net none,option.Hash=2", common::bin());
     let options = |name: &str| -> Vec<String> {
         [
             "tune",

@@ -6,7 +6,7 @@
 use std::{
     path::{Path, PathBuf},
     str::FromStr,
-    sync::atomic::AtomicBool,
+    sync::{atomic::AtomicBool, Arc},
     time::Duration,
 };
 
@@ -16,6 +16,8 @@ use shakmaty::{Chess, Move, Position as _};
 use super::Budget;
 use crate::{
     engine::{
+        default_net::{NetChoice, EMBEDDED_NAME},
+        net::Network,
         params::Weights,
         position::Position,
         search::{Limits, Searcher},
@@ -93,9 +95,11 @@ fn one_by_one<A: Analyst + ?Sized>(
 /// Which engine analyses.
 #[derive(Clone, Debug)]
 pub enum EngineChoice {
-    /// The search core with these weights; `label` names them in the records.
+    /// The search core with these weights and net (`None`: the weights'
+    /// evaluation); `label` names them in the records.
     Builtin {
         weights: Box<Weights>,
+        net: Option<Arc<Network>>,
         label: String,
     },
     /// A UCI engine; `label` is its `id name` (name and version), read
@@ -104,14 +108,15 @@ pub enum EngineChoice {
 }
 
 /// An analysing engine as `--engine` names it: `builtin` or
-/// `cmd=builtin[,weights=W.toml|PRESET]` for the search core, else a match
+/// `cmd=builtin[,weights=W.toml|PRESET][,net=NET.nnue|default|none]` for the search core, else a match
 /// runner spec of a UCI engine (`cmd=stockfish,option.Threads=1`).
 #[derive(Clone, Debug)]
 pub enum AnalystSpec {
     /// The search core, with these weights (a file or a preset; default:
-    /// the default weights).
+    /// the default weights) and evaluation (default: the embedded net).
     Builtin {
         weights: Option<PathBuf>,
+        net: NetChoice,
     },
     Uci(EngineSpec),
 }
@@ -125,11 +130,13 @@ impl AnalystSpec {
             spec
         };
         match parse_player(spec).with_context(|| format!("bad --engine {spec:?}"))? {
-            PlayerSpec::Builtin { weights, book, .. } => {
+            PlayerSpec::Builtin {
+                weights, book, net, ..
+            } => {
                 if book.is_some() {
                     bail!("--engine: an analysing engine takes no book=");
                 }
-                Ok(AnalystSpec::Builtin { weights })
+                Ok(AnalystSpec::Builtin { weights, net })
             }
             PlayerSpec::External(e) => {
                 if e.proto != Proto::Uci {
@@ -163,20 +170,41 @@ pub fn parse_named(text: &str) -> Result<(String, AnalystSpec), String> {
 
 impl EngineChoice {
     /// The engine of `spec` for a run (default: the search core with its
-    /// default weights): the weights loaded, or the UCI engine started
-    /// once to read its name ([`EngineChoice::uci`]).
+    /// default weights and net): the weights and the net loaded, or the UCI
+    /// engine started once to read its name ([`EngineChoice::uci`]).
     pub fn open(spec: Option<&AnalystSpec>) -> Result<EngineChoice> {
         match spec {
-            None | Some(AnalystSpec::Builtin { weights: None }) => Ok(EngineChoice::Builtin {
-                weights: Box::default(),
-                label: "learnbook".into(),
-            }),
-            Some(AnalystSpec::Builtin { weights: Some(p) }) => Ok(EngineChoice::Builtin {
-                weights: Box::new(crate::engine::presets::load(&p.to_string_lossy())?),
-                label: format!("learnbook weights={}", file_name(p)),
-            }),
+            None => EngineChoice::builtin(None, &NetChoice::Embedded),
+            Some(AnalystSpec::Builtin { weights, net }) => {
+                EngineChoice::builtin(weights.as_deref(), net)
+            }
             Some(AnalystSpec::Uci(e)) => EngineChoice::uci(e.clone()),
         }
+    }
+
+    /// The search core with `weights` (a file or a preset; `None`: the
+    /// default) and `net`, labelled `learnbook[ weights=W][ net=N]`: the
+    /// hand-crafted evaluation's records keep the label they had before
+    /// the net.
+    pub fn builtin(weights: Option<&Path>, net: &NetChoice) -> Result<EngineChoice> {
+        let mut label = "learnbook".to_string();
+        let w = match weights {
+            Some(p) => {
+                label += &format!(" weights={}", file_name(p));
+                crate::engine::presets::load(&p.to_string_lossy())?
+            }
+            None => Weights::default(),
+        };
+        match net {
+            NetChoice::Embedded => label += &format!(" net={EMBEDDED_NAME}"),
+            NetChoice::HandCrafted => {}
+            NetChoice::File(p) => label += &format!(" net={}", file_name(p)),
+        }
+        Ok(EngineChoice::Builtin {
+            weights: Box::new(w),
+            net: net.load().context("net=")?,
+            label,
+        })
     }
 
     /// The name stored with every analysis (`analysis.engine`).
@@ -202,10 +230,11 @@ impl EngineChoice {
     /// Starts one engine (one per thread).
     pub fn start(&self, budget: Budget) -> Result<Box<dyn Analyst>> {
         Ok(match self {
-            EngineChoice::Builtin { weights, .. } => Box::new(Builtin {
-                searcher: Searcher::new(8, (**weights).clone()),
-                budget,
-            }),
+            EngineChoice::Builtin { weights, net, .. } => {
+                let mut searcher = Searcher::new(8, (**weights).clone());
+                searcher.set_net(net.clone());
+                Box::new(Builtin { searcher, budget })
+            }
             EngineChoice::Uci { spec, .. } => Box::new(Uci {
                 engine: UciEngine::start(spec)
                     .map_err(|e| anyhow!("cannot start engine {:?}: {e}", spec.name))?,

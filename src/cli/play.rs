@@ -7,6 +7,7 @@ use std::{io::BufReader, path::PathBuf, process::ExitCode};
 use anyhow::{Context, Result};
 use clap::Args;
 use learnbook::book::{choose::Mode, Book};
+use learnbook::engine::default_net::NetChoice;
 use learnbook::shard::Shard;
 
 use super::args::{
@@ -28,10 +29,11 @@ pub struct UciArgs {
     /// scores (docs/LEARNING.md).
     #[arg(long)]
     learn: bool,
-    /// Evaluate with this net (`learnbook train`'s output; UCI option EvalFile) instead of
-    /// the weights' evaluation (the weights' search parameters stay).
-    #[arg(long, value_name = "NET.nnue")]
-    net: Option<PathBuf>,
+    /// The evaluation (UCI option EvalFile): `default`, the net embedded in the binary;
+    /// `none`, the weights' hand-crafted evaluation; or a net file (`learnbook train`'s
+    /// output). The weights' search parameters apply with each.
+    #[arg(long, value_name = "NET.nnue|default|none")]
+    net: Option<NetChoice>,
     /// Put the book (and its learning) in front of this UCI engine instead of the search
     /// core, as Polyglot's adapter does: a command (`/usr/games/stockfish`) or
     /// `cmd=CMD[,name=N][,option.X=V][,dir=D]`. Its options are listed beside the book's.
@@ -81,7 +83,7 @@ pub fn uci(args: UciArgs) -> Result<ExitCode> {
             book,
             weights,
             learn,
-            net,
+            net: net.unwrap_or_default(),
         },
     )?;
     Ok(ExitCode::SUCCESS)
@@ -175,8 +177,8 @@ pub fn play(args: PlayArgs) -> Result<ExitCode> {
     } = spec::MatchEngines::parse(&engines, &limit_args.limit())?;
     // A builtin's net is read before the first game: a bad file is an error, not forfeits.
     for p in &players {
-        if let runner::PlayerSpec::Builtin { net: Some(n), .. } = p {
-            learnbook::engine::net::Network::load(n).context("net=")?;
+        if let runner::PlayerSpec::Builtin { net, .. } = p {
+            net.load().context("net=")?;
         }
     }
     let cfg = runner::MatchConfig {
@@ -415,10 +417,11 @@ pub struct SelfplayArgs {
     /// JOB_COMPLETION_INDEX.
     #[arg(long, value_name = "I/N")]
     shard: Option<Shard>,
-    /// Both sides evaluate with this net (`learnbook train`'s output) instead of the
-    /// weights' evaluation (the weights' search parameters stay).
-    #[arg(long, value_name = "NET.nnue")]
-    net: Option<PathBuf>,
+    /// Both sides' evaluation: `default`, the net embedded in the binary; `none`, the
+    /// weights' hand-crafted evaluation (what the night's data was played with); or a net
+    /// file. The weights' search parameters apply with each.
+    #[arg(long, value_name = "NET.nnue|default|none", default_value = "default")]
+    net: NetChoice,
     /// At the end, the training positions of the whole file (`net-data`): FILE and its
     /// validation games' positions beside it (`x.bin` -> `x.valid.bin`).
     #[arg(long, value_name = "FILE.bin")]
@@ -450,12 +453,7 @@ pub fn selfplay(args: SelfplayArgs) -> Result<ExitCode> {
         anyhow::bail!("--nodes must be at least 1");
     }
     let w = learnbook::engine::presets::load(&weights).context("--weights")?;
-    let net = net
-        .as_deref()
-        .map(learnbook::engine::net::Network::load)
-        .transpose()
-        .context("--net")?
-        .map(std::sync::Arc::new);
+    let net = net.load().context("--net")?;
     let suite = runner::read_openings(&openings).context("--openings")?;
     let cfg = selfplay::Config {
         pgn_out: pgnout,

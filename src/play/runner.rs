@@ -60,8 +60,8 @@ pub enum PlayerSpec {
     Builtin {
         name: String,
         weights: Option<PathBuf>,
-        /// The learned evaluation's file (`--net`), instead of the weights' evaluation.
-        net: Option<PathBuf>,
+        /// The evaluation (`net=`): the embedded net unless told.
+        net: crate::engine::default_net::NetChoice,
         book: Option<PathBuf>,
         book_mode: Mode,
     },
@@ -118,9 +118,7 @@ impl PlayerSpec {
                 book_mode,
             } => {
                 let net = net
-                    .as_deref()
-                    .map(crate::engine::net::Network::load)
-                    .transpose()
+                    .load()
                     .map_err(|e| Fault::Crash(format!("{name}: {e:#}")))?;
                 let w = match weights {
                     Some(p) => crate::engine::presets::load(&p.to_string_lossy())
@@ -128,7 +126,7 @@ impl PlayerSpec {
                     None => Weights::default(),
                 };
                 Builtin::new(name, w, book.as_deref(), *book_mode, seed)
-                    .map(|b| Box::new(b.with_net(net.map(std::sync::Arc::new))) as Box<dyn Player>)
+                    .map(|b| Box::new(b.with_net(net)) as Box<dyn Player>)
                     .map_err(|e| Fault::Crash(format!("{name}: {e:#}")))
             }
         }

@@ -80,7 +80,7 @@ pub fn parse_player(s: &str) -> Result<PlayerSpec> {
             }
             "dir" => dir = Some(PathBuf::from(v)),
             "weights" => weights = Some(PathBuf::from(v)),
-            "net" => net = Some(PathBuf::from(v)),
+            "net" => net = Some(crate::engine::default_net::NetChoice::named(&v)),
             "book" => book = Some(PathBuf::from(v)),
             "bookmode" => book_mode = Some(v.parse().map_err(|e: String| anyhow!(e))?),
             _ => match k.strip_prefix("option.") {
@@ -94,7 +94,7 @@ pub fn parse_player(s: &str) -> Result<PlayerSpec> {
         return Ok(PlayerSpec::Builtin {
             name: name.unwrap_or_else(|| "builtin".into()),
             weights,
-            net,
+            net: net.unwrap_or_default(),
             book,
             book_mode: book_mode.unwrap_or(Mode::Best),
         });

@@ -26,6 +26,7 @@ use book_side::{parse_position, BookSide};
 
 use crate::book::opening_book::Decision;
 use crate::engine::{
+    default_net::{NetChoice, EMBEDDED_NAME},
     params::Weights,
     position::Position,
     search::{uci_score, Info, Limits, Searcher},
@@ -41,8 +42,8 @@ pub struct Config {
     pub weights: Option<PathBuf>,
     /// Learn every game into the book (`BookLearning`).
     pub learn: bool,
-    /// The learned evaluation's file (`--net`; UCI `EvalFile`).
-    pub net: Option<PathBuf>,
+    /// The evaluation (`--net`; UCI `EvalFile`): the embedded net unless told.
+    pub net: NetChoice,
 }
 
 /// What the last search found, for the game's record: its score (side to
@@ -64,8 +65,8 @@ struct Engine {
     book: BookSide,
     weights_file: Option<PathBuf>,
     last_search: LastSearch,
-    /// The net the searcher evaluates with (`EvalFile`), and its file.
-    net: Option<(PathBuf, Arc<crate::engine::net::Network>)>,
+    /// The evaluation chosen (`EvalFile`) and its net (`None`: the weights').
+    net: (NetChoice, Option<Arc<crate::engine::net::Network>>),
 }
 
 /// Where the engine writes: standard output unless [`capture_output`] says.
@@ -118,12 +119,9 @@ pub fn run(input: impl BufRead, config: Config) -> anyhow::Result<()> {
         Some(p) => crate::engine::presets::load(&p.to_string_lossy())?,
         None => Weights::default(),
     };
-    let net = match &config.net {
-        Some(p) => Some((p.clone(), Arc::new(crate::engine::net::Network::load(p)?))),
-        None => None,
-    };
+    let net = (config.net.clone(), config.net.load()?);
     let mut searcher = Searcher::new(DEFAULT_HASH_MB, weights);
-    searcher.set_net(net.as_ref().map(|(_, n)| Arc::clone(n)));
+    searcher.set_net(net.1.clone());
     let mut e = Engine {
         searcher: Some(searcher),
         thread: None,
@@ -195,7 +193,7 @@ pub fn run(input: impl BufRead, config: Config) -> anyhow::Result<()> {
 impl Engine {
     fn searcher(&mut self) -> &mut Searcher {
         self.wait_search();
-        let net = self.net.as_ref().map(|(_, n)| Arc::clone(n));
+        let net = self.net.1.clone();
         self.searcher.get_or_insert_with(|| {
             let mut s = Searcher::new(DEFAULT_HASH_MB, Weights::default());
             s.set_net(net);
@@ -216,10 +214,10 @@ impl Engine {
             say(&line);
         }
         say("option name WeightsFile type string default <empty>");
-        let net = self
-            .net
-            .as_ref()
-            .map_or("<empty>".to_string(), |(p, _)| p.display().to_string());
+        let net = match &self.net.0 {
+            NetChoice::Embedded => EMBEDDED_NAME.to_string(),
+            other => other.to_string(),
+        };
         say(&format!("option name EvalFile type string default {net}"));
         for p in Weights::default().params() {
             say(&format!(
@@ -275,22 +273,22 @@ impl Engine {
             "ponder" => {}
             book if BookSide::is_option(book) => self.book.setoption(book, &value),
             "evalfile" => {
-                if value.is_empty() || value == "<empty>" {
-                    self.net = None;
-                    self.searcher().set_net(None);
-                    return;
-                }
+                let choice = match value.as_str() {
+                    "" | "<empty>" => NetChoice::HandCrafted,
+                    v => NetChoice::named(v),
+                };
                 // A net that does not load changes nothing: the evaluation in use stays.
-                let path = PathBuf::from(&value);
-                match crate::engine::net::Network::load(&path) {
+                match choice.load() {
                     Ok(n) => {
-                        let n = Arc::new(n);
-                        self.searcher().set_net(Some(Arc::clone(&n)));
-                        say(&format!(
-                            "info string EvalFile {value}: (768 -> {}) x 2 -> 1",
-                            n.hidden()
-                        ));
-                        self.net = Some((path, n));
+                        self.searcher().set_net(n.clone());
+                        match &n {
+                            Some(n) => say(&format!(
+                                "info string EvalFile {value}: (768 -> {}) x 2 -> 1",
+                                n.hidden()
+                            )),
+                            None => say("info string EvalFile none: the weights' evaluation"),
+                        }
+                        self.net = (choice, n);
                     }
                     Err(err) => say(&format!(
                         "info string EvalFile not loaded, the evaluation in use stays: {err:#}"
@@ -326,6 +324,13 @@ impl Engine {
                     Ok(v) => {
                         if let Err(err) = self.searcher().weights.set(&p.name, v) {
                             say(&format!("info string {err}"));
+                        } else if !p.is_search() && self.net.1.is_some() {
+                            // Set, but a net evaluates: say so rather than tune in vain.
+                            say(&format!(
+                                "info string {} is a weight of the hand-crafted evaluation, \
+                                 not in use while a net evaluates (EvalFile none uses it)",
+                                p.name
+                            ));
                         }
                     }
                     Err(_) => say(&format!(
@@ -496,7 +501,7 @@ impl Engine {
                 Err(_) => {
                     say("info string the search thread failed; starting afresh");
                     let mut s = Searcher::new(self.hash_mb, Weights::default());
-                    s.set_net(self.net.as_ref().map(|(_, n)| Arc::clone(n)));
+                    s.set_net(self.net.1.clone());
                     self.searcher = Some(s);
                 }
             }

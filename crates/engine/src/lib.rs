@@ -6,6 +6,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod default_net;
 pub mod epd;
 pub mod eval;
 pub mod net;

@@ -185,10 +185,7 @@ fn bench_grow(book: &Path, nodes: u64, expansions: usize, alpha: f64, width: usi
         let mut b = Book::open(&copy)?;
         let opts = grow::Options {
             analysis: Options {
-                engine: EngineChoice::Builtin {
-                    weights: Box::default(),
-                    label: "learnbook".into(),
-                },
+                engine: EngineChoice::builtin(None, &Default::default())?,
                 budget: Budget::Nodes(nodes),
                 threads,
                 min_games: learnbook::analyze::DEFAULT_MIN_GAMES,

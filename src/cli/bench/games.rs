@@ -111,7 +111,7 @@ fn bench_play(nodes: u64, games: usize, openings: &Path) -> Result<()> {
     let builtin = |name: &str| PlayerSpec::Builtin {
         name: name.into(),
         weights: None,
-        net: None,
+        net: learnbook::engine::default_net::NetChoice::HandCrafted,
         book: None,
         book_mode: learnbook::book::choose::Mode::Best,
     };

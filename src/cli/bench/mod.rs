@@ -46,9 +46,10 @@ pub struct BenchArgs {
     /// Transposition table, MB.
     #[arg(long, default_value_t = 64)]
     hash: usize,
-    /// Evaluate with this net (`train`'s output) instead of the hand-crafted evaluation.
-    #[arg(long, value_name = "FILE")]
-    net: Option<std::path::PathBuf>,
+    /// The evaluation: `default` (the net embedded in the binary), `none` (the
+    /// hand-crafted evaluation) or a net file (`train`'s output).
+    #[arg(long, value_name = "NET.nnue|default|none", default_value = "default")]
+    net: learnbook::engine::default_net::NetChoice,
 }
 
 /// The named bench, or alone the engine's fixed-depth search.
@@ -61,10 +62,7 @@ pub fn bench(args: BenchArgs) -> Result<std::process::ExitCode> {
     } = args;
     match what {
         Some(what) => run(what)?,
-        None => print!(
-            "{}",
-            search(depth, hash, search::load_net(net.as_deref())?)?
-        ),
+        None => print!("{}", search(depth, hash, search::load_net(&net)?)?),
     };
     Ok(std::process::ExitCode::SUCCESS)
 }

@@ -15,6 +15,7 @@ use shakmaty::{san::San, CastlingMode};
 
 use learnbook::{
     engine::{
+        default_net::NetChoice,
         epd::{self, Epd},
         net::Network,
         params::Weights,
@@ -45,15 +46,15 @@ pub struct WacArgs {
     /// The engine's weights: a TOML file or a preset (default, search-hand, hand, kaissa, kotok).
     #[arg(long, default_value = "default")]
     weights: String,
-    /// Evaluate with this net (`train`'s output) instead of the hand-crafted evaluation.
-    #[arg(long, value_name = "FILE")]
-    net: Option<PathBuf>,
+    /// The evaluation: `default` (the net embedded in the binary), `none` (the weights'
+    /// hand-crafted evaluation) or a net file (`train`'s output).
+    #[arg(long, value_name = "NET.nnue|default|none", default_value = "default")]
+    net: NetChoice,
 }
 
 /// The net of `--net`, loaded once and shared by every search.
-pub(super) fn load_net(path: Option<&Path>) -> Result<Option<Arc<Network>>> {
-    path.map(|p| Network::load(p).map(Arc::new).context("--net"))
-        .transpose()
+pub(super) fn load_net(net: &NetChoice) -> Result<Option<Arc<Network>>> {
+    net.load().context("--net")
 }
 
 impl WacArgs {
@@ -70,7 +71,7 @@ impl WacArgs {
                 ..Limits::default()
             },
         };
-        let net = load_net(self.net.as_deref())?;
+        let net = load_net(&self.net)?;
         let (_, report) = wac(&self.file, &limits, self.threads, self.hash, &weights, net)?;
         print!("{report}");
         Ok(())
