@@ -4,11 +4,9 @@
 usage: strength_match.py LEARNBOOK OPPONENT PROTOCOL GAMES [--tc 10+0.1]
                          [--concurrency 2] [--openings FILE.pgn.gz] [--seed N]
                          [--pgn OUT.pgn] [--opt NAME=VALUE ...]
-                         [--ours-opt NAME=VALUE ...]
 
 Use --opt Threads=1 for engines that default to several threads (Glaurung
-2.2 defaults to 2), so both sides search on one core. --ours-opt sets a UCI
-option of learnbook's side, e.g. EvalFile=NET.nnue for a net not yet embedded.
+2.2 defaults to 2), so both sides search on one core.
 
 PROTOCOL is uci or xboard. Openings are drawn (seeded) from an opening suite
 PGN; each opening is played twice with colours swapped. Clocks are kept by
@@ -124,14 +122,8 @@ def main():
     ap.add_argument("--pgn")
     ap.add_argument("--opt", action="append", default=[],
                     help="NAME=VALUE option for the opponent (UCI), e.g. Threads=1")
-    ap.add_argument("--ours-opt", action="append", default=[],
-                    help="NAME=VALUE option for learnbook's side, e.g. EvalFile=NET.nnue")
     args = ap.parse_args()
-    for o in args.opt + args.ours_opt:
-        if "=" not in o:
-            ap.error(f"option {o!r} is not NAME=VALUE")
     opts = dict(o.split("=", 1) for o in args.opt)
-    ours_opts = dict(o.split("=", 1) for o in args.ours_opt)
     base, inc = (float(x) for x in args.tc.split("+"))
     pairs = openings(args.openings, (args.games + 1) // 2, args.seed)
     jobs = [(pairs[i // 2], i % 2 == 0) for i in range(args.games)]
@@ -143,8 +135,6 @@ def main():
     def engines():
         if not hasattr(local, "pair"):
             ours = start(f"{args.learnbook} uci", "uci")
-            if ours_opts:
-                ours.configure(ours_opts)
             theirs = start(args.opponent, args.protocol)
             if opts:
                 theirs.configure(opts)

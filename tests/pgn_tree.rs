@@ -67,8 +67,8 @@ fn python_check(pgn: &Path, bin: &Path, max_ply: u32, layout: &str) -> Check {
     let mut analyses = Vec::new();
     for line in text.lines() {
         if let Some(rest) = line.strip_prefix("A ") {
-            let v: Vec<&str> = rest.split(' ').collect();
-            let [_, child, engine, depth, score] = v[..] else {
+            let v: Vec<&str> = rest.splitn(5, ' ').collect();
+            let [_, child, depth, score, engine] = v[..] else {
                 panic!("{line}")
             };
             analyses.push((

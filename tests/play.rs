@@ -201,15 +201,16 @@ fn learning_adds_every_game_to_the_book() {
     ok(&["check", "--book", s(&book)]);
 }
 
-/// A lopsided match at 2,000 nodes: the default evaluation against Kotok's
-/// (its weights as a file, or by the preset's name with `by_name`).
+/// A lopsided match at 2,000 nodes: the default evaluation (the embedded
+/// net) against Kotok's hand-crafted one (`net=none`; its weights as a
+/// file, or by the preset's name with `by_name`).
 fn lopsided(dir: &Path, by_name: bool, games: &str, extra: &[&str]) -> String {
     let weak = dir.join("kotok.toml");
     std::fs::write(&weak, ok(&["weights", "--preset", "kotok"]).stdout).expect("write");
     let engine = if by_name {
-        "name=kotok,cmd=builtin,weights=kotok".to_string()
+        "name=kotok,cmd=builtin,weights=kotok,net=none".to_string()
     } else {
-        format!("name=kotok,cmd=builtin,weights={}", s(&weak))
+        format!("name=kotok,cmd=builtin,weights={},net=none", s(&weak))
     };
     let openings = shared().join("openings/8moves_v3.pgn.gz");
     let mut args = vec![

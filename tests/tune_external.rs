@@ -16,10 +16,11 @@ use std::{
 use common::{ok, run, s, tune_setup};
 use learnbook::{engine::params::Weights, tune::checkpoint::State};
 
-/// `learnbook uci` as an engine spec; Hash=2 is what the in-process tuner
-/// gives its node-limited engines.
+/// `learnbook uci` as an engine spec: the hand-crafted evaluation the
+/// in-process tuner plays (`--net none`); Hash=2 is what it gives its
+/// node-limited engines.
 fn engine() -> String {
-    format!("name=lb,cmd={} uci,option.Hash=2", common::bin())
+    format!("name=lb,cmd={} uci --net none,option.Hash=2", common::bin())
 }
 
 /// `tune` arguments for a small run in `dir`; `engine`: `--engine SPEC`,
@@ -219,7 +220,7 @@ fn sigkill_then_resume_of_an_engine_run_gives_the_same_history_as_an_uninterrupt
         run(&a)
     };
     // Another engine than the checkpoint's is refused, and nothing changes.
-    let other = format!("name=lb,cmd={} uci,option.Hash=4", common::bin());
+    let other = format!("name=lb,cmd={} uci --net none,option.Hash=4", common::bin());
     let out = resume(&["--engine", &other]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
@@ -370,7 +371,7 @@ fn fake_engine(dir: &Path) -> PathBuf {
                done\n\
                exit 0\n\
              fi\n\
-             exec {1} uci\n",
+             exec {1} uci --net none\n",
             // The real engine's default, so a mended run resumes as a sound one.
             Weights::default().knight_mg,
             common::bin()

@@ -21,9 +21,10 @@ use learnbook::tune::{
     paramfile::{self, Entry, Format},
 };
 
-/// `learnbook uci`, with the table the in-process tuner gives node-limited games.
+/// `learnbook uci` with the hand-crafted evaluation (`--net none`: the weights
+/// tuned here are its), with the table the in-process tuner gives node-limited games.
 fn learnbook_uci() -> String {
-    format!("name=lb,cmd={} uci,option.Hash=2", common::bin())
+    format!("name=lb,cmd={} uci --net none,option.Hash=2", common::bin())
 }
 
 /// Glaurung 2.2 (Debian), one thread and a small table.

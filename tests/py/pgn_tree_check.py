@@ -17,7 +17,8 @@ written; the order of each position's moves against the .bin's.
 
 Prints `key: value` lines, then one line per move comment that carries
 counts: `C parent child games white draws black` (Zobrist keys, unsigned),
-and one per comment with an analysis: `A parent child engine depth score`.
+and one per comment with an analysis: `A parent child depth score engine`
+(the engine's name last: it may hold spaces).
 """
 import re
 import sys
@@ -59,8 +60,8 @@ with chess.polyglot.open_reader(bin_path) as reader:
 print(f"expected lines: {e_count - continued}")
 print(f"bin edges: {len(edges)}")
 
-# The analysis of an engine whose name has no space (the tests' own).
-ANALYSIS = re.compile(r",\s+(\S+)\s+d(\d+)\s+([+-](?:\d+\.\d+|M\d+))(?:;|$)")
+# The analysis: an engine's name (spaces allowed, no comma), depth, score.
+ANALYSIS = re.compile(r",\s+([^,;]+?)\s+d(\d+)\s+([+-](?:\d+\.\d+|M\d+))(?:;|$)")
 COUNTS = re.compile(r"^(\d+)\s+games?,\s+\+(\d+)\s+=(\d+)\s+-(\d+)")
 stats = {"errors": 0, "games": 0, "lines": 0, "deepest": 0, "order": 0, "repeated": 0}
 written = set()
@@ -90,7 +91,8 @@ def visit(node, board, ply, in_tree):
             comments.append((key, zobrist_hash(board)) + tuple(int(x) for x in m.groups()))
         a = ANALYSIS.search(" ".join(v.comment.split()))
         if a:
-            analyses.append((key, zobrist_hash(board)) + a.groups())
+            engine, depth, score = a.groups()
+            analyses.append((key, zobrist_hash(board), depth, score, engine))
         visit(v, board, ply + 1, in_tree)
         board.pop()
 
