@@ -204,7 +204,20 @@ fn a_request_that_waits_too_long_for_the_book_is_a_503() {
         }
     }
     assert!(busy > 0, "no request was refused for waiting too long");
-    server.assert_serving();
+    // Still serving: with a millisecond to wait, even a lone request may be
+    // refused on a loaded machine, so a busy answer is retried, never
+    // anything else.
+    let mut answered = false;
+    for _ in 0..200 {
+        let r = server.get("/masters?play=e2e4&moves=2");
+        if r.status == 200 {
+            answered = true;
+            break;
+        }
+        r.assert_error(&[503], &["busy", "pool-timeout"]);
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(answered, "200 requests sent one at a time were all refused as busy");
 }
 
 #[test]
