@@ -428,3 +428,37 @@ fn train_makes_a_net_the_engine_plays_and_bad_nets_change_nothing() {
     ]);
     assert_eq!(fs::read(&net2).expect("net2"), bytes);
 }
+
+#[test]
+fn python_chess_switches_eval_file_as_a_gui_does() {
+    if !common::have_python_chess() {
+        return;
+    }
+    // A copy of the embedded net as a file, and a truncated one.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let embedded = repo().join(format!(
+        "crates/engine/nets/{}",
+        learnbook::engine::default_net::EMBEDDED_NAME
+    ));
+    let bytes = fs::read(&embedded).expect("the embedded net's file");
+    let copy = dir.path().join("copy.nnue");
+    fs::write(&copy, &bytes).expect("write");
+    let cut = dir.path().join("cut.nnue");
+    fs::write(&cut, &bytes[..bytes.len() / 2]).expect("write");
+    let out = std::process::Command::new("python3")
+        .args([
+            s(&repo().join("tests/py/uci_evalfile.py")),
+            common::bin(),
+            s(&copy),
+            s(&cut),
+        ])
+        .output()
+        .expect("python3 runs (.ci/run installs python-chess)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("gave the expected searches"), "{stdout}");
+}

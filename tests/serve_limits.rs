@@ -217,7 +217,10 @@ fn a_request_that_waits_too_long_for_the_book_is_a_503() {
         r.assert_error(&[503], &["busy", "pool-timeout"]);
         std::thread::sleep(Duration::from_millis(10));
     }
-    assert!(answered, "200 requests sent one at a time were all refused as busy");
+    assert!(
+        answered,
+        "200 requests sent one at a time were all refused as busy"
+    );
 }
 
 #[test]

@@ -14,11 +14,13 @@ use anyhow::{Context, Result};
 use crate::net::Network;
 
 /// The embedded net's bytes (the layout of [`crate::net`]).
-const EMBEDDED: &[u8] = include_bytes!("../nets/default-b5ce2d146a31.nnue");
+const EMBEDDED: &[u8] = include_bytes!("../nets/nn-b5ce2d146a31.nnue");
 
 /// The embedded net's name: the first 12 hex digits of its SHA-256, as the
-/// file in `crates/engine/nets` is named.
-pub const EMBEDDED_NAME: &str = "default-b5ce2d146a31.nnue";
+/// file in `crates/engine/nets` is named. No UCI keyword (`default`, `name`,
+/// `type`, `min`, `max`, `var`) as a word in it: GUIs' option parsers split
+/// `option` lines at those words (python-chess read `default-…` as `-…`).
+pub const EMBEDDED_NAME: &str = "nn-b5ce2d146a31.nnue";
 
 /// The embedded net, read afresh (about 100 KB; a test checks it reads).
 pub fn embedded() -> Result<Network> {
