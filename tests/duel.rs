@@ -4,9 +4,9 @@
 
 mod common;
 
-use std::{path::Path, process::Command};
+use std::path::Path;
 
-use common::{have_program, have_python_chess, ok, run, s, sample};
+use common::{have_program, have_python_chess, ok, python, run, s, sample};
 use tempfile::TempDir;
 
 const GLAURUNG: &str = "/usr/games/glaurung";
@@ -96,28 +96,19 @@ print(checked)
 "#;
 
 fn python_check(pgn: &Path, mode: &str, names: [&str; 2], books: [&str; 2]) -> u64 {
-    let out = Command::new("python3")
-        .args([
-            "-c",
-            CHECK,
-            s(pgn),
-            mode,
-            names[0],
-            books[0],
-            names[1],
-            books[1],
-        ])
-        .output()
-        .expect("python3");
-    assert!(
-        out.status.success(),
-        "python-chess check failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .trim()
-        .parse()
-        .expect("count")
+    python(&[
+        "-c",
+        CHECK,
+        s(pgn),
+        mode,
+        names[0],
+        books[0],
+        names[1],
+        books[1],
+    ])
+    .trim()
+    .parse()
+    .expect("count")
 }
 
 #[test]

@@ -348,24 +348,15 @@ fn python_chess_plays_full_games() {
     // dies: the same verdict on a busy machine), then one on the clock at
     // 10+0.1 for 60 plies, where losing on time takes a move seconds late.
     let script = repo().join("tests/py/uci_games.py");
-    let out = Command::new("python3")
-        .args([
-            s(&script),
-            bin(),
-            "/usr/games/glaurung",
-            "1",
-            "10",
-            "0.1",
-            "20000",
-        ])
-        .output()
-        .expect("python3 runs (.ci/run installs python-chess)");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "python-chess games failed: {stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = common::python(&[
+        s(&script),
+        bin(),
+        "/usr/games/glaurung",
+        "1",
+        "10",
+        "0.1",
+        "20000",
+    ]);
     assert!(stdout.contains("stop answered within"));
     assert!(
         stdout.lines().filter(|l| l.contains(" game 1: ")).count() == 3,

@@ -432,15 +432,6 @@ fn multipv_scores_leaves_from_their_parents_search_and_shards_agree() {
          print([i['score'].white().score(mate_score=30000) for i in infos if i['pv'][0].uci() == '{uci}'])\n",
         k = book_moves + 1
     );
-    let out = Command::new("python3")
-        .args(["-c", &script])
-        .output()
-        .expect("python3");
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = common::python(&["-c", &script]);
     assert_eq!(text.trim(), format!("[{}]", -score), "leaf {uci}");
 }

@@ -242,16 +242,10 @@ fn the_whole_corpus_at_once_loses_no_valid_game() {
 #[test]
 fn the_corpus_is_what_its_script_writes() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let out = std::process::Command::new("python3")
-        .arg(repo().join("scripts/make_malformed_corpus.py"))
-        .arg(dir.path())
-        .output()
-        .expect("python3");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::python(&[
+        s(&repo().join("scripts/make_malformed_corpus.py")),
+        s(dir.path()),
+    ]);
     let mut names: Vec<String> = std::fs::read_dir(repo().join("tests/corpus"))
         .expect("tests/corpus")
         .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())

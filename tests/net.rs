@@ -76,17 +76,13 @@ fn an_independent_reader_decodes_the_documented_layout() {
         records,
         "our reader"
     );
-    let out = std::process::Command::new("python3")
-        .arg(repo().join("scripts/nnue/bulletformat.py"))
-        .args(["check", s(&bin), s(&expected)])
-        .output()
-        .expect("python3");
-    assert!(
-        out.status.success(),
-        "the independent reader disagrees: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    // Fails the test if the independent reader disagrees.
+    common::python(&[
+        s(&repo().join("scripts/nnue/bulletformat.py")),
+        "check",
+        s(&bin),
+        s(&expected),
+    ]);
 }
 
 fn selfplay(dir: &Path, extra: &[&str]) -> std::process::Output {
@@ -445,20 +441,11 @@ fn python_chess_switches_eval_file_as_a_gui_does() {
     fs::write(&copy, &bytes).expect("write");
     let cut = dir.path().join("cut.nnue");
     fs::write(&cut, &bytes[..bytes.len() / 2]).expect("write");
-    let out = std::process::Command::new("python3")
-        .args([
-            s(&repo().join("tests/py/uci_evalfile.py")),
-            common::bin(),
-            s(&copy),
-            s(&cut),
-        ])
-        .output()
-        .expect("python3 runs (.ci/run installs python-chess)");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = common::python(&[
+        s(&repo().join("tests/py/uci_evalfile.py")),
+        common::bin(),
+        s(&copy),
+        s(&cut),
+    ]);
     assert!(stdout.contains("gave the expected searches"), "{stdout}");
 }

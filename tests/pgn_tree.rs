@@ -51,17 +51,13 @@ impl Check {
 }
 
 fn python_check(pgn: &Path, bin: &Path, max_ply: u32, layout: &str) -> Check {
-    let out = Command::new("python3")
-        .arg(repo().join("tests/py/pgn_tree_check.py"))
-        .args([s(pgn), s(bin), &max_ply.to_string(), layout])
-        .output()
-        .expect("python3");
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "pgn_tree_check.py failed: {text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = common::python(&[
+        s(&repo().join("tests/py/pgn_tree_check.py")),
+        s(pgn),
+        s(bin),
+        &max_ply.to_string(),
+        layout,
+    ]);
     let mut figures = HashMap::new();
     let mut comments = Vec::new();
     let mut analyses = Vec::new();

@@ -33,16 +33,7 @@ while True:
     n += 1
 print(n)
 "#;
-    let out = std::process::Command::new("python3")
-        .args(["-c", script, s(pgn)])
-        .output()
-        .expect("python3 (.ci/run installs python-chess)");
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(
-        out.status.success(),
-        "python-chess: {text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = common::python(&["-c", script, s(pgn)]);
     let mut lines: Vec<String> = text.lines().map(String::from).collect();
     let n = lines.pop().and_then(|l| l.parse().ok()).expect("count");
     (n, lines)

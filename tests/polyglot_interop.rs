@@ -87,17 +87,12 @@ fn export_is_read_by_python_chess() {
         ]);
         let n = entries(&out_bin).len();
         assert!(n > 20_000, "{weights}: only {n} entries");
-        let out = Command::new("python3")
-            .arg(repo().join("tests/py/verify_polyglot.py"))
-            .args([s(&out_bin), s(&sample())])
-            .output()
-            .expect("python3");
-        let report = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "python-chess rejects the {weights} export: {report}{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        // Fails the test if python-chess rejects the export.
+        let report = common::python(&[
+            s(&repo().join("tests/py/verify_polyglot.py")),
+            s(&out_bin),
+            s(&sample()),
+        ]);
         assert!(report.contains(&format!("entries: {n},")), "{report}");
         assert!(report.contains("illegal: 0, unknown keys: 0"), "{report}");
     }
@@ -256,17 +251,12 @@ fn a_polyglot_book_is_read_as_python_chess_reads_it_and_played_by_weight() {
 
     let bin = shared().join("polyglot/gnuchess-book.bin");
     let book = PolyglotBook::open(&bin).expect("open");
-    let out = Command::new("python3")
-        .arg(repo().join("tests/py/polyglot_moves.py"))
-        .args([s(&bin), "300", "7"])
-        .output()
-        .expect("python3");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = common::python(&[
+        s(&repo().join("tests/py/polyglot_moves.py")),
+        s(&bin),
+        "300",
+        "7",
+    ]);
     let mut compared = 0;
     for line in text.lines() {
         let (fen, listed) = line.split_once('\t').expect("tab");

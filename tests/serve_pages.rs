@@ -281,25 +281,16 @@ fn berserk_reads_the_explorer_and_every_answer_fits_lichess_schema() {
     let (_dir, book) = sample_book();
     let server = Server::start(&book, &["--cors"]);
     let ids = some_game_ids(&server, &book);
-    let out = Command::new("python3")
-        .arg(repo().join("tests/py/explorer_compat.py"))
-        .args([
-            &format!("http://{}/", server.addr),
-            s(&sample()),
-            s(&shared().join("lichess-explorer-spec/specs")),
-            "--positions",
-            "200",
-            "--ids",
-            &ids.join(","),
-        ])
-        .output()
-        .expect("python3");
-    let report = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "explorer_compat.py failed: {report}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let report = common::python(&[
+        s(&repo().join("tests/py/explorer_compat.py")),
+        &format!("http://{}/", server.addr),
+        s(&sample()),
+        s(&shared().join("lichess-explorer-spec/specs")),
+        "--positions",
+        "200",
+        "--ids",
+        &ids.join(","),
+    ]);
     assert!(report.contains("positions: 200,"), "{report}");
     assert!(report.contains("schema errors: 0"), "{report}");
     server.assert_serving();

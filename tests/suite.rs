@@ -6,7 +6,6 @@ mod common;
 
 use common::*;
 use std::path::Path;
-use std::process::Command;
 
 /// A book of the sample games with its exits at plies 6..8 analysed by the
 /// search core (a small budget: the scores only need to exist).
@@ -126,16 +125,8 @@ with open(pgn) as f:
         games += 1
 print(len(seen), games)
 "#;
-        let out = Command::new("python3")
-            .args(["-c", check, s(&a), s(&pgn)])
-            .output()
-            .expect("python3");
-        assert!(
-            out.status.success(),
-            "python-chess: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "15 12");
+        let out = common::python(&["-c", check, s(&a), s(&pgn)]);
+        assert_eq!(out.trim(), "15 12");
     }
 
     // Our runner plays from both files.

@@ -20,24 +20,15 @@ fn sample_book(dir: &Path) -> std::path::PathBuf {
 /// Plays `games` games through tests/py/uci_learning.py; its JSON report.
 fn play(book: &Path, opponent: &str, games: u32, limit: &str) -> serde_json::Value {
     let script = repo().join("tests/py/uci_learning.py");
-    let out = Command::new("python3")
-        .args([
-            s(&script),
-            bin(),
-            s(book),
-            opponent,
-            &games.to_string(),
-            limit,
-        ])
-        .output()
-        .expect("python3 runs (.ci/run installs python-chess)");
-    assert!(
-        out.status.success(),
-        "uci_learning.py failed: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("the script's JSON")
+    let out = common::python(&[
+        s(&script),
+        bin(),
+        s(book),
+        opponent,
+        &games.to_string(),
+        limit,
+    ]);
+    serde_json::from_str(&out).expect("the script's JSON")
 }
 
 fn learned_uci_games(book: &Path) -> i64 {
@@ -326,16 +317,7 @@ fn python_chess_uses_stockfish_through_the_adapter_as_a_gui_does() {
     let dir = tempfile::tempdir().expect("tempdir");
     let book = sample_book(dir.path());
     let script = repo().join("tests/py/uci_adapter.py");
-    let out = Command::new("python3")
-        .args([s(&script), bin(), s(&book), STOCKFISH])
-        .output()
-        .expect("python3 runs");
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = common::python(&[s(&script), bin(), s(&book), STOCKFISH]);
     let r: serde_json::Value = serde_json::from_str(&text).expect("JSON");
     let options: Vec<&str> = r["options"]
         .as_array()

@@ -191,6 +191,24 @@ pub fn have_python_chess() -> bool {
     have("python3 with python-chess", ok)
 }
 
+/// Runs `python3 ARGS` (a script of `tests/py` or `scripts`, or `-c
+/// CODE`) and fails the test, with what it printed, unless it succeeded;
+/// its standard output.
+pub fn python(args: &[&str]) -> String {
+    let out = Command::new("python3")
+        .args(args)
+        .output()
+        .expect("python3 runs (.ci/run installs it with python-chess)");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "python3 {} failed: {stdout}{}",
+        args.first().copied().unwrap_or(""),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
 /// SPSA's parameters in the tuner tests.
 pub const TUNE_PARAMS: &str =
     "knight_mg = {}\nbishop_mg = {}\nrook_eg = { c_end = 20 }\n\"passed_eg_*\" = {}\n";
