@@ -47,6 +47,7 @@ fn checkpoint_seeds() -> &'static [Vec<u8>] {
                     max_moves: Some(200),
                 },
                 base: w.values(),
+                net: None,
                 params,
                 engine: None,
                 progress_match: None,

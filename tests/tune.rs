@@ -585,3 +585,83 @@ fn an_engine_run_as_shards_reaches_the_checkpoint_of_one_tune() {
     assert_eq!(one.matches.len(), 2);
     assert_eq!(r, one);
 }
+
+#[test]
+fn a_run_with_a_net_records_it_and_resumes_only_with_the_same_net() {
+    let (dir, openings, _) = tune_setup();
+    let d = dir.path();
+    // The search's numbers: what a net leaves to tune.
+    let params = d.join("search.toml");
+    fs::write(
+        &params,
+        "search_futility_base = { c_end = 40 }\nsearch_lmr_base_x100 = { c_end = 40 }\n",
+    )
+    .unwrap();
+    let with = |name: &str, net: &str, iterations: u32| {
+        let mut a = args(d, &openings, &params, iterations, 2, name);
+        a.extend(["--net".to_string(), net.to_string()]);
+        a
+    };
+    ok(&strs(&args(d, &openings, &params, 3, 2, "hand")));
+    ok(&strs(&with("embedded", "default", 3)));
+    let (hand, embedded) = (load(d, "hand"), load(d, "embedded"));
+    assert_eq!(hand.settings.net, None);
+    let recorded = embedded.settings.net.clone().expect("the net recorded");
+    assert_eq!(
+        recorded.source,
+        learnbook::engine::default_net::EMBEDDED_NAME
+    );
+    assert_ne!(
+        hand.history, embedded.history,
+        "the net's games are not the hand-crafted evaluation's"
+    );
+
+    // The same net as a file: a run prepared with it, its net then changed,
+    // is refused on --resume with the checkpoint kept; with the file as it
+    // was, it plays the embedded net's games.
+    let file = d.join("copy.nnue");
+    let bytes = learnbook::engine::default_net::embedded_bytes();
+    fs::write(&file, bytes).unwrap();
+    let mut prepare = with("file", s(&file), 3);
+    prepare.push("--prepare".into());
+    ok(&strs(&prepare));
+    let ckpt = d.join("file.ckpt");
+    let out = d.join("file.toml");
+    let resume = [
+        "tune",
+        "--resume",
+        "--checkpoint",
+        s(&ckpt),
+        "--out",
+        s(&out),
+    ];
+    let mut changed = bytes.to_vec();
+    let last = changed.len() - 1;
+    changed[last] ^= 1;
+    fs::write(&file, &changed).unwrap();
+    let before = fs::read(&ckpt).unwrap();
+    let refused = run(&resume);
+    assert_eq!(refused.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains("not the one this run began with"), "{err}");
+    assert_eq!(fs::read(&ckpt).unwrap(), before);
+    fs::write(&file, bytes).unwrap();
+    ok(&resume);
+    let resumed = load(d, "file");
+    assert_eq!(
+        resumed.settings.net.as_ref().map(|n| n.fnv1a),
+        Some(recorded.fnv1a)
+    );
+    assert_eq!(resumed.history, embedded.history);
+    // --net is the checkpoint's on a resume, and no --engine's.
+    let mut again = resume.to_vec();
+    again.extend(["--net", "default"]);
+    assert_eq!(run(&again).status.code(), Some(2));
+    // A file that is not a net: refused before any checkpoint.
+    let cut = d.join("cut.nnue");
+    fs::write(&cut, &changed[..changed.len() / 2]).unwrap();
+    let out = run(&strs(&with("cut", s(&cut), 2)));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--net"));
+    assert!(!d.join("cut.ckpt").exists());
+}

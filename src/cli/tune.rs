@@ -82,6 +82,12 @@ pub struct TuneArgs {
         conflicts_with = "resume"
     )]
     params_format: Option<learnbook::tune::paramfile::Format>,
+    /// The evaluation both in-process sides search with: the embedded net (`default`), a
+    /// net file, or `none` for the weights' hand-crafted evaluation (whose numbers the
+    /// evaluation parameters are). Tune the search's numbers with a net to fit them to
+    /// its scale. Recorded in the checkpoint with a fingerprint of the net.
+    #[arg(long, value_name = "NET.nnue|default|none", default_value = "none", conflicts_with_all = ["resume", "engine"])]
+    net: learnbook::engine::default_net::NetChoice,
 }
 
 /// A new run (or --resume) played to its end or Ctrl-C (130), or with --prepare only
@@ -111,6 +117,7 @@ pub fn tune(args: TuneArgs) -> Result<ExitCode> {
         match_pairs,
         prepare,
         params_format,
+        net,
     } = args;
     let (mut state, openings) = Request {
         start,
@@ -127,6 +134,7 @@ pub fn tune(args: TuneArgs) -> Result<ExitCode> {
         resume,
         match_every,
         match_pairs,
+        net,
     }
     .open(|| {
         let a = adjudication.adjudication()?;

@@ -7,13 +7,17 @@
 //! [`super::spsa::iteration_rng`]`(seed, k)`, so the iteration count is
 //! the whole position in the random stream.
 
-use std::{fs, path::Path};
+use std::{fs, path::Path, sync::Arc};
 
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::settings::Settings;
-use crate::{atomic_file, engine::params::Weights, fnv::fnv1a};
+use super::settings::{Settings, TunedNet};
+use crate::{
+    atomic_file,
+    engine::{net::Network, params::Weights},
+    fnv::fnv1a,
+};
 
 const MAGIC: &str = "learnbook-tune-checkpoint";
 const VERSION: u32 = 1;
@@ -79,6 +83,12 @@ impl State {
         let mut w = Weights::default();
         w.set_values(&self.settings.base);
         w
+    }
+
+    /// The net the in-process sides evaluate with (`None`: the weights'
+    /// evaluation), checked to be the one the run began with.
+    pub fn net(&self) -> Result<Option<Arc<Network>>> {
+        self.settings.net.as_ref().map(TunedNet::load).transpose()
     }
 
     /// Writes the state to `path` atomically.
@@ -274,6 +284,7 @@ mod tests {
             params: all_params(&w)[..3].to_vec(),
             engine: None,
             progress_match: Some(MatchPlan { every: 5, pairs: 2 }),
+            net: None,
         });
         s.theta[0] += 0.1 + 1e-12;
         s.history.push(Iteration {

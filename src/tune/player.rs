@@ -8,6 +8,8 @@
 //! current values against the start ([`play_match`]). `tune` plays whole
 //! iterations with them, `tune-shard` its share of the pairs.
 
+use std::sync::Arc;
+
 use anyhow::{Context, Result};
 use rand::Rng;
 use rayon::prelude::*;
@@ -18,7 +20,7 @@ use super::{
     spsa,
 };
 use crate::{
-    engine::params::Weights,
+    engine::{net::Network, params::Weights},
     play::{
         builtin::Builtin,
         game::{play_game, Adjudication, Limit, Opening},
@@ -130,17 +132,21 @@ pub struct InProcess {
     pool: rayon::ThreadPool,
     /// The start weights, which the tuned numbers replace their part of.
     base: Weights,
+    /// The net both sides evaluate with (`None`: the weights' evaluation).
+    net: Option<Arc<Network>>,
 }
 
 impl InProcess {
-    /// `threads` games at once, over the start weights `base`.
-    pub fn new(threads: usize, base: Weights) -> Result<InProcess> {
+    /// `threads` games at once, over the start weights `base`, evaluating
+    /// with `net` if there is one.
+    pub fn new(threads: usize, base: Weights, net: Option<Arc<Network>>) -> Result<InProcess> {
         Ok(InProcess {
             pool: rayon::ThreadPoolBuilder::new()
                 .num_threads(threads.max(1))
                 .build()
                 .context("cannot start the thread pool")?,
             base,
+            net,
         })
     }
 }
@@ -180,6 +186,7 @@ impl Player for InProcess {
                     let first_white = g % 2 == 0;
                     play_one(
                         sides,
+                        self.net.as_ref(),
                         &openings[picks[g / 2]],
                         first_white,
                         &limit,
@@ -196,14 +203,15 @@ impl Player for InProcess {
 /// One game of a pair from `opening`; the first side's score.
 fn play_one(
     sides: [&Weights; 2],
+    net: Option<&Arc<Network>>,
     opening: &Opening,
     first_white: bool,
     limit: &Limit,
     adj: &Adjudication,
     hash_mb: usize,
 ) -> f64 {
-    let mut p = Builtin::search_only("plus", sides[0].clone(), hash_mb);
-    let mut m = Builtin::search_only("minus", sides[1].clone(), hash_mb);
+    let mut p = Builtin::search_only("plus", sides[0].clone(), hash_mb).with_net(net.cloned());
+    let mut m = Builtin::search_only("minus", sides[1].clone(), hash_mb).with_net(net.cloned());
     if first_white {
         play_game(&mut p, &mut m, opening, [limit, limit], adj).score_of(Color::White)
     } else {
@@ -246,6 +254,7 @@ mod tests {
             params,
             engine: None,
             progress_match: None,
+            net: None,
         }
     }
 
@@ -286,7 +295,7 @@ mod tests {
     #[test]
     fn both_kinds_of_player_play_the_same_plus_and_minus_sides() {
         let s = settings();
-        let in_process = InProcess::new(1, Weights::default()).unwrap();
+        let in_process = InProcess::new(1, Weights::default(), None).unwrap();
         let engine = arena(&s);
         let mut theta: Vec<f64> = s.params.iter().map(|p| p.start).collect();
         for k in 0..40 {

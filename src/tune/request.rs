@@ -12,9 +12,12 @@ use super::{
     external,
     paramfile::Format,
     run,
-    settings::{AdjudicationSpec, LimitSpec, MatchPlan, TunedEngine},
+    settings::{AdjudicationSpec, LimitSpec, MatchPlan, TunedEngine, TunedNet},
 };
-use crate::{engine::params::Weights, play::game::Opening};
+use crate::{
+    engine::{default_net::NetChoice, params::Weights},
+    play::game::Opening,
+};
 
 /// The options of `learnbook tune`, parsed.
 pub struct Request {
@@ -35,6 +38,8 @@ pub struct Request {
     pub resume: bool,
     pub match_every: Option<u64>,
     pub match_pairs: usize,
+    /// `--net`: the net the in-process sides evaluate with.
+    pub net: NetChoice,
 }
 
 impl Request {
@@ -61,6 +66,7 @@ impl Request {
             resume,
             match_every,
             match_pairs,
+            net,
         } = self;
         if match_every.is_some() && match_pairs == 0 {
             bail!("--match-pairs must be at least 1");
@@ -69,6 +75,12 @@ impl Request {
             every,
             pairs: match_pairs,
         });
+        if resume && net != NetChoice::HandCrafted {
+            bail!("--net is the checkpoint's on --resume: leave it out");
+        }
+        if engine.is_some() && net != NetChoice::HandCrafted {
+            bail!("--net is for the in-process search core: an --engine evaluates as it does");
+        }
         if resume {
             let (mut state, openings) = run::resume(&checkpoint, engine.as_ref())?;
             if match_every.is_some() {
@@ -99,6 +111,7 @@ impl Request {
             }
         };
         let adjudication = adjudication()?;
+        let net = TunedNet::of(&net)?;
         run::Plan {
             params,
             start,
@@ -113,6 +126,7 @@ impl Request {
             seed,
             adjudication,
             progress_match,
+            net,
         }
         .begin(&checkpoint)
     }

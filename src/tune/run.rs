@@ -14,6 +14,7 @@ use super::{
     player::{self, InProcess, Player},
     settings::{
         limit_of, AdjudicationSpec, EngineTarget, LimitSpec, MatchPlan, Settings, TunedEngine,
+        TunedNet,
     },
     spsa::{self, Schedule, TuneParam},
 };
@@ -36,6 +37,8 @@ pub struct Plan {
     pub engine: Option<EngineTarget>,
     /// `--match-every`: progress matches of the current values against the start.
     pub progress_match: Option<MatchPlan>,
+    /// `--net`: the net the in-process sides evaluate with.
+    pub net: Option<TunedNet>,
 }
 
 /// `--start`: a weights file, or the name of a preset.
@@ -133,6 +136,7 @@ impl Plan {
             params: self.params,
             engine: self.engine,
             progress_match: self.progress_match,
+            net: self.net,
         };
         Ok((State::new(settings), openings))
     }
@@ -180,7 +184,7 @@ pub fn run(
 ) -> Result<Outcome> {
     match state.settings.engine.clone() {
         None => {
-            let mut player = InProcess::new(threads, state.base())?;
+            let mut player = InProcess::new(threads, state.base(), state.net()?)?;
             run_with(&mut player, state, openings, checkpoint, out, progress)
         }
         Some(target) => {

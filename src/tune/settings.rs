@@ -6,7 +6,7 @@
 //! A leaf below them all: it names no other part of the tuner but the SPSA
 //! arithmetic and the parameter file formats.
 
-use std::{fmt, path::PathBuf, str::FromStr};
+use std::{fmt, path::PathBuf, str::FromStr, sync::Arc};
 
 use anyhow::{bail, Context, Result};
 use rand::Rng;
@@ -17,7 +17,12 @@ use super::{
     spsa::{self, Schedule, TuneParam},
 };
 use crate::{
+    engine::{
+        default_net::{embedded_bytes, NetChoice, EMBEDDED_NAME},
+        net::Network,
+    },
     engine_io::protocol::{EngineSpec, Proto},
+    fnv::fnv1a,
     play::{
         game::{Adjudication, Limit},
         runner::PlayerSpec,
@@ -65,6 +70,64 @@ pub struct Settings {
     /// checkpoints written before it existed: no matches).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub progress_match: Option<MatchPlan>,
+    /// `--net`: the net both in-process sides evaluate with, so that the
+    /// search's numbers are tuned for its scale (absent: the hand-crafted
+    /// evaluation of the weights, as in checkpoints written before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net: Option<TunedNet>,
+}
+
+/// The net of an in-process run, as its checkpoint records it: where it
+/// is and a fingerprint of its bytes, so a resume or a shard on another
+/// machine plays with the same net or refuses.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TunedNet {
+    /// The embedded net's name ([`EMBEDDED_NAME`]), or the file's absolute path.
+    pub source: String,
+    /// FNV-1a of the net's bytes.
+    pub fnv1a: u64,
+}
+
+impl TunedNet {
+    /// The net `choice` names, read and fingerprinted (`None`: the
+    /// hand-crafted evaluation).
+    pub fn of(choice: &NetChoice) -> Result<Option<TunedNet>> {
+        let (source, bytes) = match choice {
+            NetChoice::HandCrafted => return Ok(None),
+            NetChoice::Embedded => (EMBEDDED_NAME.to_string(), embedded_bytes().to_vec()),
+            NetChoice::File(p) => {
+                let path = std::fs::canonicalize(p)
+                    .with_context(|| format!("--net: cannot find {}", p.display()))?;
+                let bytes = std::fs::read(&path)
+                    .with_context(|| format!("--net: cannot read {}", path.display()))?;
+                (path.to_string_lossy().into_owned(), bytes)
+            }
+        };
+        Network::from_bytes(&bytes).with_context(|| format!("--net {source}"))?;
+        Ok(Some(TunedNet {
+            fnv1a: fnv1a(&bytes),
+            source,
+        }))
+    }
+
+    /// The net, checked to be the one the run began with.
+    pub fn load(&self) -> Result<Arc<Network>> {
+        let bytes = if self.source == EMBEDDED_NAME {
+            embedded_bytes().to_vec()
+        } else {
+            std::fs::read(&self.source)
+                .with_context(|| format!("cannot read the run's net {}", self.source))?
+        };
+        if fnv1a(&bytes) != self.fnv1a {
+            bail!(
+                "the net {} is not the one this run began with (its bytes differ)",
+                self.source
+            );
+        }
+        let net = Network::from_bytes(&bytes)
+            .with_context(|| format!("the run's net {}", self.source))?;
+        Ok(Arc::new(net))
+    }
 }
 
 /// How often the current values meet the start, and for how many pairs.

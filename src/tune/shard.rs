@@ -232,7 +232,7 @@ pub fn play_shard(
     };
     let played = match &s.engine {
         None => {
-            let mut player = InProcess::new(threads, state.base())?;
+            let mut player = InProcess::new(threads, state.base(), state.net()?)?;
             share.play(&mut player, &state, &openings)?
         }
         Some(target) => {

@@ -27,6 +27,11 @@ pub fn embedded() -> Result<Network> {
     Network::from_bytes(EMBEDDED).context("the embedded net")
 }
 
+/// The embedded net's file, as `crates/engine/nets` holds it.
+pub fn embedded_bytes() -> &'static [u8] {
+    EMBEDDED
+}
+
 /// Which evaluation to search with.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum NetChoice {

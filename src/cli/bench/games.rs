@@ -252,6 +252,7 @@ fn bench_tune(nodes: u64, pairs: usize, iterations: u64, openings: &Path) -> Res
             },
             engine: None,
             progress_match: None,
+            net: None,
         }
         .begin(&ckpt)?;
         let t = Instant::now();
