@@ -25,7 +25,8 @@
 #
 # Settings (environment; the defaults are the night's): JOURNAL, LEARNBOOK,
 # OPENINGS, THREADS (2), NODES, ITERATIONS, PAIRS, MATCH_EVERY,
-# MATCH_PAIRS, PARAMS, SEED, START (default), ENGINE (a UCI engine's spec:
+# MATCH_PAIRS, PARAMS, SEED, START (default), NET (none: the hand-crafted
+# evaluation; default: the embedded net, `tune --net`), ENGINE (a UCI engine's spec:
 # tune its spin options instead, `tune --engine`; PARAMS may then be an
 # OpenBench or fishtest file, whose starts are the run's start). Only a
 # new run takes NODES..ENGINE; a resume takes them from the checkpoint
@@ -36,6 +37,9 @@
 #   NODES=20000 ITERATIONS=600 SEED=52 \
 #   ENGINE="cmd=/usr/games/glaurung,option.Threads=1,option.Hash=16,option.OwnBook=false,option.Ponder=false" \
 #   scripts/tune_night.sh WORK-GLAURUNG 45m
+#
+# The search's numbers retuned for the embedded net (issue 64):
+#   JOURNAL=docs/bench/tune-net NET=default SEED=64 scripts/tune_night.sh WORK-NET 50m
 set -eu
 . "$(dirname "$0")/lib/parts.sh"
 
@@ -54,6 +58,7 @@ PARAMS=${PARAMS:-data/tune/search.toml}
 SEED=${SEED:-51}
 START=${START:-default}
 ENGINE=${ENGINE:-}
+NET=${NET:-none}
 
 mkdir -p "$JOURNAL"
 parts_binary "$WORK" "$LEARNBOOK"
@@ -71,7 +76,7 @@ elif [ -n "$ENGINE" ]; then
         --seed "$SEED" --threads "$THREADS" --checkpoint "$CKPT" --out "$WORK/search-tuned.toml" \
         --match-every "$MATCH_EVERY" --match-pairs "$MATCH_PAIRS"
 else
-    set -- tune --start "$START" --params "$PARAMS" --nodes "$NODES" \
+    set -- tune --start "$START" --net "$NET" --params "$PARAMS" --nodes "$NODES" \
         --pairs-per-iteration "$PAIRS" --iterations "$ITERATIONS" --openings "$OPENINGS" \
         --seed "$SEED" --threads "$THREADS" --checkpoint "$CKPT" --out "$WORK/search-tuned.toml" \
         --match-every "$MATCH_EVERY" --match-pairs "$MATCH_PAIRS"
